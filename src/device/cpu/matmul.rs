@@ -1,0 +1,124 @@
+//! CPU matrix multiply through the `gemm` crate (AVX-512 kernels with the `x86-v4` feature).
+//!
+//! `gemm` takes row and column strides for every operand, so transposed or sliced views are
+//! multiplied in place without a copy. Precision: f32 accumulates in f32; `gemm`'s f16 path widens
+//! f16 to f32 while packing and accumulates in f32, rounding the result to f16 once; bf16 (which
+//! `gemm` does not support) is converted to f32, multiplied in f32 and rounded to bf16 once.
+
+use gemm::Parallelism;
+use half::{bf16, f16};
+
+use crate::error::{Error, Result};
+use crate::tensor::{CpuBuffer, Layout};
+
+/// One matrix inside a batched operand: where it starts and its (row, column) strides.
+#[derive(Clone, Copy)]
+struct Mat {
+    offset: usize,
+    rs: isize,
+    cs: isize,
+}
+
+/// Plans the batched product as a list of (lhs, rhs) matrix pairs, one per output matrix, plus the
+/// sizes m, n, k. When `b` is the same matrix for every batch element and `a`'s batch and row
+/// dimensions can be walked with one stride, the whole batch folds into a single tall product,
+/// which `gemm` runs far faster than many small ones.
+struct Plan {
+    m: usize,
+    n: usize,
+    k: usize,
+    pairs: Vec<(Mat, Mat)>,
+}
+
+fn plan(la: &Layout, lb: &Layout) -> Plan {
+    let nd = la.ndim();
+    let (m, k, n) = (la.shape[nd - 2], la.shape[nd - 1], lb.shape[nd - 1]);
+    let batch = &la.shape[..nd - 2];
+    let a_rows = Mat { offset: la.offset, rs: la.strides[nd - 2] as isize, cs: la.strides[nd - 1] as isize };
+    let b_mat = Mat { offset: lb.offset, rs: lb.strides[nd - 2] as isize, cs: lb.strides[nd - 1] as isize };
+
+    let b_shared = lb.strides[..nd - 2].iter().zip(batch).all(|(&s, &size)| s == 0 || size == 1);
+    if b_shared {
+        if let Some(row_stride) = merged_stride(&la.shape[..nd - 1], &la.strides[..nd - 1]) {
+            let rows: usize = la.shape[..nd - 1].iter().product();
+            let a = Mat { rs: row_stride as isize, ..a_rows };
+            return Plan { m: rows, n, k, pairs: vec![(a, b_mat)] };
+        }
+    }
+    let count: usize = batch.iter().product();
+    let mut pairs = Vec::with_capacity(count);
+    let mut index = vec![0usize; batch.len()];
+    for _ in 0..count {
+        let off = |l: &Layout| l.offset + index.iter().zip(&l.strides).map(|(i, s)| i * s).sum::<usize>();
+        pairs.push((Mat { offset: off(la), ..a_rows }, Mat { offset: off(lb), ..b_mat }));
+        for d in (0..batch.len()).rev() {
+            index[d] += 1;
+            if index[d] < batch[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+    Plan { m, n, k, pairs }
+}
+
+/// If the dimensions can be walked as one (each stride = next stride × next size, ignoring size-1
+/// dimensions), the stride of that single dimension.
+fn merged_stride(shape: &[usize], strides: &[usize]) -> Option<usize> {
+    let dims: Vec<(usize, usize)> = shape.iter().copied().zip(strides.iter().copied()).filter(|&(n, _)| n != 1).collect();
+    match dims.last() {
+        None => Some(1),
+        Some(&(_, inner)) => dims.windows(2).all(|w| w[0].1 == w[1].1 * w[1].0).then_some(inner),
+    }
+}
+
+fn parallelism(m: usize, n: usize, k: usize) -> Parallelism {
+    // Threads only pay off once a product has real work in it.
+    if m * n * k >= 64 * 64 * 64 { Parallelism::Rayon(0) } else { Parallelism::None }
+}
+
+fn run<T: Copy + 'static>(plan: &Plan, a: &[T], b: &[T], zero: T, one: T) -> Vec<T> {
+    let (m, n, k) = (plan.m, plan.n, plan.k);
+    let mut out = vec![zero; plan.pairs.len() * m * n];
+    if m * n == 0 {
+        return out;
+    }
+    for (i, (ma, mb)) in plan.pairs.iter().enumerate() {
+        let dst = out[i * m * n..].as_mut_ptr();
+        // SAFETY: the layouts were bounds-checked against the buffers by the caller, `dst` has
+        // room for m×n elements, and `read_dst = false` means dst is only written.
+        unsafe {
+            gemm::gemm(
+                m, n, k,
+                dst, 1, n as isize, false,
+                a.as_ptr().add(ma.offset), ma.cs, ma.rs,
+                b.as_ptr().add(mb.offset), mb.cs, mb.rs,
+                zero, one, false, false, false,
+                parallelism(m, n, k),
+            );
+        }
+    }
+    out
+}
+
+pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
+    crate::device::check_bounds("matmul", la, a.len())?;
+    crate::device::check_bounds("matmul", lb, b.len())?;
+    let plan = plan(la, lb);
+    Ok(match (a, b) {
+        (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(run(&plan, x, y, 0.0, 1.0)),
+        (CpuBuffer::F16(x), CpuBuffer::F16(y)) => CpuBuffer::F16(run(&plan, x, y, f16::ZERO, f16::ONE)),
+        (CpuBuffer::BF16(x), CpuBuffer::BF16(y)) => {
+            let widen = |v: &[bf16]| v.iter().map(|h| h.to_f32()).collect::<Vec<f32>>();
+            let out = run(&plan, &widen(x), &widen(y), 0.0, 1.0);
+            CpuBuffer::BF16(out.into_iter().map(bf16::from_f32).collect())
+        }
+        (x, y) if x.dtype() != y.dtype() => {
+            return Err(Error::DTypeMismatch { op: "matmul", lhs: x.dtype().name(), rhs: y.dtype().name() });
+        }
+        (x, _) => {
+            return Err(Error::UnsupportedDType { op: "matmul", dtype: x.dtype().name(), why: "matmul needs float32, float16 or bfloat16" });
+        }
+    })
+}
+

@@ -1,0 +1,173 @@
+//! The CPU backend: plain loops over strided data, with a fast path for contiguous operands, and
+//! matmul through the `gemm` crate.
+
+mod matmul;
+
+pub use matmul::matmul;
+
+use crate::error::{Error, Result};
+use crate::tensor::{BinaryOp, BufferElement, CpuBuffer, DType, Element, Layout, ReduceOp, UnaryOp};
+use crate::with_cpu_buffer;
+
+/// Applies `f` to every element of a strided view, producing a contiguous vector.
+fn map<T: Copy, R>(v: &[T], layout: &Layout, f: impl Fn(T) -> R) -> Vec<R> {
+    if layout.is_contiguous() {
+        v[layout.offset..layout.offset + layout.numel()].iter().map(|&x| f(x)).collect()
+    } else {
+        layout.storage_indices().map(|i| f(v[i])).collect()
+    }
+}
+
+fn zip_map<T: Copy, R>(a: &[T], la: &Layout, b: &[T], lb: &Layout, f: impl Fn(T, T) -> R) -> Vec<R> {
+    if la.is_contiguous() && lb.is_contiguous() {
+        let (a, b) = (&a[la.offset..la.offset + la.numel()], &b[lb.offset..lb.offset + lb.numel()]);
+        a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
+    } else {
+        la.storage_indices().zip(lb.storage_indices()).map(|(i, j)| f(a[i], b[j])).collect()
+    }
+}
+
+fn needs_float(op: &'static str, dtype: DType) -> Error {
+    Error::UnsupportedDType { op, dtype: dtype.name(), why: "this operation needs a floating-point dtype" }
+}
+
+fn unary_float<T: BufferElement>(op: UnaryOp, v: &[T], layout: &Layout) -> CpuBuffer {
+    T::wrap(map(v, layout, |x| T::from_f32(op.apply_f32(x.to_f32()))))
+}
+
+fn unary_int<T: BufferElement>(op: UnaryOp, v: &[T], layout: &Layout) -> Result<CpuBuffer> {
+    // Decide once whether the op is integral (it does not depend on the element).
+    if op.apply_i64(0).is_none() {
+        return Err(needs_float(op.name(), T::DTYPE));
+    }
+    Ok(T::wrap(map(v, layout, |x| T::from_f64(op.apply_i64(x.to_f64() as i64).unwrap_or(0) as f64))))
+}
+
+pub fn unary(op: UnaryOp, buf: &CpuBuffer, layout: &Layout) -> Result<CpuBuffer> {
+    crate::device::check_bounds(op.name(), layout, buf.len())?;
+    Ok(match buf {
+        CpuBuffer::F32(v) => unary_float(op, v, layout),
+        CpuBuffer::F16(v) => unary_float(op, v, layout),
+        CpuBuffer::BF16(v) => unary_float(op, v, layout),
+        CpuBuffer::I32(v) => unary_int(op, v, layout)?,
+        CpuBuffer::I64(v) => unary_int(op, v, layout)?,
+    })
+}
+
+fn binary_float<T: BufferElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> CpuBuffer {
+    T::wrap(zip_map(a, la, b, lb, |x, y| T::from_f32(op.apply_f32(x.to_f32(), y.to_f32()))))
+}
+
+fn binary_int<T: BufferElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Result<CpuBuffer> {
+    if op.apply_i64(1, 1).is_none() {
+        return Err(needs_float(op.name(), T::DTYPE));
+    }
+    Ok(T::wrap(zip_map(a, la, b, lb, |x, y| {
+        T::from_f64(op.apply_i64(x.to_f64() as i64, y.to_f64() as i64).unwrap_or(0) as f64)
+    })))
+}
+
+pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
+    crate::device::check_bounds(op.name(), la, a.len())?;
+    crate::device::check_bounds(op.name(), lb, b.len())?;
+    Ok(match (a, b) {
+        (CpuBuffer::F32(x), CpuBuffer::F32(y)) => binary_float(op, x, la, y, lb),
+        (CpuBuffer::F16(x), CpuBuffer::F16(y)) => binary_float(op, x, la, y, lb),
+        (CpuBuffer::BF16(x), CpuBuffer::BF16(y)) => binary_float(op, x, la, y, lb),
+        (CpuBuffer::I32(x), CpuBuffer::I32(y)) => binary_int(op, x, la, y, lb)?,
+        (CpuBuffer::I64(x), CpuBuffer::I64(y)) => binary_int(op, x, la, y, lb)?,
+        _ => return Err(Error::DTypeMismatch { op: op.name(), lhs: a.dtype().name(), rhs: b.dtype().name() }),
+    })
+}
+
+/// Reduces the dimensions in `dims`. The layout is permuted so the kept dimensions come first;
+/// then each output element is one consecutive run of the walk.
+pub fn reduce(op: ReduceOp, buf: &CpuBuffer, layout: &Layout, dims: &[usize]) -> Result<CpuBuffer> {
+    crate::device::check_bounds(op.name(), layout, buf.len())?;
+    let kept = (0..layout.ndim()).filter(|d| !dims.contains(d));
+    let order: Vec<usize> = kept.chain(dims.iter().copied()).collect();
+    let walk = layout.permute(&order)?;
+    let run: usize = dims.iter().map(|&d| layout.shape[d]).product();
+    if run == 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) {
+        return Err(Error::invalid(op.name(), format!("cannot take the {} over an empty dimension (shape {:?})", op.name(), layout.shape)));
+    }
+    let out_len = if run == 0 { layout.shape.iter().enumerate().filter(|(d, _)| !dims.contains(d)).map(|(_, &n)| n).product() } else { layout.numel() / run };
+    fn go<T: BufferElement>(op: ReduceOp, v: &[T], walk: &Layout, run: usize, out_len: usize) -> Result<CpuBuffer> {
+        if !T::DTYPE.is_float() && op == ReduceOp::Mean {
+            return Err(needs_float("mean", T::DTYPE));
+        }
+        let mut out = Vec::with_capacity(out_len);
+        let mut idx = walk.storage_indices();
+        for _ in 0..out_len {
+            // Floats accumulate in f64 (more accurate than PyTorch's f32 accumulation; it only
+            // changes the last bits), then round once into the dtype.
+            let mut acc = match op {
+                ReduceOp::Max => f64::NEG_INFINITY,
+                ReduceOp::Min => f64::INFINITY,
+                ReduceOp::Sum | ReduceOp::Mean => 0.0,
+            };
+            for i in idx.by_ref().take(run) {
+                let x = v[i].to_f64();
+                acc = match op {
+                    ReduceOp::Sum | ReduceOp::Mean => acc + x,
+                    // NaN propagates, as in PyTorch.
+                    ReduceOp::Max | ReduceOp::Min if x.is_nan() || acc.is_nan() => f64::NAN,
+                    ReduceOp::Max => acc.max(x),
+                    ReduceOp::Min => acc.min(x),
+                };
+            }
+            if op == ReduceOp::Mean {
+                acc /= run as f64;
+            }
+            out.push(T::from_f64(acc));
+        }
+        Ok(T::wrap(out))
+    }
+    with_cpu_buffer!(buf, v => go(op, v, &walk, run, out_len))
+}
+
+/// A contiguous copy of a strided view (what `contiguous()` does).
+pub fn gather(buf: &CpuBuffer, layout: &Layout) -> CpuBuffer {
+    fn go<T: BufferElement>(v: &[T], layout: &Layout) -> CpuBuffer {
+        T::wrap(map(v, layout, |x| x))
+    }
+    with_cpu_buffer!(buf, v => go(v, layout))
+}
+
+pub fn cast(buf: &CpuBuffer, layout: &Layout, dtype: DType) -> CpuBuffer {
+    fn to<S: Element, D: BufferElement>(v: &[S], layout: &Layout) -> CpuBuffer {
+        if S::DTYPE.is_float() && D::DTYPE.is_float() {
+            // Every f16/bf16 value is exact in f32, and f32 -> f16/bf16 rounds correctly.
+            D::wrap(map(v, layout, |x| D::from_f32(x.to_f32())))
+        } else {
+            D::wrap(map(v, layout, |x| D::from_f64(x.to_f64())))
+        }
+    }
+    fn from<S: Element>(v: &[S], layout: &Layout, dtype: DType) -> CpuBuffer {
+        match dtype {
+            DType::F32 => to::<S, f32>(v, layout),
+            DType::F16 => to::<S, half::f16>(v, layout),
+            DType::BF16 => to::<S, half::bf16>(v, layout),
+            DType::I32 => to::<S, i32>(v, layout),
+            DType::I64 => to::<S, i64>(v, layout),
+        }
+    }
+    with_cpu_buffer!(buf, v => from(v, layout, dtype))
+}
+
+pub fn triu(buf: &CpuBuffer, layout: &Layout, diagonal: i64) -> Result<CpuBuffer> {
+    crate::device::check_bounds("triu", layout, buf.len())?;
+    let n = layout.ndim();
+    let (rows, cols) = (layout.shape[n - 2], layout.shape[n - 1]);
+    fn go<T: BufferElement>(v: &[T], layout: &Layout, rows: usize, cols: usize, diagonal: i64) -> CpuBuffer {
+        let mut out = map(v, layout, |x| x);
+        for (k, x) in out.iter_mut().enumerate() {
+            let (i, j) = ((k / cols) % rows, k % cols);
+            if (j as i64) < i as i64 + diagonal {
+                *x = T::zero();
+            }
+        }
+        T::wrap(out)
+    }
+    Ok(with_cpu_buffer!(buf, v => go(v, layout, rows, cols, diagonal)))
+}

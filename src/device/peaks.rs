@@ -1,0 +1,89 @@
+//! Promised peak throughput: datasheet figures for dense (not 2:4-sparse) math, by device and
+//! dtype. These are facts from vendor datasheets, not measurements; MFU divides what we measured by
+//! them. A device missing from the table gets no MFU (and the reason), never a made-up peak.
+
+use crate::tensor::DType;
+
+/// Matmul precision, which on GPUs decides the unit that does the work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MathMode {
+    Fp32,
+    /// FP32 inputs on tensor cores with 10-bit mantissas (NVIDIA TF32).
+    Tf32,
+    Bf16,
+    Fp16,
+}
+
+impl MathMode {
+    pub fn for_dtype(dtype: DType) -> Option<MathMode> {
+        match dtype {
+            DType::F32 => Some(MathMode::Fp32),
+            DType::BF16 => Some(MathMode::Bf16),
+            DType::F16 => Some(MathMode::Fp16),
+            DType::I32 | DType::I64 => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MathMode::Fp32 => "fp32",
+            MathMode::Tf32 => "tf32",
+            MathMode::Bf16 => "bf16",
+            MathMode::Fp16 => "fp16",
+        }
+    }
+}
+
+/// H100 SXM, bf16 dense tensor-core peak: the number the lecture's napkin math uses.
+pub const H100_SXM_BF16_DENSE: f64 = 989.5e12;
+
+pub struct DatasheetPeak {
+    /// Matched against the device name, case-insensitively, most specific first.
+    pub name_contains: &'static [&'static str],
+    pub device: &'static str,
+    /// FLOP/s for fp32, tf32, bf16, fp16.
+    pub fp32: f64,
+    pub tf32: f64,
+    pub bf16: f64,
+    pub fp16: f64,
+    pub source: &'static str,
+}
+
+pub const DATASHEET: &[DatasheetPeak] = &[
+    DatasheetPeak { name_contains: &["h100", "pcie"], device: "H100 PCIe", fp32: 51e12, tf32: 378e12, bf16: 756.5e12, fp16: 756.5e12, source: "NVIDIA H100 datasheet (PCIe)" },
+    DatasheetPeak { name_contains: &["h100"], device: "H100 SXM", fp32: 67e12, tf32: 494.7e12, bf16: H100_SXM_BF16_DENSE, fp16: H100_SXM_BF16_DENSE, source: "NVIDIA H100 datasheet (SXM)" },
+    DatasheetPeak { name_contains: &["h200"], device: "H200", fp32: 67e12, tf32: 494.7e12, bf16: H100_SXM_BF16_DENSE, fp16: H100_SXM_BF16_DENSE, source: "NVIDIA H200 datasheet (SXM)" },
+    DatasheetPeak { name_contains: &["a100"], device: "A100", fp32: 19.5e12, tf32: 156e12, bf16: 312e12, fp16: 312e12, source: "NVIDIA A100 datasheet" },
+    DatasheetPeak { name_contains: &["l40s"], device: "L40S", fp32: 91.6e12, tf32: 183e12, bf16: 362.05e12, fp16: 362.05e12, source: "NVIDIA L40S datasheet" },
+    DatasheetPeak { name_contains: &["a10g"], device: "A10G", fp32: 31.2e12, tf32: 62.5e12, bf16: 125e12, fp16: 125e12, source: "NVIDIA A10G (AWS) specifications" },
+];
+
+impl DatasheetPeak {
+    pub fn flop_per_sec(&self, mode: MathMode) -> f64 {
+        match mode {
+            MathMode::Fp32 => self.fp32,
+            MathMode::Tf32 => self.tf32,
+            MathMode::Bf16 => self.bf16,
+            MathMode::Fp16 => self.fp16,
+        }
+    }
+}
+
+/// The datasheet entry for a device name such as "NVIDIA H100 80GB HBM3".
+pub fn datasheet_for(device_name: &str) -> Option<&'static DatasheetPeak> {
+    let name = device_name.to_lowercase();
+    DATASHEET.iter().find(|p| p.name_contains.iter().all(|part| name.contains(part)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_the_most_specific_entry() {
+        assert_eq!(datasheet_for("NVIDIA H100 PCIe").map(|p| p.device), Some("H100 PCIe"));
+        assert_eq!(datasheet_for("NVIDIA H100 80GB HBM3").map(|p| p.device), Some("H100 SXM"));
+        assert_eq!(datasheet_for("NVIDIA H200").map(|p| p.bf16), Some(989.5e12));
+        assert!(datasheet_for("AMD EPYC 9R14").is_none());
+    }
+}

@@ -1,0 +1,62 @@
+//! One error type for the library. Every variant names the operation and the data involved, so a
+//! reader who feeds a bad shape, pattern, file or key learns exactly what was wrong.
+
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{op}: shapes {lhs:?} and {rhs:?} are incompatible: {why}")]
+    ShapeMismatch { op: &'static str, lhs: Vec<usize>, rhs: Vec<usize>, why: String },
+
+    #[error("{op}: dtypes {lhs} and {rhs} differ (convert one with `to_dtype` first)")]
+    DTypeMismatch { op: &'static str, lhs: &'static str, rhs: &'static str },
+
+    #[error("{op}: dtype {dtype} is not supported here ({why})")]
+    UnsupportedDType { op: &'static str, dtype: &'static str, why: &'static str },
+
+    #[error(
+        "{op}: tensor with shape {shape:?} and strides {strides:?} is not contiguous; \
+         call `.contiguous()` first (it copies)"
+    )]
+    NotContiguous { op: &'static str, shape: Vec<usize>, strides: Vec<usize> },
+
+    #[error("{op}: {msg}")]
+    InvalidArgument { op: &'static str, msg: String },
+
+    #[error("{op}: tensors live on different devices ({lhs} and {rhs})")]
+    DeviceMismatch { op: &'static str, lhs: String, rhs: String },
+
+    #[error("pattern \"{pattern}\": {msg}")]
+    Pattern { pattern: String, msg: String },
+
+    #[error("dimension names: {msg}")]
+    DimNames { msg: String },
+
+    #[error("{path}: {msg}")]
+    File { path: PathBuf, msg: String },
+
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+
+    #[error("trace {path}: {msg}")]
+    Trace { path: PathBuf, msg: String },
+
+    #[error("CUDA: {0}")]
+    Cuda(String),
+}
+
+impl Error {
+    pub(crate) fn invalid(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::InvalidArgument { op, msg: msg.into() }
+    }
+
+    pub(crate) fn shape(op: &'static str, lhs: &[usize], rhs: &[usize], why: impl Into<String>) -> Self {
+        Error::ShapeMismatch { op, lhs: lhs.to_vec(), rhs: rhs.to_vec(), why: why.into() }
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+}

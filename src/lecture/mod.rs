@@ -1,0 +1,54 @@
+//! The lecture's sections, in lecture order. Each is one function that runs the step it teaches
+//! and records what it observed; `SECTIONS` lists them with their titles and source files.
+
+mod compute;
+mod memory;
+mod napkin;
+mod operations;
+pub mod run;
+
+use crate::error::Result;
+use crate::trace::SectionCtx;
+
+pub const LECTURE: &str = "lecture_02";
+
+pub struct SectionDef {
+    pub id: &'static str,
+    pub title: &'static str,
+    /// Path of the file holding the function, relative to the crate root.
+    pub file: &'static str,
+    /// That file's text as compiled into this binary (for the staleness hash and the book).
+    pub source: &'static str,
+    pub run: fn(&mut SectionCtx) -> Result<()>,
+}
+
+macro_rules! sections {
+    ($($module:ident :: $id:ident => $title:expr),* $(,)?) => {
+        /// Every section, in the order the lecture presents them.
+        pub const SECTIONS: &[SectionDef] = &[$(
+            SectionDef {
+                id: stringify!($id),
+                title: $title,
+                file: concat!("src/lecture/", stringify!($module), ".rs"),
+                source: include_str!(concat!(stringify!($module), ".rs")),
+                run: $module::$id,
+            },
+        )*];
+    };
+}
+
+sections! {
+    napkin::motivating_questions => "Motivating questions: napkin math",
+    memory::tensors_basics => "Tensors: the basics",
+    memory::tensors_memory => "Tensors: memory",
+    memory::tensors_on_gpus => "Tensors on GPUs",
+    operations::tensor_storage => "Tensor storage",
+    operations::tensor_slicing => "Slicing and views",
+    operations::tensor_elementwise => "Elementwise operations",
+    operations::tensor_matmul => "Matrix multiplication",
+    compute::tensor_operations_flops => "Counting FLOPs",
+}
+
+pub fn find(id: &str) -> Option<&'static SectionDef> {
+    SECTIONS.iter().find(|s| s.id == id)
+}

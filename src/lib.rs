@@ -1,0 +1,14 @@
+//! Stanford CS336 Lecture 2 ("PyTorch, resource accounting") as an executable lecture: a small
+//! tensor library that counts its bytes and FLOPs, the lecture's sections as functions that run
+//! and record what they measured, and a book that shows only recorded numbers.
+
+pub mod device;
+pub mod error;
+pub mod flops;
+pub mod lecture;
+pub mod rng;
+pub mod tensor;
+pub mod trace;
+
+pub use error::{Error, Result};
+pub use tensor::{DType, Tensor};

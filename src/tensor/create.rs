@@ -1,0 +1,150 @@
+//! Creating tensors: from nested data, filled (`zeros`, `ones`, `full`, `arange`, `empty`), and
+//! random (`randn`, `rand`, `trunc_normal`), always from an explicit seeded `Rng`.
+
+use super::{CpuBuffer, DType, Tensor};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::rng::Rng;
+
+/// Nested Rust data that can become a tensor: numbers, arrays, slices and vectors of them.
+pub trait NestedData {
+    fn nested_shape(&self) -> Result<Vec<usize>>;
+    fn flatten_into(&self, out: &mut Vec<f64>);
+}
+
+macro_rules! scalar_data {
+    ($($t:ty),*) => {$(
+        impl NestedData for $t {
+            fn nested_shape(&self) -> Result<Vec<usize>> {
+                Ok(Vec::new())
+            }
+            fn flatten_into(&self, out: &mut Vec<f64>) {
+                out.push(*self as f64);
+            }
+        }
+    )*};
+}
+scalar_data!(f64, f32, i32, i64, u32, usize);
+
+fn sequence_shape<T: NestedData>(items: &[T]) -> Result<Vec<usize>> {
+    let mut shape = vec![items.len()];
+    if let Some(first) = items.first() {
+        let inner = first.nested_shape()?;
+        for (i, item) in items.iter().enumerate().skip(1) {
+            let s = item.nested_shape()?;
+            if s != inner {
+                return Err(Error::invalid("tensor", format!("ragged data: element 0 has shape {inner:?} but element {i} has shape {s:?}")));
+            }
+        }
+        shape.extend(inner);
+    }
+    Ok(shape)
+}
+
+impl<T: NestedData> NestedData for [T] {
+    fn nested_shape(&self) -> Result<Vec<usize>> {
+        sequence_shape(self)
+    }
+    fn flatten_into(&self, out: &mut Vec<f64>) {
+        self.iter().for_each(|x| x.flatten_into(out));
+    }
+}
+
+impl<T: NestedData, const N: usize> NestedData for [T; N] {
+    fn nested_shape(&self) -> Result<Vec<usize>> {
+        sequence_shape(self.as_slice())
+    }
+    fn flatten_into(&self, out: &mut Vec<f64>) {
+        self.as_slice().flatten_into(out)
+    }
+}
+
+impl<T: NestedData> NestedData for Vec<T> {
+    fn nested_shape(&self) -> Result<Vec<usize>> {
+        sequence_shape(self.as_slice())
+    }
+    fn flatten_into(&self, out: &mut Vec<f64>) {
+        self.as_slice().flatten_into(out)
+    }
+}
+
+impl Tensor {
+    /// `torch.tensor(data, dtype=…)`: values are rounded into `dtype` (nearest even).
+    pub fn from_data<D: NestedData + ?Sized>(data: &D, dtype: DType) -> Result<Tensor> {
+        let shape = data.nested_shape()?;
+        let mut flat = Vec::with_capacity(shape.iter().product());
+        data.flatten_into(&mut flat);
+        Tensor::from_f64_vec(&flat, &shape, dtype)
+    }
+
+    pub fn from_f64_vec(values: &[f64], shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::from_cpu(CpuBuffer::from_f64(dtype, values.iter().copied()), shape)
+    }
+
+    /// Takes ownership of a typed vector without conversion.
+    pub fn from_vec<T: super::BufferElement>(values: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+        Tensor::from_cpu(T::wrap(values), shape)
+    }
+
+    pub fn full_on(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
+        let n = shape.iter().product();
+        let buf = if value == 0.0 { CpuBuffer::zeros(dtype, n) } else { CpuBuffer::from_f64(dtype, std::iter::repeat_n(value, n)) };
+        Tensor::from_cpu(buf, shape)?.to_device(device)
+    }
+
+    pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
+        Tensor::full_on(shape, value, dtype, &Device::Cpu)
+    }
+
+    pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::full(shape, 0.0, dtype)
+    }
+
+    pub fn zeros_on(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
+        Tensor::full_on(shape, 0.0, dtype, device)
+    }
+
+    pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::full(shape, 1.0, dtype)
+    }
+
+    /// `torch.empty`: memory is allocated but its contents are not meant to be read. Rust does
+    /// not hand out uninitialised memory, so here the contents are zeros.
+    pub fn empty(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::zeros(shape, dtype)
+    }
+
+    /// 0, 1, …, n−1.
+    pub fn arange(n: usize, dtype: DType) -> Result<Tensor> {
+        Tensor::from_cpu(CpuBuffer::from_f64(dtype, (0..n).map(|i| i as f64)), &[n])
+    }
+
+    /// Samples from N(0, 1), rounded into `dtype`.
+    pub fn randn(shape: &[usize], dtype: DType, rng: &mut Rng) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        Tensor::from_cpu(CpuBuffer::from_f64(dtype, (0..n).map(|_| rng.normal())), shape)
+    }
+
+    /// Samples uniformly from [0, 1).
+    pub fn rand(shape: &[usize], dtype: DType, rng: &mut Rng) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        Tensor::from_cpu(CpuBuffer::from_f64(dtype, (0..n).map(|_| rng.uniform())), shape)
+    }
+
+    /// N(mean, std²) restricted to [a, b] by redrawing samples that fall outside, like
+    /// `torch.nn.init.trunc_normal_`. `a` and `b` are absolute bounds, not multiples of `std`.
+    pub fn trunc_normal(shape: &[usize], mean: f64, std: f64, a: f64, b: f64, dtype: DType, rng: &mut Rng) -> Result<Tensor> {
+        if !(std > 0.0) || !(a < b) || mean + 8.0 * std < a || mean - 8.0 * std > b {
+            return Err(Error::invalid("trunc_normal", format!("need std > 0 and a < b with [a, b] overlapping the distribution; got mean {mean}, std {std}, a {a}, b {b}")));
+        }
+        let n: usize = shape.iter().product();
+        let mut values = Vec::with_capacity(n);
+        while values.len() < n {
+            let x = mean + std * rng.normal();
+            if (a..=b).contains(&x) {
+                values.push(x);
+            }
+        }
+        Tensor::from_f64_vec(&values, shape, dtype)
+    }
+}

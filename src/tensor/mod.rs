@@ -1,0 +1,198 @@
+//! Tensors: a shared storage plus a layout (shape, strides, offset). Everything the first half of
+//! the lecture says about memory follows from this split: views are free, copies are not.
+
+mod create;
+pub mod dtype;
+pub mod formats;
+pub mod layout;
+mod matmul;
+mod ops;
+mod reduce;
+pub mod storage;
+mod view;
+
+use std::sync::Arc;
+
+pub use dtype::{DType, Element};
+pub use layout::Layout;
+pub use ops::{BinaryOp, UnaryOp};
+pub use reduce::ReduceOp;
+pub use storage::{Buffer, BufferElement, CpuBuffer, Storage};
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::with_cpu_buffer;
+
+#[derive(Clone)]
+pub struct Tensor {
+    storage: Arc<Storage>,
+    layout: Layout,
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor(shape={:?}, dtype={}, device={}", self.shape(), self.dtype(), self.device())?;
+        if self.numel() <= 16 && self.device().is_cpu() {
+            if let Ok(v) = self.to_vec_f64() {
+                write!(f, ", data={v:?}")?;
+            }
+        }
+        f.write_str(")")
+    }
+}
+
+impl Tensor {
+    /// Wraps a buffer laid out contiguously in `shape`.
+    pub(crate) fn from_buffer(buffer: Buffer, shape: &[usize], device: Device) -> Result<Tensor> {
+        let numel: usize = shape.iter().product();
+        if buffer.len() != numel {
+            return Err(Error::invalid("tensor", format!("{} elements given for shape {shape:?} ({numel} needed)", buffer.len())));
+        }
+        Ok(Tensor { storage: Storage::new(buffer, device), layout: Layout::contiguous(shape) })
+    }
+
+    pub(crate) fn from_cpu(buffer: CpuBuffer, shape: &[usize]) -> Result<Tensor> {
+        Tensor::from_buffer(Buffer::Cpu(buffer), shape, Device::Cpu)
+    }
+
+    /// A view: same storage, new layout.
+    pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
+        Tensor { storage: Arc::clone(&self.storage), layout }
+    }
+
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.layout.shape
+    }
+
+    pub fn strides(&self) -> &[usize] {
+        &self.layout.strides
+    }
+
+    /// Position of the first element in storage.
+    pub fn storage_offset(&self) -> usize {
+        self.layout.offset
+    }
+
+    pub fn dim(&self, d: usize) -> Result<usize> {
+        self.shape().get(d).copied().ok_or_else(|| Error::invalid("dim", format!("dimension {d} out of range for shape {:?}", self.shape())))
+    }
+
+    pub fn ndim(&self) -> usize {
+        self.layout.ndim()
+    }
+
+    pub fn numel(&self) -> usize {
+        self.layout.numel()
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.storage.dtype()
+    }
+
+    pub fn device(&self) -> &Device {
+        self.storage.device()
+    }
+
+    /// Bytes per element.
+    pub fn element_size(&self) -> usize {
+        self.dtype().size_in_bytes()
+    }
+
+    /// Bytes of the elements this tensor shows (numel × element size).
+    pub fn nbytes(&self) -> usize {
+        self.numel() * self.element_size()
+    }
+
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+
+    /// Do two tensors share one storage? Compared by identity, not by contents.
+    pub fn same_storage(a: &Tensor, b: &Tensor) -> bool {
+        Arc::ptr_eq(&a.storage, &b.storage)
+    }
+
+    /// All elements in row-major order, converted to `T` (rounding where `T` is narrower).
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.map_elements(T::from_f64)
+    }
+
+    pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
+        self.map_elements(|x| x)
+    }
+
+    fn map_elements<R>(&self, f: impl Fn(f64) -> R) -> Result<Vec<R>> {
+        let cpu = self.to_device(&Device::Cpu)?;
+        let guard = cpu.storage.read();
+        let Buffer::Cpu(buf) = &*guard;
+        Ok(with_cpu_buffer!(buf, v => {
+            if cpu.is_contiguous() {
+                let start = cpu.layout.offset;
+                v[start..start + cpu.numel()].iter().map(|x| f(x.to_f64())).collect()
+            } else {
+                cpu.layout.storage_indices().map(|i| f(v[i].to_f64())).collect()
+            }
+        }))
+    }
+
+    /// The single value of a one-element tensor.
+    pub fn item(&self) -> Result<f64> {
+        if self.numel() != 1 {
+            return Err(Error::invalid("item", format!("tensor with shape {:?} has {} elements, not 1", self.shape(), self.numel())));
+        }
+        Ok(self.to_vec_f64()?[0])
+    }
+
+    /// One element by its index.
+    pub fn get(&self, index: &[usize]) -> Result<f64> {
+        let pos = self.layout.storage_index(index)?;
+        let value = match &*self.storage.read() {
+            Buffer::Cpu(buf) => buf.get_f64(pos),
+        };
+        value.ok_or_else(|| Error::invalid("get", format!("storage position {pos} out of range")))
+    }
+
+    /// Writes one element in place; every view of the same storage sees it.
+    pub fn set(&self, index: &[usize], value: f64) -> Result<()> {
+        let pos = self.layout.storage_index(index)?;
+        match &mut *self.storage.write() {
+            Buffer::Cpu(buf) => {
+                if !buf.set_f64(pos, value) {
+                    return Err(Error::invalid("set", format!("storage position {pos} out of range")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The values as nested JSON arrays (row-major), for recording small tensors in the trace.
+    pub fn to_json(&self) -> Result<serde_json::Value> {
+        let flat = self.to_vec_f64()?;
+        let is_int = !self.dtype().is_float();
+        let leaf = |x: f64| -> serde_json::Value {
+            if is_int {
+                serde_json::Value::from(x as i64)
+            } else {
+                crate::trace::json_number(x)
+            }
+        };
+        fn nest(shape: &[usize], flat: &[f64], leaf: &dyn Fn(f64) -> serde_json::Value) -> serde_json::Value {
+            match shape.split_first() {
+                None => leaf(flat[0]),
+                Some((&n, rest)) => {
+                    let chunk: usize = rest.iter().product();
+                    serde_json::Value::Array((0..n).map(|i| nest(rest, &flat[i * chunk..(i + 1) * chunk], leaf)).collect())
+                }
+            }
+        }
+        Ok(nest(self.shape(), &flat, &leaf))
+    }
+}
