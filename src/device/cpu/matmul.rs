@@ -3,10 +3,13 @@
 //! `gemm` takes row and column strides for every operand, so transposed or sliced views are
 //! multiplied in place without a copy. Precision: f32 accumulates in f32; `gemm`'s f16 path widens
 //! f16 to f32 while packing and accumulates in f32, rounding the result to f16 once; bf16 (which
-//! `gemm` does not support) is converted to f32, multiplied in f32 and rounded to bf16 once.
+//! `gemm` does not support) goes to `bf16_gemm`: `vdpbf16ps` where the CPU has AVX512_BF16,
+//! otherwise converted to f32, multiplied in f32 and rounded to bf16 once.
 
 use gemm::Parallelism;
-use half::{bf16, f16};
+use half::f16;
+
+use super::bf16_gemm;
 
 use crate::error::{Error, Result};
 use crate::tensor::{CpuBuffer, Layout};
@@ -109,9 +112,10 @@ pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<
         (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(run(&plan, x, y, 0.0, 1.0)),
         (CpuBuffer::F16(x), CpuBuffer::F16(y)) => CpuBuffer::F16(run(&plan, x, y, f16::ZERO, f16::ONE)),
         (CpuBuffer::BF16(x), CpuBuffer::BF16(y)) => {
-            let widen = |v: &[bf16]| v.iter().map(|h| h.to_f32()).collect::<Vec<f32>>();
-            let out = run(&plan, &widen(x), &widen(y), 0.0, 1.0);
-            CpuBuffer::BF16(out.into_iter().map(bf16::from_f32).collect())
+            let operand = |m: &Mat| bf16_gemm::Operand { offset: m.offset, rs: m.rs, cs: m.cs };
+            let pairs: Vec<_> = plan.pairs.iter().map(|(ma, mb)| (operand(ma), operand(mb))).collect();
+            let problem = bf16_gemm::Problem { m: plan.m, n: plan.n, k: plan.k, a: x, b: y, pairs: &pairs };
+            CpuBuffer::BF16(bf16_gemm::matmul(bf16_gemm::current_kernel(), &problem)?)
         }
         (x, y) if x.dtype() != y.dtype() => {
             return Err(Error::DTypeMismatch { op: "matmul", lhs: x.dtype().name(), rhs: y.dtype().name() });

@@ -1,9 +1,16 @@
 //! The CPU backend: plain loops over strided data, with a fast path for contiguous operands, and
 //! matmul through the `gemm` crate.
 
+pub mod bf16_gemm;
 mod matmul;
 
 pub use matmul::matmul;
+
+/// The instruction set bf16 matmuls use on this thread: "avx512_bf16" (`vdpbf16ps`) or
+/// "portable-f32" (widen to f32, `gemm`, round). The trace records it next to bf16 timings.
+pub fn bf16_matmul_isa() -> &'static str {
+    bf16_gemm::current_kernel().name()
+}
 
 use crate::error::{Error, Result};
 use crate::tensor::{BinaryOp, BufferElement, CpuBuffer, DType, Element, Layout, ReduceOp, UnaryOp};

@@ -1,0 +1,181 @@
+//! bf16 matrix multiply on the CPU, accumulating in f32 and rounding to bf16 once at the end.
+//!
+//! Two kernels compute the same thing:
+//! - `Avx512Bf16`: x86-64 CPUs with AVX512_BF16 (Intel Cooper Lake / Sapphire Rapids, AMD Zen 4+)
+//!   have `vdpbf16ps`, which multiplies pairs of bf16 values and adds both products into one f32
+//!   lane: 32 multiply-adds per instruction, twice the f32 FMA rate. This is the only way bf16
+//!   matmul on a CPU beats f32; see `avx512.rs`.
+//! - `PortableF32`: everywhere else, widen bf16 to f32 (exact), multiply with `gemm` in f32 and
+//!   round once. It can never beat f32, since it *is* f32 plus two conversions.
+//!
+//! Operands are strided matrices (row and column strides in elements, any values), so transposed,
+//! sliced and broadcast views are multiplied without a copy of the caller's data: the AVX-512 path
+//! packs them into its own layout anyway.
+
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+mod pack;
+mod portable;
+
+use std::cell::Cell;
+
+use half::bf16;
+
+use crate::error::{Error, Result};
+
+/// Which instruction set does the work for a bf16 matmul.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bf16Kernel {
+    /// `vdpbf16ps` (AVX512_BF16), packed and cache-blocked, on all of rayon's threads.
+    Avx512Bf16,
+    /// bf16 widened to f32, multiplied by `gemm` in f32, rounded back.
+    PortableF32,
+}
+
+impl Bf16Kernel {
+    /// The name the trace records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bf16Kernel::Avx512Bf16 => "avx512_bf16",
+            Bf16Kernel::PortableF32 => "portable-f32",
+        }
+    }
+
+    /// Whether this CPU can run the kernel.
+    pub fn is_available(self) -> bool {
+        match self {
+            Bf16Kernel::PortableF32 => true,
+            Bf16Kernel::Avx512Bf16 => avx512_bf16_detected(),
+        }
+    }
+
+    /// The fastest kernel this CPU supports.
+    pub fn detect() -> Bf16Kernel {
+        if avx512_bf16_detected() { Bf16Kernel::Avx512Bf16 } else { Bf16Kernel::PortableF32 }
+    }
+}
+
+fn avx512_bf16_detected() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // The packing and stores also use AVX512BW (16-bit masked stores).
+        is_x86_feature_detected!("avx512bf16") && is_x86_feature_detected!("avx512bw") && is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+thread_local! {
+    static OVERRIDE: Cell<Option<Bf16Kernel>> = const { Cell::new(None) };
+}
+
+/// The kernel `Tensor::matmul` uses for bf16 on this thread: the detected one, unless
+/// `with_kernel` chose another.
+pub fn current_kernel() -> Bf16Kernel {
+    OVERRIDE.with(|o| o.get()).unwrap_or_else(Bf16Kernel::detect)
+}
+
+/// Runs `f` with bf16 matmuls on this thread forced to `kernel` (tests use it to exercise both
+/// paths through the tensor layer on any CPU). Fails if the CPU cannot run `kernel`.
+pub fn with_kernel<R>(kernel: Bf16Kernel, f: impl FnOnce() -> R) -> Result<R> {
+    require(kernel)?;
+    struct Restore(Option<Bf16Kernel>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            OVERRIDE.with(|o| o.set(self.0));
+        }
+    }
+    let _restore = Restore(OVERRIDE.with(|o| o.replace(Some(kernel))));
+    Ok(f())
+}
+
+fn require(kernel: Bf16Kernel) -> Result<()> {
+    if kernel.is_available() {
+        Ok(())
+    } else {
+        Err(Error::invalid("matmul", format!("the {} bf16 kernel needs a CPU with AVX512_BF16, and this one has none", kernel.name())))
+    }
+}
+
+/// One matrix inside a buffer: where element (0, 0) is and the (row, column) strides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Operand {
+    pub offset: usize,
+    pub rs: isize,
+    pub cs: isize,
+}
+
+impl Operand {
+    /// Storage position of element (i, j); callers keep i, j inside the matrix.
+    #[inline(always)]
+    fn at(&self, i: usize, j: usize) -> usize {
+        (self.offset as isize + i as isize * self.rs + j as isize * self.cs) as usize
+    }
+
+    /// Checks that every element of a rows × cols matrix lies inside a buffer of `len`.
+    fn check(&self, what: &str, rows: usize, cols: usize, len: usize) -> Result<()> {
+        if rows == 0 || cols == 0 {
+            return Ok(());
+        }
+        let corners = [(0, 0), (rows - 1, 0), (0, cols - 1), (rows - 1, cols - 1)];
+        for (i, j) in corners {
+            let pos = self.offset as i128 + i as i128 * self.rs as i128 + j as i128 * self.cs as i128;
+            if pos < 0 || pos >= len as i128 {
+                return Err(Error::invalid("matmul", format!("{what} ({rows}×{cols}, {self:?}) reaches outside its storage of {len} elements")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A batched product: `pairs[i]` = (lhs, rhs) of output matrix i; each lhs is m×k, each rhs k×n.
+#[derive(Debug, Clone)]
+pub struct Problem<'a> {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a: &'a [bf16],
+    pub b: &'a [bf16],
+    pub pairs: &'a [(Operand, Operand)],
+}
+
+/// Multiplies every pair with `kernel`; the result holds the m×n row-major outputs one after the
+/// other. Fails if an operand reaches outside its buffer or the CPU lacks the kernel.
+pub fn matmul(kernel: Bf16Kernel, p: &Problem<'_>) -> Result<Vec<bf16>> {
+    require(kernel)?;
+    p.check()?;
+    Ok(match kernel {
+        Bf16Kernel::PortableF32 => portable::matmul(p),
+        #[cfg(target_arch = "x86_64")]
+        Bf16Kernel::Avx512Bf16 => avx512::matmul(p),
+        #[cfg(not(target_arch = "x86_64"))]
+        Bf16Kernel::Avx512Bf16 => unreachable!("require() rejects AVX-512 off x86-64"),
+    })
+}
+
+/// The plain triple loop in f64, for tests: the exact product of the bf16 inputs (f64 holds every
+/// product exactly and sums them far more precisely than bf16 can show), not rounded to bf16.
+pub fn reference_f64(p: &Problem<'_>) -> Result<Vec<f64>> {
+    p.check()?;
+    let mut out = Vec::with_capacity(p.pairs.len() * p.m * p.n);
+    for (oa, ob) in p.pairs {
+        for i in 0..p.m {
+            for j in 0..p.n {
+                out.push((0..p.k).map(|l| p.a[oa.at(i, l)].to_f64() * p.b[ob.at(l, j)].to_f64()).sum());
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl Problem<'_> {
+    fn check(&self) -> Result<()> {
+        for (oa, ob) in self.pairs {
+            oa.check("lhs", self.m, self.k, self.a.len())?;
+            ob.check("rhs", self.k, self.n, self.b.len())?;
+        }
+        Ok(())
+    }
+}
