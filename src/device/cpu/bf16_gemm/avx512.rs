@@ -12,11 +12,12 @@
 //!    broadcasts for MR·NV `vdpbf16ps`), then rounds the tile to bf16 once and stores it.
 
 use std::arch::x86_64::*;
+use std::mem::MaybeUninit;
 
 use half::bf16;
 use rayon::prelude::*;
 
-use super::pack::{Lanes, pack_panel, pairs};
+use super::pack::{Lanes, pack_panels, pairs};
 use super::{Operand, Problem};
 
 /// Rows of A per panel (broadcast from memory, one per accumulator row).
@@ -32,26 +33,35 @@ const A_BLOCK_BYTES: usize = 384 * 1024;
 /// Below this many FLOPs a product runs on one thread: waking a second costs more than it saves.
 const PARALLEL_MIN_FLOP: usize = 2 * 96 * 96 * 96;
 
-/// A 64-byte aligned buffer of packed words, so every zmm load of a B panel is one cache line.
-struct Packed {
-    raw: Vec<u32>,
-    start: usize,
-    len: usize,
-}
+/// Scratch memory for packed panels kept per thread between calls: a fresh multi-megabyte
+/// allocation each call would cost a page fault per 4 KiB, several percent of a 1024³ product.
+/// Packing overwrites every word it uses, so the old contents never matter.
+mod scratch {
+    use std::cell::RefCell;
 
-impl Packed {
-    fn new(len: usize) -> Packed {
-        let raw = vec![0u32; len + 16];
-        let start = raw.as_ptr().align_offset(64).min(16);
-        Packed { raw, start, len }
+    /// Larger buffers (over 256 MiB) are freed after use rather than kept.
+    const KEEP_WORDS: usize = 64 << 20;
+
+    thread_local! {
+        static SCRATCH: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
     }
 
-    fn as_slice(&self) -> &[u32] {
-        &self.raw[self.start..self.start + self.len]
-    }
-
-    fn as_mut_slice(&mut self) -> &mut [u32] {
-        &mut self.raw[self.start..self.start + self.len]
+    /// Runs `f` with two 64-byte aligned word buffers of `a` and `b` words.
+    pub fn with<R>(a: usize, b: usize, f: impl FnOnce(&mut [u32], &mut [u32]) -> R) -> R {
+        // Taken out while in use, so a nested call (there is none today) would get its own.
+        let mut buf = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+        let a_padded = a.next_multiple_of(16);
+        let need = a_padded + b + 16;
+        if buf.len() < need {
+            buf.resize(need, 0);
+        }
+        let start = buf.as_ptr().align_offset(64).min(16);
+        let (pa, pb) = buf[start..start + a_padded + b].split_at_mut(a_padded);
+        let result = f(&mut pa[..a], pb);
+        if buf.len() <= KEEP_WORDS {
+            SCRATCH.with(|s| *s.borrow_mut() = buf);
+        }
+        result
     }
 }
 
@@ -64,51 +74,66 @@ unsafe impl Sync for OutPtr {}
 
 pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
     let (m, n, k) = (p.m, p.n, p.k);
-    let mut out = vec![bf16::ZERO; p.pairs.len() * m * n];
+    let total = p.pairs.len() * m * n;
     if m * n == 0 || k == 0 {
-        return out;
+        return vec![bf16::ZERO; total];
     }
+    let mut out: Vec<bf16> = Vec::with_capacity(total);
+    let spare = &mut out.spare_capacity_mut()[..total];
     let small = 2 * m * n * k < PARALLEL_MIN_FLOP;
     if small && p.pairs.len() > 1 {
         // Many small products: one per thread at a time.
-        out.par_chunks_mut(m * n).zip(p.pairs).for_each(|(o, &(oa, ob))| product(p, oa, ob, 1, o));
+        spare.par_chunks_mut(m * n).zip(p.pairs).for_each(|(o, &(oa, ob))| product(p, oa, ob, 1, o));
     } else {
         let threads = if small { 1 } else { rayon::current_num_threads() };
-        for (o, &(oa, ob)) in out.chunks_mut(m * n).zip(p.pairs) {
+        for (o, &(oa, ob)) in spare.chunks_mut(m * n).zip(p.pairs) {
             product(p, oa, ob, threads, o);
         }
     }
+    // SAFETY: the tiles of every product cover its m×n block, and every tile store writes each
+    // of its elements, so all `total` elements are initialised.
+    unsafe { out.set_len(total) };
     out
 }
 
-/// One m×n product into the row-major `out`.
-fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut [bf16]) {
+/// Packs all panels of one operand, the panels split evenly over `threads`.
+fn pack(src: &[bf16], lanes: &Lanes, total: usize, width: usize, dst: &mut [u32], threads: usize) {
+    let panels = total.div_ceil(width);
+    let per_panel = pairs(lanes.k) * width;
+    let chunk = panels.div_ceil(threads.max(1));
+    // SAFETY (both calls): this module only runs once AVX512F/BW/BF16 were detected.
+    if threads > 1 && panels > 1 {
+        dst.par_chunks_mut(chunk * per_panel).enumerate().for_each(|(i, d)| unsafe {
+            pack_range(src, lanes, total, width, i * chunk..(i * chunk + chunk).min(panels), d)
+        });
+    } else {
+        unsafe { pack_range(src, lanes, total, width, 0..panels, dst) };
+    }
+}
+
+/// `pack_panels` compiled for AVX-512, so its interleaving loops use zmm registers.
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn pack_range(src: &[bf16], lanes: &Lanes, total: usize, width: usize, panels: std::ops::Range<usize>, dst: &mut [u32]) {
+    // SAFETY: forwarded from the caller.
+    unsafe { pack_panels(src, lanes, total, width, panels, dst) }
+}
+
+/// One m×n product into the row-major `out` (every element of which gets written).
+fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut [MaybeUninit<bf16>]) {
     let (m, n, k) = (p.m, p.n, p.k);
     let kp = pairs(k);
     let (row_panels, col_panels) = (m.div_ceil(MR), n.div_ceil(NR));
-    let mut a_packed = Packed::new(row_panels * kp * MR);
-    let mut b_packed = Packed::new(col_panels * kp * NR);
-    let a_lanes = Lanes { base: oa.offset, lane_stride: oa.rs, k_stride: oa.cs, k };
-    let b_lanes = Lanes { base: ob.offset, lane_stride: ob.cs, k_stride: ob.rs, k };
-    let pack_a = |(r, panel): (usize, &mut [u32])| pack_panel(p.a, &a_lanes, r * MR, MR.min(m - r * MR), MR, panel);
-    let pack_b = |(c, panel): (usize, &mut [u32])| pack_panel(p.b, &b_lanes, c * NR, NR.min(n - c * NR), NR, panel);
-    if threads > 1 {
-        rayon::join(
-            || a_packed.as_mut_slice().par_chunks_mut(kp * MR).enumerate().for_each(pack_a),
-            || b_packed.as_mut_slice().par_chunks_mut(kp * NR).enumerate().for_each(pack_b),
-        );
-    } else {
-        a_packed.as_mut_slice().chunks_mut(kp * MR).enumerate().for_each(pack_a);
-        b_packed.as_mut_slice().chunks_mut(kp * NR).enumerate().for_each(pack_b);
-    }
-
-    let job = Job { m, n, kp, a: a_packed.as_slice(), b: b_packed.as_slice(), out: OutPtr(out.as_mut_ptr()) };
-    let parts = split(row_panels, col_panels, threads);
-    if parts.len() > 1 {
-        parts.into_par_iter().for_each(|part| job.compute(part));
-    } else {
-        parts.into_iter().for_each(|part| job.compute(part));
-    }
+    scratch::with(row_panels * kp * MR, col_panels * kp * NR, |a_packed, b_packed| {
+        pack(p.a, &Lanes { base: oa.offset, lane_stride: oa.rs, k_stride: oa.cs, k }, m, MR, a_packed, threads);
+        pack(p.b, &Lanes { base: ob.offset, lane_stride: ob.cs, k_stride: ob.rs, k }, n, NR, b_packed, threads);
+        let job = Job { m, n, kp, a: a_packed, b: b_packed, out: OutPtr(out.as_mut_ptr().cast()) };
+        let parts = split(row_panels, col_panels, threads);
+        if parts.len() > 1 {
+            parts.into_par_iter().for_each(|part| job.compute(part));
+        } else {
+            parts.into_iter().for_each(|part| job.compute(part));
+        }
+    });
 }
 
 /// A rectangle of tiles: row panels `rows.0..rows.1`, column panels `cols.0..cols.1`.
@@ -231,4 +256,20 @@ mod tests {
             assert!(seen.iter().all(|&s| s == 1), "{rp}×{cp} tiles over {t} threads: {seen:?}");
         }
     }
+}
+
+#[doc(hidden)]
+pub fn bench_tile(kp: usize, panels_a: usize, reps: usize) -> f64 {
+    let a = vec![0u32; kp * MR * panels_a];
+    let b = vec![0u32; kp * NR];
+    let mut out = vec![bf16::ZERO; MR * NR];
+    let cpu = || -> u64 { std::fs::read_to_string("/proc/thread-self/schedstat").unwrap().split_whitespace().next().unwrap().parse().unwrap() };
+    let t = cpu();
+    for _ in 0..reps {
+        for pa in 0..panels_a {
+            unsafe { tile(kp, a.as_ptr().add(pa * kp * MR), b.as_ptr(), out.as_mut_ptr(), NR, MR, NR) };
+        }
+    }
+    let s = (cpu() - t) as f64 / 1e9;
+    (2 * MR * NR * 2 * kp * panels_a * reps) as f64 / s / 1e9
 }

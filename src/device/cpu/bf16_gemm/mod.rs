@@ -13,9 +13,12 @@
 //! packs them into its own layout anyway.
 
 #[cfg(target_arch = "x86_64")]
-mod avx512;
+pub mod avx512;
+#[cfg(target_arch = "x86_64")]
 mod pack;
 mod portable;
+#[cfg(target_arch = "x86_64")]
+mod transpose;
 
 use std::cell::Cell;
 

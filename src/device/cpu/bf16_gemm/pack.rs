@@ -11,6 +11,8 @@
 //! The same code packs both operands: for A a lane is a row (lane stride = row stride), for B a
 //! lane is a column (lane stride = column stride).
 
+use std::ops::Range;
+
 use half::bf16;
 
 /// A strided matrix seen as lanes × k: element (l, kk) is at `base + l·lane_stride + kk·k_stride`.
@@ -39,59 +41,63 @@ pub(super) fn pairs(k: usize) -> usize {
     k.div_ceil(2)
 }
 
-/// Packs lanes `first..first + valid` of `src` into one panel `dst` of `lanes` words per k pair
-/// (`dst.len() == pairs(k) * lanes`); lanes `valid..lanes` are zero. The caller has checked that
-/// every element of the matrix lies inside `src`.
-pub(super) fn pack_panel(src: &[bf16], m: &Lanes, first: usize, valid: usize, lanes: usize, dst: &mut [u32]) {
-    debug_assert_eq!(dst.len(), pairs(m.k) * lanes);
-    let full = m.k / 2;
+/// Packs `panels` (panel c covers lanes c·width .. c·width + width of a matrix with `total` lanes)
+/// into `dst`, which holds exactly those panels, `pairs(k)·width` words each. Lanes past `total`
+/// are zero. The caller has checked that every element of the matrix lies inside `src`.
+///
+/// # Safety
+/// The CPU has AVX512F and AVX512BW (callers are the AVX-512 kernel, which checked), and this
+/// body is inlined into their `#[target_feature]` functions, so its loops vectorize for AVX-512.
+///
+/// The loop order follows the memory: packing is a pass over the whole operand, and walking it
+/// against its layout (down a column of a row-major matrix, say) costs a cache miss per element.
+#[inline(always)]
+pub(super) unsafe fn pack_panels(src: &[bf16], m: &Lanes, total: usize, width: usize, panels: Range<usize>, dst: &mut [u32]) {
+    let per_panel = pairs(m.k) * width;
+    debug_assert_eq!(dst.len(), panels.len() * per_panel);
+    let panel_lanes = |c: usize| (c * width, width.min(total - c * width));
     if m.lane_stride == 1 {
-        // Lanes are contiguous (a row-major B, a transposed A): interleave two runs of memory.
-        for (p, out) in dst.chunks_exact_mut(lanes).enumerate() {
-            let lo_start = m.at(first, 2 * p);
-            let lo = &src[lo_start..lo_start + valid];
-            if p < full {
-                let hi_start = m.at(first, 2 * p + 1);
-                let hi = &src[hi_start..hi_start + valid];
-                for ((o, &l), &h) in out.iter_mut().zip(lo).zip(hi) {
-                    *o = word(l, h);
+        // Lanes are contiguous (a row-major B, a transposed A): for each k pair, two runs of
+        // memory across all panels, interleaved.
+        let full = m.k / 2;
+        for p in 0..pairs(m.k) {
+            for (c, panel) in panels.clone().zip(dst.chunks_exact_mut(per_panel)) {
+                let (first, valid) = panel_lanes(c);
+                let out = &mut panel[p * width..(p + 1) * width];
+                let lo_start = m.at(first, 2 * p);
+                let lo = &src[lo_start..lo_start + valid];
+                if p < full {
+                    let hi_start = m.at(first, 2 * p + 1);
+                    let hi = &src[hi_start..hi_start + valid];
+                    for ((o, &l), &h) in out.iter_mut().zip(lo).zip(hi) {
+                        *o = word(l, h);
+                    }
+                } else {
+                    for (o, &l) in out.iter_mut().zip(lo) {
+                        *o = word(l, bf16::ZERO);
+                    }
                 }
-            } else {
-                for (o, &l) in out.iter_mut().zip(lo) {
-                    *o = word(l, bf16::ZERO);
-                }
+                out[valid..].fill(0);
             }
-            out[valid..].fill(0);
         }
     } else if m.k_stride == 1 {
-        // Each lane's k run is contiguous (a row-major A, a transposed B): read pairs as words.
-        for l in 0..valid {
-            let start = m.at(first + l, 0);
-            let run = &src[start..start + m.k];
-            for (p, pair) in run.chunks_exact(2).enumerate() {
-                dst[p * lanes + l] = word(pair[0], pair[1]);
-            }
-            if m.k % 2 == 1 {
-                dst[full * lanes + l] = word(run[m.k - 1], bf16::ZERO);
-            }
+        // Each lane's k run is contiguous (a row-major A, a transposed B): a transpose of words.
+        for (c, panel) in panels.zip(dst.chunks_exact_mut(per_panel)) {
+            let (first, valid) = panel_lanes(c);
+            let runs: Vec<&[bf16]> = (0..valid).map(|l| &src[m.at(first + l, 0)..m.at(first + l, 0) + m.k]).collect();
+            // SAFETY: the caller guarantees AVX512F (see this function's contract).
+            unsafe { super::transpose::pack_runs(&runs, m.k, width, panel) };
         }
-        zero_lanes(dst, valid, lanes);
     } else {
-        for l in 0..valid {
-            for p in 0..pairs(m.k) {
-                let lo = src[m.at(first + l, 2 * p)];
-                let hi = if 2 * p + 1 < m.k { src[m.at(first + l, 2 * p + 1)] } else { bf16::ZERO };
-                dst[p * lanes + l] = word(lo, hi);
+        for (c, panel) in panels.zip(dst.chunks_exact_mut(per_panel)) {
+            let (first, valid) = panel_lanes(c);
+            for (p, out) in panel.chunks_exact_mut(width).enumerate() {
+                for (l, o) in out.iter_mut().enumerate().take(valid) {
+                    let hi = if 2 * p + 1 < m.k { src[m.at(first + l, 2 * p + 1)] } else { bf16::ZERO };
+                    *o = word(src[m.at(first + l, 2 * p)], hi);
+                }
+                out[valid..].fill(0);
             }
-        }
-        zero_lanes(dst, valid, lanes);
-    }
-}
-
-fn zero_lanes(dst: &mut [u32], valid: usize, lanes: usize) {
-    if valid < lanes {
-        for group in dst.chunks_exact_mut(lanes) {
-            group[valid..].fill(0);
         }
     }
 }
@@ -111,6 +117,9 @@ mod tests {
     /// Packs a 3×5 matrix (values 10·i + j) through each of the three paths and checks each word.
     #[test]
     fn every_path_interleaves_pairs_and_pads_with_zero() {
+        if !crate::device::cpu::bf16_gemm::Bf16Kernel::Avx512Bf16.is_available() {
+            return;
+        }
         let (rows, k) = (3usize, 5usize);
         let row_major: Vec<bf16> = (0..rows * k).map(|x| b((10 * (x / k) + x % k) as f32)).collect();
         let col_major: Vec<bf16> = (0..rows * k).map(|x| b((10 * (x % rows) + x / rows) as f32)).collect();
@@ -127,20 +136,27 @@ mod tests {
             (&spread, Lanes { base: 0, lane_stride: 2 * k as isize, k_stride: 2, k }),
         ];
         for (src, lanes) in layouts {
-            // Lanes 1..3 into a 4-lane panel: lanes 2 and 3 of the panel are padding.
-            let mut dst = vec![u32::MAX; pairs(k) * 4];
-            pack_panel(src, &lanes, 1, 2, 4, &mut dst);
+            // Three lanes in 2-lane panels: the second panel's second lane is padding.
+            let mut dst = vec![u32::MAX; 2 * pairs(k) * 2];
+            // SAFETY: only run where the CPU has AVX-512 (see the test's guard).
+            unsafe { pack_panels(src, &lanes, rows, 2, 0..2, &mut dst) };
             for p in 0..pairs(k) {
                 for l in 0..4 {
-                    let want = if l < 2 {
-                        let row = (l + 1) as f32 * 10.0;
+                    let (panel, lane) = (l / 2, l % 2);
+                    let got = unpack(dst[panel * pairs(k) * 2 + p * 2 + lane]);
+                    let want = if l < rows {
+                        let row = l as f32 * 10.0;
                         (row + (2 * p) as f32, if 2 * p + 1 < k { row + (2 * p + 1) as f32 } else { 0.0 })
                     } else {
                         (0.0, 0.0)
                     };
-                    assert_eq!(unpack(dst[p * 4 + l]), want, "pair {p} lane {l} with {lanes:?}");
+                    assert_eq!(got, want, "pair {p} lane {l} with {lanes:?}");
                 }
             }
+            // Packing the second panel alone gives the same words.
+            let mut second = vec![u32::MAX; pairs(k) * 2];
+            unsafe { pack_panels(src, &lanes, rows, 2, 1..2, &mut second) };
+            assert_eq!(second, dst[pairs(k) * 2..]);
         }
     }
 }

@@ -1,0 +1,45 @@
+//! Benchmarks behind the `bench` binary. Each measures in one process, takes medians of many
+//! samples and prints ratios against a reference measured in the same run; none of this is a test
+//! (timings never gate anything).
+
+pub mod cpu_matmul;
+pub mod overhead;
+pub mod reference;
+pub mod timing;
+
+/// A matrix product m×k · k×n.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+}
+
+impl Shape {
+    pub const fn new(m: usize, k: usize, n: usize) -> Shape {
+        Shape { m, k, n }
+    }
+
+    /// 2·m·n·k: one multiply and one add per term.
+    pub fn flop(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+
+    pub fn label(&self) -> String {
+        if self.m == self.k && self.k == self.n { format!("{}³", self.m) } else { format!("{}×{}·{}×{}", self.m, self.k, self.k, self.n) }
+    }
+}
+
+/// The sizes both benchmarks use: square products up to 2048 and the lecture's 1024×256·256×64.
+pub const SHAPES: [Shape; 5] =
+    [Shape::new(256, 256, 256), Shape::new(512, 512, 512), Shape::new(1024, 1024, 1024), Shape::new(2048, 2048, 2048), Shape::new(1024, 256, 64)];
+
+/// Makes rayon's global pool (used by `gemm` and the bf16 kernel) exactly `threads` wide, so every
+/// library in a comparison runs on the same number of threads.
+pub fn set_threads(threads: usize) -> anyhow::Result<()> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()
+        .map_err(|e| anyhow::anyhow!("cannot size rayon's thread pool to {threads}: {e}"))?;
+    Ok(())
+}

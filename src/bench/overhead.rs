@@ -1,0 +1,87 @@
+//! `bench matmul-overhead`: what the tensor layer adds to an f32 matmul. The same input buffers
+//! are multiplied through `Tensor::matmul` (shape checks, broadcasting, the plan, dispatch, a fresh
+//! output tensor, FLOP counting) and by calling `gemm::gemm` directly into a preallocated output
+//! with the same threading, alternating sample by sample.
+
+use anyhow::{Context, bail};
+use gemm::Parallelism;
+
+use super::timing::{Budget, in_turns, local};
+use super::{SHAPES, Shape};
+use crate::rng::Rng;
+use crate::tensor::{Buffer, CpuBuffer};
+use crate::{DType, Tensor};
+
+pub struct Row {
+    pub shape: Shape,
+    pub tensor_s: f64,
+    pub direct_s: f64,
+    pub samples: usize,
+}
+
+impl Row {
+    /// Tensor-layer time over direct `gemm` time, minus one.
+    pub fn overhead(&self) -> f64 {
+        self.tensor_s / self.direct_s - 1.0
+    }
+}
+
+fn f32_ptr(t: &Tensor) -> anyhow::Result<*const f32> {
+    match &*t.storage().read() {
+        Buffer::Cpu(CpuBuffer::F32(v)) => Ok(v.as_ptr()),
+        #[allow(unreachable_patterns)]
+        _ => bail!("expected an f32 CPU tensor"),
+    }
+}
+
+pub fn measure(shape: Shape, budget: Budget) -> anyhow::Result<Row> {
+    let Shape { m, k, n } = shape;
+    let mut rng = Rng::seed(0);
+    let a = Tensor::randn(&[m, k], DType::F32, &mut rng)?;
+    let b = Tensor::randn(&[k, n], DType::F32, &mut rng)?;
+    // The tensors own their storage for the whole run and nothing writes to it, so the pointers
+    // stay valid and the direct calls read exactly what `Tensor::matmul` reads.
+    let (pa, pb) = (f32_ptr(&a)?, f32_ptr(&b)?);
+    let mut dst = vec![0f32; m * n];
+    let mut via_tensor = local(|| {
+        a.matmul(&b).with_context(|| format!("Tensor::matmul {}", shape.label()))?;
+        Ok(())
+    });
+    let mut direct = local(|| {
+        // SAFETY: pa is m×k and pb k×n row-major (contiguous randn tensors), dst has m×n
+        // elements, and read_dst = false means dst is only written.
+        unsafe {
+            gemm::gemm(
+                m, n, k,
+                dst.as_mut_ptr(), 1, n as isize, false,
+                pa, 1, k as isize,
+                pb, 1, n as isize,
+                0.0f32, 1.0f32, false, false, false,
+                Parallelism::Rayon(0),
+            );
+        }
+        Ok(())
+    });
+    let s = in_turns(budget, &mut [&mut via_tensor, &mut direct])?;
+    Ok(Row { shape, tensor_s: s[0].median_s, direct_s: s[1].median_s, samples: s[0].count })
+}
+
+pub fn run(budget: Budget, threads: usize) -> anyhow::Result<Vec<Row>> {
+    println!("f32 matmul: Tensor::matmul vs gemm::gemm called directly on the same buffers");
+    println!("{threads} threads, medians of samples taken in turns (≥{} each, ≥{:.1} s each)\n", budget.min_samples, budget.min_time.as_secs_f64());
+    println!("{:<16} {:>12} {:>12} {:>11} {:>11} {:>9} {:>8}", "shape", "tensor ms", "direct ms", "tensor GF/s", "direct GF/s", "overhead", "samples");
+    let mut rows = Vec::new();
+    for shape in SHAPES {
+        let row = measure(shape, budget)?;
+        let gf = |s: f64| shape.flop() / s / 1e9;
+        println!(
+            "{:<16} {:>12.3} {:>12.3} {:>11.1} {:>11.1} {:>+8.1}% {:>8}",
+            shape.label(), row.tensor_s * 1e3, row.direct_s * 1e3, gf(row.tensor_s), gf(row.direct_s), row.overhead() * 100.0, row.samples
+        );
+        rows.push(row);
+    }
+    let big: Vec<&Row> = rows.iter().filter(|r| r.shape.m * r.shape.k * r.shape.n >= 1024 * 1024 * 1024).collect();
+    let worst = big.iter().map(|r| r.overhead()).fold(f64::NEG_INFINITY, f64::max);
+    println!("\nworst overhead at 1024³ and above: {:+.1}% (goal: ≤ 5%)", worst * 100.0);
+    Ok(rows)
+}
