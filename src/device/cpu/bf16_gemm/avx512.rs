@@ -32,6 +32,8 @@ const _: () = assert!(NV % 2 == 0);
 const A_BLOCK_BYTES: usize = 384 * 1024;
 /// Below this many FLOPs a product runs on one thread: waking a second costs more than it saves.
 const PARALLEL_MIN_FLOP: usize = 2 * 96 * 96 * 96;
+/// Work chunks per thread, for load balancing.
+const CHUNKS_PER_THREAD: usize = 4;
 
 /// Scratch memory for packed panels kept per thread between calls: a fresh multi-megabyte
 /// allocation each call would cost a page fault per 4 KiB, several percent of a 1024³ product.
@@ -123,15 +125,35 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
     let (m, n, k) = (p.m, p.n, p.k);
     let kp = pairs(k);
     let (row_panels, col_panels) = (m.div_ceil(MR), n.div_ceil(NR));
+    let a_lanes = Lanes { base: oa.offset, lane_stride: oa.rs, k_stride: oa.cs, k };
+    let b_lanes = Lanes { base: ob.offset, lane_stride: ob.cs, k_stride: ob.rs, k };
     scratch::with(row_panels * kp * MR, col_panels * kp * NR, |a_packed, b_packed| {
-        pack(p.a, &Lanes { base: oa.offset, lane_stride: oa.rs, k_stride: oa.cs, k }, m, MR, a_packed, threads);
-        pack(p.b, &Lanes { base: ob.offset, lane_stride: ob.cs, k_stride: ob.rs, k }, n, NR, b_packed, threads);
-        let job = Job { m, n, kp, a: a_packed, b: b_packed, out: OutPtr(out.as_mut_ptr().cast()) };
-        let parts = split(row_panels, col_panels, threads);
-        if parts.len() > 1 {
-            parts.into_par_iter().for_each(|part| job.compute(part));
+        pack(p.b, &b_lanes, n, NR, b_packed, threads);
+        let job = Job { m, n, kp, b: b_packed, out: OutPtr(out.as_mut_ptr().cast()) };
+        let (parts, along_rows) = split(row_panels, col_panels, kp, threads);
+        if along_rows && parts.len() > 1 {
+            // Each chunk packs the A panels of its own rows, so they are in the caches of the
+            // thread that uses them.
+            let mut slices = Vec::with_capacity(parts.len());
+            let mut rest = a_packed;
+            for part in &parts {
+                let (mine, others) = rest.split_at_mut((part.rows.1 - part.rows.0) * kp * MR);
+                slices.push(mine);
+                rest = others;
+            }
+            parts.into_par_iter().zip(slices).for_each(|(part, a)| {
+                // SAFETY: this module only runs once AVX512F/BW/BF16 were detected.
+                unsafe { pack_range(p.a, &a_lanes, m, MR, part.rows.0..part.rows.1, a) };
+                job.compute(part, a, part.rows.0);
+            });
         } else {
-            parts.into_iter().for_each(|part| job.compute(part));
+            pack(p.a, &a_lanes, m, MR, a_packed, threads);
+            let a: &[u32] = a_packed;
+            if parts.len() > 1 {
+                parts.into_par_iter().for_each(|part| job.compute(part, a, 0));
+            } else {
+                parts.into_iter().for_each(|part| job.compute(part, a, 0));
+            }
         }
     });
 }
@@ -143,38 +165,51 @@ struct Part {
     cols: (usize, usize),
 }
 
-/// Splits the tiles into `threads` rectangles of near-equal size, along the longer side.
-fn split(row_panels: usize, col_panels: usize, threads: usize) -> Vec<Part> {
+/// Splits the tiles into rectangles along the longer side (true: along the rows): enough of them
+/// (`CHUNKS_PER_THREAD` per thread) that rayon can even out threads that run slower (a core
+/// shared with another process), and each no bigger than the A panels one thread keeps in L2.
+fn split(row_panels: usize, col_panels: usize, kp: usize, threads: usize) -> (Vec<Part>, bool) {
     let along_rows = row_panels * MR >= col_panels * NR;
     let count = if along_rows { row_panels } else { col_panels };
-    let threads = threads.clamp(1, count);
-    (0..threads)
+    let chunks = if threads <= 1 {
+        1
+    } else {
+        let l2_sized = if along_rows { row_panels.div_ceil(a_group(kp)) } else { 1 };
+        (threads * CHUNKS_PER_THREAD).max(l2_sized).min(count)
+    };
+    let parts = (0..chunks)
         .map(|t| {
-            let range = (count * t / threads, count * (t + 1) / threads);
+            let range = (count * t / chunks, count * (t + 1) / chunks);
             if along_rows { Part { rows: range, cols: (0, col_panels) } } else { Part { rows: (0, row_panels), cols: range } }
         })
-        .collect()
+        .collect();
+    (parts, along_rows)
+}
+
+/// How many A panels of `kp` pairs fit the L2 budget.
+fn a_group(kp: usize) -> usize {
+    (A_BLOCK_BYTES / (kp * MR * 4)).max(1)
 }
 
 struct Job<'a> {
     m: usize,
     n: usize,
     kp: usize,
-    a: &'a [u32],
     b: &'a [u32],
     out: OutPtr,
 }
 
 impl Job<'_> {
-    fn compute(&self, part: Part) {
-        let group = (A_BLOCK_BYTES / (self.kp * MR * 4)).max(1);
+    /// Computes the tiles of `part`; `a` holds the packed A panels from panel `a_first` on.
+    fn compute(&self, part: Part, a: &[u32], a_first: usize) {
+        let group = a_group(self.kp);
         let mut r = part.rows.0;
         while r < part.rows.1 {
             let r_end = (r + group).min(part.rows.1);
             for c in part.cols.0..part.cols.1 {
                 let b = &self.b[c * self.kp * NR..(c + 1) * self.kp * NR];
                 for rr in r..r_end {
-                    let a = &self.a[rr * self.kp * MR..(rr + 1) * self.kp * MR];
+                    let a = &a[(rr - a_first) * self.kp * MR..(rr - a_first + 1) * self.kp * MR];
                     let (rows, cols) = (MR.min(self.m - rr * MR), NR.min(self.n - c * NR));
                     // SAFETY: the caller checked AVX512_BF16/BW; `a` and `b` hold kp groups of
                     // MR and NR words; the tile (rr, c) lies inside the m×n output, and no other
@@ -243,10 +278,10 @@ mod tests {
 
     #[test]
     fn split_covers_every_tile_once() {
-        for (rp, cp, t) in [(1, 1, 2), (7, 3, 2), (2, 9, 2), (5, 5, 3), (100, 1, 2)] {
-            let parts = split(rp, cp, t);
+        for (rp, cp, kp, t) in [(1, 1, 8, 2), (7, 3, 8, 2), (2, 9, 8, 2), (5, 5, 8, 3), (100, 1, 8, 2), (171, 64, 1024, 2), (3, 3, 4, 1)] {
+            let (parts, _) = split(rp, cp, kp, t);
             let mut seen = vec![0; rp * cp];
-            for part in parts {
+            for part in &parts {
                 for r in part.rows.0..part.rows.1 {
                     for c in part.cols.0..part.cols.1 {
                         seen[r * cp + c] += 1;
@@ -254,22 +289,7 @@ mod tests {
                 }
             }
             assert!(seen.iter().all(|&s| s == 1), "{rp}×{cp} tiles over {t} threads: {seen:?}");
+            assert!(t > 1 || parts.len() == 1, "one thread, one part");
         }
     }
-}
-
-#[doc(hidden)]
-pub fn bench_tile(kp: usize, panels_a: usize, reps: usize) -> f64 {
-    let a = vec![0u32; kp * MR * panels_a];
-    let b = vec![0u32; kp * NR];
-    let mut out = vec![bf16::ZERO; MR * NR];
-    let cpu = || -> u64 { std::fs::read_to_string("/proc/thread-self/schedstat").unwrap().split_whitespace().next().unwrap().parse().unwrap() };
-    let t = cpu();
-    for _ in 0..reps {
-        for pa in 0..panels_a {
-            unsafe { tile(kp, a.as_ptr().add(pa * kp * MR), b.as_ptr(), out.as_mut_ptr(), NR, MR, NR) };
-        }
-    }
-    let s = (cpu() - t) as f64 / 1e9;
-    (2 * MR * NR * 2 * kp * panels_a * reps) as f64 / s / 1e9
 }
