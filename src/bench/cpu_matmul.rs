@@ -14,6 +14,9 @@ use crate::{DType, Tensor};
 /// The contenders, in table order: (label, library, dtype); ours first.
 const REFERENCES: [(&str, &str, &str); 3] = [("np f32", "numpy", "float32"), ("pt f32", "torch", "float32"), ("pt bf16", "torch", "bfloat16")];
 
+/// A reference library timed by the script: count → seconds of each call.
+type Remote<'a> = Box<dyn FnMut(usize) -> anyhow::Result<Vec<f64>> + 'a>;
+
 pub struct Row {
     pub shape: Shape,
     pub ours_f32: Sample,
@@ -30,7 +33,7 @@ pub fn measure(shape: Shape, budget: Budget, server: Option<&RefCell<Server>>, a
     let (ha, hb) = (a.to_dtype(DType::BF16)?, b.to_dtype(DType::BF16)?);
     let mut f32_mm = local(|| a.matmul(&b).map(drop).map_err(Into::into));
     let mut bf16_mm = local(|| ha.matmul(&hb).map(drop).map_err(Into::into));
-    let mut remote: Vec<Box<dyn FnMut(usize) -> anyhow::Result<Vec<f64>> + '_>> = Vec::new();
+    let mut remote: Vec<Remote<'_>> = Vec::new();
     let mut slots = [None; 3];
     if let Some(server) = server {
         for (i, &(_, library, dtype)) in REFERENCES.iter().enumerate() {

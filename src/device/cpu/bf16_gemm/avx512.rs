@@ -1,15 +1,20 @@
 //! The AVX512_BF16 kernel: pack, then multiply tile by tile with `vdpbf16ps`.
 //!
 //! Structure (the classic Goto/BLIS scheme, sized for Zen 4: 32 KiB L1d, 1 MiB L2 per core):
-//! 1. Pack A into panels of `MR` rows and B into panels of `NR` columns, pair-interleaved (see
-//!    `pack.rs`), on all threads. Packing turns any strides into unit-stride streams the
-//!    microkernel reads front to back, and pays for itself many times over at n, m ≫ 1.
-//! 2. Split the output into one block of row panels per thread. Each thread walks its rows in
-//!    groups of A panels small enough to stay in its L2 and, for each B panel, runs the
-//!    microkernel over the group, so the B panel is fetched once per group.
+//! 1. Pack B into panels of `NR` columns, pair-interleaved (see `pack.rs`), split over the
+//!    threads. Packing turns any strides into unit-stride streams the microkernel reads front to
+//!    back, and pays for itself many times over when m, n ≫ 1.
+//! 2. Split the output into chunks of row panels, several per thread so rayon can balance a
+//!    thread that runs slower. Each chunk packs its own A panels (`MR` rows each; they land in
+//!    the cache of the thread that uses them) and, for each B panel, runs the microkernel down
+//!    its rows, in groups of A panels small enough to stay in L2, so a B panel is fetched once
+//!    per group.
 //! 3. The microkernel keeps an MR × NR tile of f32 accumulators in zmm registers for the whole of
 //!    k (no partial sums in memory, no k blocking: a k pair costs NV vector loads and MR
 //!    broadcasts for MR·NV `vdpbf16ps`), then rounds the tile to bf16 once and stores it.
+//!
+//! Measured on one Zen 4 core (GFLOP per CPU-second, 2048³): the microkernel alone with its data
+//! in L1 runs at the `vdpbf16ps` peak (~228); the whole product at ~200, the rest being packing.
 
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
@@ -27,7 +32,7 @@ const MR: usize = 12;
 const NV: usize = 2;
 const NR: usize = 16 * NV;
 // `store` rounds two vectors of a row at a time.
-const _: () = assert!(NV % 2 == 0);
+const _: () = assert!(NV.is_multiple_of(2));
 /// Bytes of packed A a thread keeps hot in its L2 while it sweeps the B panels.
 const A_BLOCK_BYTES: usize = 384 * 1024;
 /// Below this many FLOPs a product runs on one thread: waking a second costs more than it saves.

@@ -13,7 +13,7 @@
 //! packs them into its own layout anyway.
 
 #[cfg(target_arch = "x86_64")]
-pub mod avx512;
+mod avx512;
 #[cfg(target_arch = "x86_64")]
 mod pack;
 mod portable;
