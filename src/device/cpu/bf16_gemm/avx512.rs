@@ -93,8 +93,17 @@ pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
         spare.par_chunks_mut(m * n).zip(p.pairs).for_each(|(o, &(oa, ob))| product(p, oa, ob, 1, o));
     } else {
         let threads = if small { 1 } else { rayon::current_num_threads() };
-        for (o, &(oa, ob)) in spare.chunks_mut(m * n).zip(p.pairs) {
-            product(p, oa, ob, threads, o);
+        let run = |spare: &mut [MaybeUninit<bf16>]| {
+            for (o, &(oa, ob)) in spare.chunks_mut(m * n).zip(p.pairs) {
+                product(p, oa, ob, threads, o);
+            }
+        };
+        if threads > 1 {
+            // Run on a pool thread: the parallel loops inside then fork and join within the pool
+            // instead of each parking the caller and waking it again.
+            rayon::scope(|_| run(spare));
+        } else {
+            run(spare);
         }
     }
     // SAFETY: the tiles of every product cover its m×n block, and every tile store writes each
