@@ -1,28 +1,32 @@
 //! The AVX512_BF16 kernel: pack, then multiply tile by tile with `vdpbf16ps`.
 //!
 //! Structure (the classic Goto/BLIS scheme, sized for Zen 4: 32 KiB L1d, 1 MiB L2 per core):
-//! 1. Pack B into panels of `NR` columns, pair-interleaved (see `pack.rs`), split over the
-//!    threads. Packing turns any strides into unit-stride streams the microkernel reads front to
-//!    back, and pays for itself many times over when m, n ≫ 1.
-//! 2. Split the output into chunks of row panels, several per thread so rayon can balance a
-//!    thread that runs slower. Each chunk packs its own A panels (`MR` rows each; they land in
-//!    the cache of the thread that uses them) and, for each B panel, runs the microkernel down
-//!    its rows, in groups of A panels small enough to stay in L2, so a B panel is fetched once
-//!    per group.
+//! 1. Pack B into panels of `NR` columns, pair-interleaved (see `pack.rs`). Packing turns any
+//!    strides into unit-stride streams the microkernel reads front to back, and pays for itself
+//!    many times over when m, n ≫ 1.
+//! 2. Split the output into parts of row panels, several per thread, which the threads of the
+//!    team (`team.rs`: the caller plus spinning helpers) claim one at a time, so a thread that
+//!    runs slower (a core shared with another process) just claims fewer. Each part packs its
+//!    own A panels (`MR` rows each; they land in the cache of the thread that uses them) and,
+//!    for each B panel, runs the microkernel down its rows, in groups of A panels small enough
+//!    to stay in L2, so a B panel is fetched once per group.
 //! 3. The microkernel keeps an MR × NR tile of f32 accumulators in zmm registers for the whole of
 //!    k (no partial sums in memory, no k blocking: a k pair costs NV vector loads and MR
 //!    broadcasts for MR·NV `vdpbf16ps`), then rounds the tile to bf16 once and stores it.
 //!
-//! Measured on one Zen 4 core (GFLOP per CPU-second, 2048³): the microkernel alone with its data
-//! in L1 runs at the `vdpbf16ps` peak (~228); the whole product at ~200, the rest being packing.
+//! Measured on Zen 4 (2048³): the microkernel alone with its data in L1 runs at the `vdpbf16ps`
+//! peak (~228 GFLOP/s per core); a whole product at ~205 on one core and ~390 on two.
 
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering::*};
 
 use half::bf16;
 use rayon::prelude::*;
 
 use super::pack::{Lanes, pack_panels, pairs};
+use super::team::Team;
 use super::{Operand, Problem};
 
 /// Rows of A per panel (broadcast from memory, one per accumulator row).
@@ -37,7 +41,7 @@ const _: () = assert!(NV.is_multiple_of(2));
 const A_BLOCK_BYTES: usize = 384 * 1024;
 /// Below this many FLOPs a product runs on one thread: waking a second costs more than it saves.
 const PARALLEL_MIN_FLOP: usize = 2 * 96 * 96 * 96;
-/// Work chunks per thread, for load balancing.
+/// Parts per thread, for load balancing.
 const CHUNKS_PER_THREAD: usize = 4;
 
 /// Scratch memory for packed panels kept per thread between calls: a fresh multi-megabyte
@@ -93,17 +97,8 @@ pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
         spare.par_chunks_mut(m * n).zip(p.pairs).for_each(|(o, &(oa, ob))| product(p, oa, ob, 1, o));
     } else {
         let threads = if small { 1 } else { rayon::current_num_threads() };
-        let run = |spare: &mut [MaybeUninit<bf16>]| {
-            for (o, &(oa, ob)) in spare.chunks_mut(m * n).zip(p.pairs) {
-                product(p, oa, ob, threads, o);
-            }
-        };
-        if threads > 1 {
-            // Run on a pool thread: the parallel loops inside then fork and join within the pool
-            // instead of each parking the caller and waking it again.
-            rayon::scope(|_| run(spare));
-        } else {
-            run(spare);
+        for (o, &(oa, ob)) in spare.chunks_mut(m * n).zip(p.pairs) {
+            product(p, oa, ob, threads, o);
         }
     }
     // SAFETY: the tiles of every product cover its m×n block, and every tile store writes each
@@ -112,29 +107,33 @@ pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
     out
 }
 
-/// Packs all panels of one operand, the panels split evenly over `threads`.
-fn pack(src: &[bf16], lanes: &Lanes, total: usize, width: usize, dst: &mut [u32], threads: usize) {
-    let panels = total.div_ceil(width);
-    let per_panel = pairs(lanes.k) * width;
-    let chunk = panels.div_ceil(threads.max(1));
-    // SAFETY (both calls): this module only runs once AVX512F/BW/BF16 were detected.
-    if threads > 1 && panels > 1 {
-        dst.par_chunks_mut(chunk * per_panel).enumerate().for_each(|(i, d)| unsafe {
-            pack_range(src, lanes, total, width, i * chunk..(i * chunk + chunk).min(panels), d)
-        });
-    } else {
-        unsafe { pack_range(src, lanes, total, width, 0..panels, dst) };
-    }
-}
-
 /// `pack_panels` compiled for AVX-512, so its interleaving loops use zmm registers.
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn pack_range(src: &[bf16], lanes: &Lanes, total: usize, width: usize, panels: std::ops::Range<usize>, dst: &mut [u32]) {
+unsafe fn pack_range(src: &[bf16], lanes: &Lanes, total: usize, width: usize, panels: Range<usize>, dst: &mut [u32]) {
     // SAFETY: forwarded from the caller.
     unsafe { pack_panels(src, lanes, total, width, panels, dst) }
 }
 
-/// One m×n product into the row-major `out` (every element of which gets written).
+/// A shared pointer into a packed buffer; threads reach disjoint ranges of it, handed out by
+/// atomic counters, and read it whole only after all writes are published.
+#[derive(Clone, Copy)]
+struct Words(*mut u32);
+// SAFETY: see above; every use states which range it owns.
+unsafe impl Send for Words {}
+unsafe impl Sync for Words {}
+
+/// Claims the next item below `count` from `next`.
+fn claim(next: &AtomicUsize, count: usize) -> Option<usize> {
+    let i = next.fetch_add(1, Relaxed);
+    (i < count).then_some(i)
+}
+
+/// One m×n product into the row-major `out` (every element of which gets written), on up to
+/// `threads` threads of the team.
+///
+/// Two phases, each a list of items that threads claim one at a time: first pack B (and A, when
+/// the output is split along columns), then compute the parts; a thread that runs out of packing
+/// waits for the packing others claimed before it computes.
 fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut [MaybeUninit<bf16>]) {
     let (m, n, k) = (p.m, p.n, p.k);
     let kp = pairs(k);
@@ -142,32 +141,61 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
     let a_lanes = Lanes { base: oa.offset, lane_stride: oa.rs, k_stride: oa.cs, k };
     let b_lanes = Lanes { base: ob.offset, lane_stride: ob.cs, k_stride: ob.rs, k };
     scratch::with(row_panels * kp * MR, col_panels * kp * NR, |a_packed, b_packed| {
-        pack(p.b, &b_lanes, n, NR, b_packed, threads);
-        let job = Job { m, n, kp, b: b_packed, out: OutPtr(out.as_mut_ptr().cast()) };
+        let (a_words, b_words) = (Words(a_packed.as_mut_ptr()), Words(b_packed.as_mut_ptr()));
         let (parts, along_rows) = split(row_panels, col_panels, kp, threads);
-        if along_rows && parts.len() > 1 {
-            // Each chunk packs the A panels of its own rows, so they are in the caches of the
-            // thread that uses them.
-            let mut slices = Vec::with_capacity(parts.len());
-            let mut rest = a_packed;
-            for part in &parts {
-                let (mine, others) = rest.split_at_mut((part.rows.1 - part.rows.0) * kp * MR);
-                slices.push(mine);
-                rest = others;
+        // Packing items: runs of B panels, then (split along columns) runs of A panels.
+        let per_item = |panels: usize| panels.div_ceil(2 * threads).max(1);
+        let (b_run, a_run) = (per_item(col_panels), per_item(row_panels));
+        let b_items = col_panels.div_ceil(b_run);
+        let a_items = if along_rows { 0 } else { row_panels.div_ceil(a_run) };
+        let (pack_next, pack_done, part_next) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+        let job = Job { m, n, kp, b: b_words, out: OutPtr(out.as_mut_ptr().cast()) };
+        // SAFETY (every block below): this module only runs once AVX512F/BW/BF16 were detected;
+        // each item (a panel run or a part) is claimed by exactly one thread, and its panels are
+        // a range of the packed buffers no other item reaches.
+        let work = |_thread: usize| {
+            while let Some(i) = claim(&pack_next, b_items + a_items) {
+                let (src, lanes, total, width, words, run, item) = if i < b_items {
+                    (p.b, &b_lanes, n, NR, b_words, b_run, i)
+                } else {
+                    (p.a, &a_lanes, m, MR, a_words, a_run, i - b_items)
+                };
+                let panels = item * run..((item + 1) * run).min(total.div_ceil(width));
+                let per_panel = kp * width;
+                unsafe {
+                    let dst = std::slice::from_raw_parts_mut(words.0.add(panels.start * per_panel), panels.len() * per_panel);
+                    pack_range(src, lanes, total, width, panels, dst);
+                }
+                pack_done.fetch_add(1, Release);
             }
-            parts.into_par_iter().zip(slices).for_each(|(part, a)| {
-                // SAFETY: this module only runs once AVX512F/BW/BF16 were detected.
-                unsafe { pack_range(p.a, &a_lanes, m, MR, part.rows.0..part.rows.1, a) };
-                job.compute(part, a, part.rows.0);
-            });
+            // The packing other threads claimed must be complete (and visible) before any tile
+            // reads it.
+            while pack_done.load(Acquire) < b_items + a_items {
+                std::hint::spin_loop();
+            }
+            while let Some(i) = claim(&part_next, parts.len()) {
+                let part = parts[i];
+                if along_rows {
+                    // Each part packs the A panels of its own rows, into the cache of the thread
+                    // that uses them.
+                    let per_panel = kp * MR;
+                    let (first, count) = (part.rows.0, part.rows.1 - part.rows.0);
+                    let a = unsafe {
+                        let a = std::slice::from_raw_parts_mut(a_words.0.add(first * per_panel), count * per_panel);
+                        pack_range(p.a, &a_lanes, m, MR, part.rows.0..part.rows.1, a);
+                        &*a
+                    };
+                    job.compute(part, a, first);
+                } else {
+                    let a = unsafe { std::slice::from_raw_parts(a_words.0, row_panels * kp * MR) };
+                    job.compute(part, a, 0);
+                }
+            }
+        };
+        if threads > 1 {
+            Team::global().run(threads, &work);
         } else {
-            pack(p.a, &a_lanes, m, MR, a_packed, threads);
-            let a: &[u32] = a_packed;
-            if parts.len() > 1 {
-                parts.into_par_iter().for_each(|part| job.compute(part, a, 0));
-            } else {
-                parts.into_iter().for_each(|part| job.compute(part, a, 0));
-            }
+            work(0);
         }
     });
 }
@@ -180,8 +208,8 @@ struct Part {
 }
 
 /// Splits the tiles into rectangles along the longer side (true: along the rows): enough of them
-/// (`CHUNKS_PER_THREAD` per thread) that rayon can even out threads that run slower (a core
-/// shared with another process), and each no bigger than the A panels one thread keeps in L2.
+/// (`CHUNKS_PER_THREAD` per thread) to even out threads that run slower (a core shared with
+/// another process), and each no bigger than the A panels one thread keeps in L2.
 fn split(row_panels: usize, col_panels: usize, kp: usize, threads: usize) -> (Vec<Part>, bool) {
     let along_rows = row_panels * MR >= col_panels * NR;
     let count = if along_rows { row_panels } else { col_panels };
@@ -205,15 +233,16 @@ fn a_group(kp: usize) -> usize {
     (A_BLOCK_BYTES / (kp * MR * 4)).max(1)
 }
 
-struct Job<'a> {
+struct Job {
     m: usize,
     n: usize,
     kp: usize,
-    b: &'a [u32],
+    /// All packed B panels, read only once packing is complete.
+    b: Words,
     out: OutPtr,
 }
 
-impl Job<'_> {
+impl Job {
     /// Computes the tiles of `part`; `a` holds the packed A panels from panel `a_first` on.
     fn compute(&self, part: Part, a: &[u32], a_first: usize) {
         let group = a_group(self.kp);
@@ -221,7 +250,8 @@ impl Job<'_> {
         while r < part.rows.1 {
             let r_end = (r + group).min(part.rows.1);
             for c in part.cols.0..part.cols.1 {
-                let b = &self.b[c * self.kp * NR..(c + 1) * self.kp * NR];
+                // SAFETY: panel c of the packed B, complete and no longer written.
+                let b = unsafe { std::slice::from_raw_parts(self.b.0.add(c * self.kp * NR), self.kp * NR) };
                 for rr in r..r_end {
                     let a = &a[(rr - a_first) * self.kp * MR..(rr - a_first + 1) * self.kp * MR];
                     let (rows, cols) = (MR.min(self.m - rr * MR), NR.min(self.n - c * NR));

@@ -18,6 +18,8 @@ mod avx512;
 mod pack;
 mod portable;
 #[cfg(target_arch = "x86_64")]
+mod team;
+#[cfg(target_arch = "x86_64")]
 mod transpose;
 
 use std::cell::Cell;
