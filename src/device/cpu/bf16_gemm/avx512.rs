@@ -96,6 +96,7 @@ pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
         // Many small products: one per thread at a time.
         spare.par_chunks_mut(m * n).zip(p.pairs).for_each(|(o, &(oa, ob))| product(p, oa, ob, 1, o));
     } else {
+        // The thread count follows rayon's pool, which also sizes `gemm`'s f32 matmul.
         let threads = if small { 1 } else { rayon::current_num_threads() };
         for (o, &(oa, ob)) in spare.chunks_mut(m * n).zip(p.pairs) {
             product(p, oa, ob, threads, o);

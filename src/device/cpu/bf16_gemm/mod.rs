@@ -31,7 +31,8 @@ use crate::error::{Error, Result};
 /// Which instruction set does the work for a bf16 matmul.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bf16Kernel {
-    /// `vdpbf16ps` (AVX512_BF16), packed and cache-blocked, on all of rayon's threads.
+    /// `vdpbf16ps` (AVX512_BF16), packed and cache-blocked, on as many threads as rayon's pool
+    /// has (so one setting sizes this and `gemm`).
     Avx512Bf16,
     /// bf16 widened to f32, multiplied by `gemm` in f32, rounded back.
     PortableF32,
