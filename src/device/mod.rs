@@ -3,6 +3,7 @@
 //! backend.
 
 pub mod cpu;
+pub mod cuda;
 pub mod peaks;
 pub mod probe;
 
