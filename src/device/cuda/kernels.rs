@@ -126,11 +126,14 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
     Ok((major, minor))
 }
 
-/// One kernel parameter as PTX declares it: its size and alignment in bytes.
+/// One kernel parameter as PTX declares it: its size and alignment in bytes, and whether it is a
+/// floating-point scalar (`.f32`/`.f64`; PTX types integers and pointers `.u`/`.s`/`.b`), which
+/// tells a float argument from an integer of the same size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParamSpec {
     pub size: usize,
     pub align: usize,
+    pub float: bool,
 }
 
 /// The kernels (`.entry` functions) of a PTX module and their parameter lists, in order.
@@ -166,10 +169,11 @@ fn parse_param(kernel: &str, text: &str) -> Result<ParamSpec> {
         let elem = words.get(3).and_then(|t| scalar_size(t)).ok_or_else(bad)?;
         let name = words.get(4).ok_or_else(bad)?;
         let count: usize = name.split_once('[').and_then(|(_, n)| n.trim_end_matches(']').parse().ok()).ok_or_else(bad)?;
-        return Ok(ParamSpec { size: elem * count, align });
+        return Ok(ParamSpec { size: elem * count, align, float: false });
     }
-    let size = words.get(1).and_then(|t| scalar_size(t)).ok_or_else(bad)?;
-    Ok(ParamSpec { size, align: size })
+    let ty = words.get(1).ok_or_else(bad)?;
+    let size = scalar_size(ty).ok_or_else(bad)?;
+    Ok(ParamSpec { size, align: size, float: ty.starts_with(".f") })
 }
 
 fn scalar_size(ty: &str) -> Option<usize> {
@@ -206,10 +210,8 @@ mod tests {
 .visible .entry nothing()
 { ret; }";
         let entries = parse_entries(ptx).expect("parses");
-        assert_eq!(
-            entries["add_f32"],
-            vec![ParamSpec { size: 8, align: 8 }, ParamSpec { size: 144, align: 8 }, ParamSpec { size: 4, align: 4 }, ParamSpec { size: 4, align: 4 }]
-        );
+        let p = |size, align, float| ParamSpec { size, align, float };
+        assert_eq!(entries["add_f32"], vec![p(8, 8, false), p(144, 8, false), p(4, 4, true), p(4, 4, false)]);
         assert_eq!(entries["nothing"], vec![]);
         assert!(parse_entries(".entry broken(.param .u64 x").is_err());
     }

@@ -44,9 +44,10 @@ impl Arg {
     /// Size and alignment as the kernel's parameter list must declare them.
     pub fn spec(&self) -> ParamSpec {
         match self {
-            Arg::Ptr(_) | Arg::I64(_) | Arg::U64(_) => ParamSpec { size: 8, align: 8 },
-            Arg::U32(_) | Arg::F32(_) => ParamSpec { size: 4, align: 4 },
-            Arg::Strided(_) => ParamSpec { size: std::mem::size_of::<StridedArg>(), align: std::mem::align_of::<StridedArg>() },
+            Arg::Ptr(_) | Arg::I64(_) | Arg::U64(_) => ParamSpec { size: 8, align: 8, float: false },
+            Arg::U32(_) => ParamSpec { size: 4, align: 4, float: false },
+            Arg::F32(_) => ParamSpec { size: 4, align: 4, float: true },
+            Arg::Strided(_) => ParamSpec { size: std::mem::size_of::<StridedArg>(), align: std::mem::align_of::<StridedArg>(), float: false },
         }
     }
 }
@@ -211,8 +212,10 @@ mod tests {
     #[test]
     fn launches_are_checked_against_parameter_lists() {
         let l = Launch { kernel: "k".into(), args: vec![Arg::Ptr(0), Arg::F32(1.0)], grid: (1, 1, 1), block: (256, 1, 1) };
-        assert!(l.check_against(&[ParamSpec { size: 8, align: 8 }, ParamSpec { size: 4, align: 4 }]).is_ok());
-        let err = l.check_against(&[ParamSpec { size: 8, align: 8 }]).expect_err("one parameter too many");
+        let (ptr, f32, u32) = (ParamSpec { size: 8, align: 8, float: false }, ParamSpec { size: 4, align: 4, float: true }, ParamSpec { size: 4, align: 4, float: false });
+        assert!(l.check_against(&[ptr, f32]).is_ok());
+        let err = l.check_against(&[ptr]).expect_err("one parameter too many");
         assert!(err.to_string().contains("kernel k"), "{err}");
+        assert!(l.check_against(&[ptr, u32]).is_err(), "a float passed where the kernel takes an integer");
     }
 }
