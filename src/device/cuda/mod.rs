@@ -121,6 +121,11 @@ pub fn open(ordinal: usize) -> std::result::Result<CudaDevice, String> {
     }
 }
 
+/// How many CUDA devices the driver reports (call after [`open`] succeeded).
+pub fn device_count() -> Result<usize> {
+    CudaContext::device_count().map(|n| n.max(0) as usize).map_err(|e| driver_error("cuDeviceGetCount", e))
+}
+
 impl CudaBackend {
     fn new(ordinal: usize) -> Result<CudaBackend> {
         let ctx = CudaContext::new(ordinal).map_err(|e| driver_error("creating the context", e))?;
