@@ -6,7 +6,7 @@
 //!
 //! Needs a GPU: without one every test says that it skipped and why, and passes. On the GPU
 //! machine `.ci/gpu-check` runs this binary with CS336_CUDA_SYNC_CHECK=1 (a failing kernel is
-//! then reported by name).
+//! then reported by name) and CS336_REQUIRE_GPU=1 (no GPU is then a failure, not a skip).
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -26,7 +26,10 @@ fn gpu() -> Option<(Device, MutexGuard<'static, ()>)> {
     match device::choose(DeviceRequest::Auto) {
         Ok(choice) if choice.device.is_cuda() => Some((choice.device, guard)),
         Ok(choice) => {
-            eprintln!("skipped: no GPU ({})", choice.cuda_unavailable_reason.unwrap_or_default());
+            let why = choice.cuda_unavailable_reason.unwrap_or_default();
+            // The GPU check sets this: there, a GPU that cannot be opened is a failure, not a skip.
+            assert!(std::env::var_os("CS336_REQUIRE_GPU").is_none(), "CS336_REQUIRE_GPU is set but CUDA cannot be used: {why}");
+            eprintln!("skipped: no GPU ({why})");
             None
         }
         Err(e) => panic!("choosing a device failed: {e}"),

@@ -94,10 +94,13 @@ pub struct Bandwidth {
 }
 
 impl Bandwidth {
-    fn new(what: impl Into<String>, bytes_per_rep: f64, timing: Timing) -> Bandwidth {
+    pub fn new(what: impl Into<String>, bytes_per_rep: f64, timing: Timing) -> Bandwidth {
         Bandwidth { what: what.into(), bytes_per_rep, bytes_per_sec: bytes_per_rep / timing.median_s, timing }
     }
 }
+
+/// How the device copy is labelled (the summary script and the fractions refer to it).
+pub const COPY_LABEL: &str = "device copy (read + write)";
 
 /// A device-to-device copy of `bytes`: the ceiling for memory-bound kernels. Counts bytes read
 /// plus bytes written (2 × bytes), as the kernels' figures do.
@@ -110,7 +113,7 @@ pub fn bench_copy(b: &Arc<CudaBackend>, bytes: usize, warmup: usize, reps: usize
         // SAFETY: two live buffers of n bytes, ordered on the backend's stream.
         unsafe { drv_result::memcpy_dtod_async(dst.device_ptr(), src.device_ptr(), n, b.stream().cu_stream()) }.map_err(|e| driver_error("cuMemcpyDtoDAsync", e))
     })?;
-    Ok(Bandwidth::new("device copy (read + write)", 2.0 * n as f64, timing))
+    Ok(Bandwidth::new(COPY_LABEL, 2.0 * n as f64, timing))
 }
 
 /// The AdaGrad update over `n` elements of `dtype`: reads parameter, state and gradient, writes
@@ -121,7 +124,7 @@ pub fn bench_adagrad(b: &Arc<CudaBackend>, dtype: DType, n: usize, which: Update
     let g = super::random(b, Distribution::Normal, dtype, n, 3)?;
     let plan = ops::adagrad(dtype, p.device_ptr(), s.device_ptr(), g.device_ptr(), n, 1e-3, 1e-5, which, b.sm_count())?;
     let timing = time_median(b, warmup, reps, || b.launch(&plan))?;
-    let label = format!("adagrad update, {} kernel `{}`", dtype.name(), plan.kernel);
+    let label = adagrad_label(dtype, &plan.kernel);
     Ok(Bandwidth::new(label, 5.0 * (n * dtype.size_in_bytes()) as f64, timing))
 }
 
@@ -144,6 +147,33 @@ pub fn bench_host_to_device(b: &Arc<CudaBackend>, bytes: usize, pinned: bool, wa
         time_median(b, warmup, reps, || stream.memcpy_htod(&host, dst.slice_mut()).map_err(|e| driver_error("copying pageable memory to the device", e)))?
     };
     Ok(Bandwidth::new(if pinned { "host to device, pinned" } else { "host to device, pageable" }, bytes as f64, timing))
+}
+
+/// The report `cuda_bench` writes and `.ci/gpu_summary.py` reads: the device, the sizes, each
+/// matmul (with its datasheet peak and MFU when the device is in the table) and each bandwidth
+/// (with its fraction of the device copy's, the first entry).
+pub fn report_json(
+    props: &super::DeviceProps,
+    (b, d, k): (usize, usize, usize),
+    (warmup, reps): (usize, usize),
+    gemms: &[(GemmBench, Option<f64>)],
+    bandwidths: &[Bandwidth],
+) -> serde_json::Value {
+    let copy = bandwidths.first().map_or(f64::NAN, |c| c.bytes_per_sec);
+    serde_json::json!({
+        "device": props.details(), "name": props.name, "sizes": {"B": b, "D": d, "K": k},
+        "warmup": warmup, "reps": reps,
+        "matmul": gemms.iter().map(|(g, peak)| serde_json::json!({"mode": g.mode, "m": g.m, "n": g.n, "k": g.k, "flops": g.flops,
+            "median_s": g.timing.median_s, "min_s": g.timing.min_s, "max_s": g.timing.max_s, "flop_per_sec": g.flop_per_sec,
+            "promised_flop_per_sec": peak, "mfu": peak.map(|pk| g.flop_per_sec / pk)})).collect::<Vec<_>>(),
+        "bandwidth": bandwidths.iter().map(|b| serde_json::json!({"what": b.what, "bytes_per_rep": b.bytes_per_rep, "median_s": b.timing.median_s,
+            "bytes_per_sec": b.bytes_per_sec, "fraction_of_copy": b.bytes_per_sec / copy})).collect::<Vec<_>>(),
+    })
+}
+
+/// The label `bench_adagrad` gives a measurement (the summary script finds the fast kernel by it).
+pub fn adagrad_label(dtype: DType, kernel: &str) -> String {
+    format!("adagrad update, {} kernel `{kernel}`", dtype.name())
 }
 
 #[cfg(test)]
