@@ -231,3 +231,21 @@ fn cuda_plans_accept_exactly_what_the_cpu_accepts() {
         }
     }
 }
+
+#[test]
+fn the_kernel_cache_returns_what_was_compiled() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = SOURCES.iter().find(|s| s.file == "random.cu").expect("random.cu");
+    let first = kernels::compile_cached(dir.path(), src.file, src.text, ARCH).expect("compiles");
+    let files: Vec<_> = std::fs::read_dir(dir.path()).expect("cache folder").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(files.len(), 2, "a PTX and a CUBIN file: {files:?}");
+    let second = kernels::compile_cached(dir.path(), src.file, src.text, ARCH).expect("from the cache");
+    assert_eq!((first.ptx, first.cubin), (second.ptx, second.cubin));
+    // A changed source is a different key, not a stale hit.
+    let changed = format!("{}\n// changed\n", src.text);
+    kernels::compile_cached(dir.path(), src.file, &changed, ARCH).expect("compiles");
+    assert_eq!(std::fs::read_dir(dir.path()).expect("cache folder").count(), 4);
+}

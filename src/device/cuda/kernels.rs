@@ -109,6 +109,29 @@ pub fn compile(file: &str, text: &str, arch: &str) -> Result<Compiled> {
     Ok(Compiled { file: file.to_string(), arch: arch.to_string(), ptx: c_chars_to_string(&ptx), cubin, log: log.trim().to_string() })
 }
 
+/// [`compile`] through a folder of compiled files: a hit reads the PTX and CUBIN back, a miss
+/// compiles and stores them (atomically; a cache that cannot be written only costs the reuse).
+pub fn compile_cached(dir: &std::path::Path, file: &str, text: &str, arch: &str) -> Result<Compiled> {
+    use sha2::{Digest, Sha256};
+    let (major, minor) = nvrtc_version()?;
+    let mut h = Sha256::new();
+    h.update(expand_includes(file, text, &COMMON_HEADER));
+    h.update(compile_options(arch).join(" "));
+    h.update(format!("nvrtc {major}.{minor}"));
+    let key: String = h.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
+    let (ptx_path, cubin_path) = (dir.join(format!("{file}.{arch}.{key}.ptx")), dir.join(format!("{file}.{arch}.{key}.cubin")));
+    if let (Ok(ptx), Ok(cubin)) = (std::fs::read_to_string(&ptx_path), std::fs::read(&cubin_path)) {
+        return Ok(Compiled { file: file.to_string(), arch: arch.to_string(), ptx, cubin: Some(cubin), log: String::new() });
+    }
+    let c = compile(file, text, arch)?;
+    if let Some(cubin) = &c.cubin {
+        let _ = std::fs::create_dir_all(dir);
+        let _ = crate::trace::io::write_atomic(&cubin_path, cubin);
+        let _ = crate::trace::io::write_atomic(&ptx_path, c.ptx.as_bytes());
+    }
+    Ok(c)
+}
+
 fn get_cubin(prog: &Program) -> std::result::Result<Vec<u8>, nvrtc::NvrtcError> {
     let mut size = 0usize;
     // SAFETY: a live, compiled program; the buffer has the size NVRTC reported.

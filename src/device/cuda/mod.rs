@@ -265,10 +265,22 @@ impl CudaBackend {
 }
 
 /// Compiles every kernel file (in parallel: NVRTC compiles independent programs concurrently),
-/// loads the machine code, and looks up every kernel with its parameter list.
+/// loads the machine code, and looks up every kernel with its parameter list. With
+/// CS336_KERNEL_CACHE set to a folder, compiled files are kept there and reused by later
+/// processes (keyed by a hash of the source, options, architecture and NVRTC version).
 fn load_kernels(ctx: &Arc<CudaContext>, arch: &str) -> Result<HashMap<String, (CudaFunction, Vec<ParamSpec>)>> {
+    let cache = std::env::var_os("CS336_KERNEL_CACHE").map(std::path::PathBuf::from);
     let compiled: Vec<Result<kernels::Compiled>> = std::thread::scope(|s| {
-        let handles: Vec<_> = kernels::SOURCES.iter().map(|src| s.spawn(move || kernels::compile(src.file, src.text, arch))).collect();
+        let handles: Vec<_> = kernels::SOURCES
+            .iter()
+            .map(|src| {
+                let cache = cache.clone();
+                s.spawn(move || match cache {
+                    Some(dir) => kernels::compile_cached(&dir, src.file, src.text, arch),
+                    None => kernels::compile(src.file, src.text, arch),
+                })
+            })
+            .collect();
         handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::Cuda("an NVRTC compile thread panicked".into())))).collect()
     });
     let mut functions = HashMap::new();
