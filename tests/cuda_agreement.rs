@@ -91,11 +91,12 @@ fn on(x: &Tensor, dev: &Device) -> Tensor {
 fn unary_ops_agree() {
     let Some((dev, _g)) = gpu() else { return };
     use UnaryOp::*;
-    // exp, log and pow go through different math libraries: a few ulp. Everything else exact.
+    // exp, log and pow go through different math libraries (CUDA's powf is within 4 ulp, expf 2):
+    // a few ulp. Everything else is correctly rounded on both, so exact.
     let ops = [
         (Neg, 0.0), (Sqrt, 0.0), (Rsqrt, 0.0), (Square, 0.0), (Exp, 4.0), (Log, 4.0), (Abs, 0.0),
         (AddScalar(2.5), 0.0), (AddScalar(3.0), 0.0), (MulScalar(-3.0), 0.0), (DivScalar(7.0), 0.0),
-        (PowScalar(2.0), 0.0), (PowScalar(0.5), 0.0), (PowScalar(3.0), 4.0), (PowScalar(-1.5), 4.0),
+        (PowScalar(2.0), 0.0), (PowScalar(0.5), 0.0), (PowScalar(3.0), 8.0), (PowScalar(-1.5), 8.0),
     ];
     for dtype in DType::ALL {
         let x = random(37, 45, dtype, 1);
@@ -121,7 +122,7 @@ fn unary_ops_agree() {
 #[test]
 fn binary_ops_agree_with_broadcasting() {
     let Some((dev, _g)) = gpu() else { return };
-    let ops = [(BinaryOp::Add, 0.0), (BinaryOp::Sub, 0.0), (BinaryOp::Mul, 0.0), (BinaryOp::Div, 0.0), (BinaryOp::Pow, 4.0), (BinaryOp::Maximum, 0.0)];
+    let ops = [(BinaryOp::Add, 0.0), (BinaryOp::Sub, 0.0), (BinaryOp::Mul, 0.0), (BinaryOp::Div, 0.0), (BinaryOp::Pow, 8.0), (BinaryOp::Maximum, 0.0)];
     for dtype in DType::ALL {
         let a = random(33, 40, dtype, 2);
         let b = random(33, 40, dtype, 3);
@@ -268,16 +269,17 @@ fn matmul_agrees_in_every_layout_and_precision() {
         assert_frobenius(&format!("{dtype} vector @ matrix"), &u.matmul(&a).unwrap(), &gu.matmul(&ga).unwrap(), tol);
         assert_frobenius(&format!("{dtype} vector @ vector"), &v.matmul(&v).unwrap(), &gv.matmul(&gv).unwrap(), tol);
     }
-    // TF32: the same f32 inputs give a different (less precise) product, still close.
-    let a = random(128, 256, DType::F32, 15);
-    let b = random(256, 64, DType::F32, 16);
+    // TF32: the same f32 inputs give a less precise product (10-bit mantissas in), still close.
+    // Large enough that cuBLAS uses tensor cores when it may.
+    let a = random(512, 1024, DType::F32, 15);
+    let b = random(1024, 256, DType::F32, 16);
     let (ga, gb) = (on(&a, &dev), on(&b, &dev));
     let fp32 = ga.matmul(&gb).unwrap();
     dev.set_allow_tf32(true);
     let tf32 = ga.matmul(&gb).unwrap();
     dev.set_allow_tf32(was);
     let (e32, etf) = (rel_error(&a, &b, &fp32), rel_error(&a, &b, &tf32));
-    assert!(e32 < 1e-6 && etf > 1e-5 && etf < 5e-3, "fp32 error {e32:e}, tf32 error {etf:e}");
+    assert!(e32 < 1e-5 && etf > 10.0 * e32 && etf < 5e-3, "fp32 error {e32:e}, tf32 error {etf:e}");
     // bf16 inputs with an f32 output.
     let (a16, b16) = (ga.to_dtype(DType::BF16).unwrap(), gb.to_dtype(DType::BF16).unwrap());
     let out = {
@@ -287,7 +289,7 @@ fn matmul_agrees_in_every_layout_and_precision() {
     };
     assert_eq!(out.dtype(), DType::F32);
     let host = cuda::to_cpu(&out).unwrap();
-    let got = Tensor::from_f64_vec(&(0..host.len()).map(|i| host.get_f64(i).unwrap()).collect::<Vec<_>>(), &[128, 64], DType::F32).unwrap();
+    let got = Tensor::from_f64_vec(&(0..host.len()).map(|i| host.get_f64(i).unwrap()).collect::<Vec<_>>(), &[512, 256], DType::F32).unwrap();
     let want = a.to_dtype(DType::BF16).unwrap().to_dtype(DType::F32).unwrap().matmul(&b.to_dtype(DType::BF16).unwrap().to_dtype(DType::F32).unwrap()).unwrap();
     let diff: f64 = want.to_vec_f64().unwrap().iter().zip(got.to_vec_f64().unwrap()).map(|(w, g)| (w - g).abs() / w.abs().max(1.0)).fold(0.0, f64::max);
     assert!(diff < 1e-4, "bf16 inputs with an f32 output differ from an f32 product of the same values by {diff:e}");
@@ -429,8 +431,9 @@ fn the_allocator_counts_exactly_and_out_of_memory_is_a_clear_error() {
     assert_eq!(device::memory_allocated(&dev).unwrap() - before, 32 * 32 * 4, "the view keeps its storage alive");
     drop(view);
     assert_eq!(device::memory_allocated(&dev).unwrap(), before);
-    // More than any GPU has: the error names what was asked for and what was free.
-    let huge = 1usize << 48;
+    // More than this GPU has: the error names what was asked for and what was free.
+    let total = dev.memory_bytes().expect("a GPU knows its memory") as usize;
+    let huge = (total + (1 << 30)) / 4 * 4;
     match Tensor::zeros_on(&[huge / 4], DType::F32, &dev) {
         Err(Error::CudaOutOfMemory { requested, free, total }) => {
             assert_eq!(requested, huge);
