@@ -134,9 +134,8 @@ impl Tensor {
         let guard = cpu.storage.read();
         let Buffer::Cpu(buf) = &*guard;
         Ok(with_cpu_buffer!(buf, v => {
-            if cpu.is_contiguous() {
-                let start = cpu.layout.offset;
-                v[start..start + cpu.numel()].iter().map(|x| f(x.to_f64())).collect()
+            if let Some(range) = cpu.layout.contiguous_range() {
+                v[range].iter().map(|x| f(x.to_f64())).collect()
             } else {
                 cpu.layout.storage_indices().map(|i| f(v[i].to_f64())).collect()
             }

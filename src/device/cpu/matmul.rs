@@ -80,7 +80,9 @@ fn parallelism(m: usize, n: usize, k: usize) -> Parallelism {
 fn run<T: Copy + 'static>(plan: &Plan, a: &[T], b: &[T], zero: T, one: T) -> Vec<T> {
     let (m, n, k) = (plan.m, plan.n, plan.k);
     let mut out = vec![zero; plan.pairs.len() * m * n];
-    if m * n == 0 {
+    // k = 0 is an empty sum: the zeros already in `out`. Returning early also keeps us from
+    // forming pointers from the offsets of empty operands, which may lie past their buffers.
+    if m * n == 0 || k == 0 {
         return out;
     }
     for (i, (ma, mb)) in plan.pairs.iter().enumerate() {

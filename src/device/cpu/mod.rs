@@ -11,17 +11,16 @@ use crate::with_cpu_buffer;
 
 /// Applies `f` to every element of a strided view, producing a contiguous vector.
 fn map<T: Copy, R>(v: &[T], layout: &Layout, f: impl Fn(T) -> R) -> Vec<R> {
-    if layout.is_contiguous() {
-        v[layout.offset..layout.offset + layout.numel()].iter().map(|&x| f(x)).collect()
+    if let Some(range) = layout.contiguous_range() {
+        v[range].iter().map(|&x| f(x)).collect()
     } else {
         layout.storage_indices().map(|i| f(v[i])).collect()
     }
 }
 
 fn zip_map<T: Copy, R>(a: &[T], la: &Layout, b: &[T], lb: &Layout, f: impl Fn(T, T) -> R) -> Vec<R> {
-    if la.is_contiguous() && lb.is_contiguous() {
-        let (a, b) = (&a[la.offset..la.offset + la.numel()], &b[lb.offset..lb.offset + lb.numel()]);
-        a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
+    if let (Some(ra), Some(rb)) = (la.contiguous_range(), lb.contiguous_range()) {
+        a[ra].iter().zip(&b[rb]).map(|(&x, &y)| f(x, y)).collect()
     } else {
         la.storage_indices().zip(lb.storage_indices()).map(|(i, j)| f(a[i], b[j])).collect()
     }
