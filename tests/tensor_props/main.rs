@@ -7,6 +7,7 @@
 
 mod reference;
 mod views;
+mod elementwise;
 
 use proptest::test_runner::Config;
 
