@@ -8,6 +8,8 @@
 mod reference;
 mod views;
 mod elementwise;
+mod reductions;
+mod matmul;
 
 use proptest::test_runner::Config;
 
