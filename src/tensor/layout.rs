@@ -95,8 +95,9 @@ impl Layout {
 
     pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Layout> {
         self.check_dim("narrow", dim)?;
-        if start + len > self.shape[dim] {
-            return Err(Error::invalid("narrow", format!("range {start}..{} exceeds dimension {dim} of size {} (shape {:?})", start + len, self.shape[dim], self.shape)));
+        // `checked_add`: a huge `start + len` wrapped around in release builds and passed.
+        if start.checked_add(len).is_none_or(|end| end > self.shape[dim]) {
+            return Err(Error::invalid("narrow", format!("range of length {len} from {start} exceeds dimension {dim} of size {} (shape {:?})", self.shape[dim], self.shape)));
         }
         let mut out = self.clone();
         out.offset += start * self.strides[dim];
