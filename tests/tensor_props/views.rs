@@ -47,7 +47,7 @@ fn other_shape(shape: &[usize], r: u32) -> Vec<usize> {
     let mut bits = r;
     let mut f = 2;
     while rest > 1 {
-        if rest % f == 0 {
+        if rest.is_multiple_of(f) {
             if bits & 1 == 1 && !out.is_empty() {
                 *out.last_mut().unwrap() *= f;
             } else {
