@@ -371,6 +371,7 @@ fn rearrange_errors() {
     assert_pattern_error(rearrange(&x, p, &[("heads", 2), ("hidden1", 5)]), p, &["wrong split", "heads=2, hidden1=5", "has size 10", "size 8"]);
     assert_pattern_error(rearrange(&x, p, &[]), p, &["cannot infer the sizes of `heads` and `hidden1`", "size 8"]);
     assert_pattern_error(rearrange(&x, p, &[("heads", 0)]), p, &["cannot infer `hidden1`"]);
+    assert_pattern_error(rearrange(&x, p, &[("heads", usize::MAX), ("hidden1", 2)]), p, &["multiply to more than"]);
     assert_pattern_error(rearrange(&x, p, &[("heads", 2), ("heads", 2)]), p, &["axis `heads` is given twice"]);
     assert_pattern_error(rearrange(&x, p, &[("heads", 2), ("tails", 2)]), p, &["axis `tails`", "not in the pattern"]);
     let p = "a b c -> c b a";

@@ -3,6 +3,7 @@
 //! names are checked when the code runs.
 
 use crate::error::{Error, Result};
+use crate::flops::FlopCounter;
 use crate::tensor::einops::{ReduceOp, einsum, rearrange, reduce};
 use crate::tensor::named::{Dims, NamedTensor};
 use crate::tensor::{DType, Tensor};
@@ -44,7 +45,7 @@ pub fn einops_einsum(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::ones(&[2, 3, 4], DType::F32)?; // batch seq1 hidden
     let y = Tensor::ones(&[2, 3, 4], DType::F32)?; // batch seq2 hidden
     let z_matmul = x.matmul(&y.transpose(-2, -1)?)?; // old way
-    let counter = crate::flops::FlopCounter::start();
+    let counter = FlopCounter::start();
     let z = einsum("batch seq1 hidden, batch seq2 hidden -> batch seq1 seq2", &[&x, &y])?; // new way
     let flops = counter.finish();
     cx.record_tensor("z", &z)?; // hidden is not in the output: summed over, 4 ones

@@ -143,7 +143,8 @@ fn bind_input(p: &Pattern, lhs: &Side, x: &Tensor, axes: &[(&str, usize)]) -> Re
 fn split_group(p: &Pattern, names: &[String], shape: &[usize], dim: usize, given: &dyn Fn(&str) -> Option<usize>) -> Result<Vec<usize>> {
     let size = shape[dim];
     let group = format!("({})", names.join(" "));
-    let known: usize = names.iter().filter_map(|n| given(n)).product();
+    let known = names.iter().filter_map(|n| given(n)).try_fold(1usize, usize::checked_mul);
+    let known = known.ok_or_else(|| p.error(format!("the sizes given for {group} multiply to more than {}", usize::MAX)))?;
     let unknown: Vec<&String> = names.iter().filter(|n| given(n).is_none()).collect();
     let givens = || names.iter().filter_map(|n| given(n).map(|s| format!("{n}={s}"))).collect::<Vec<_>>().join(", ");
     let inferred = match unknown.as_slice() {
@@ -154,7 +155,7 @@ fn split_group(p: &Pattern, names: &[String], shape: &[usize], dim: usize, given
                 givens()
             )));
         }
-        [one] if known > 0 && size % known == 0 => Some((one.as_str(), size / known)),
+        [one] if known > 0 && size.is_multiple_of(known) => Some((one.as_str(), size / known)),
         [one] if known == 0 => {
             return Err(p.error(format!("cannot infer `{one}` in {group}: the other sizes multiply to 0 ({})", givens())));
         }
