@@ -3,9 +3,11 @@
 
 mod create;
 pub mod dtype;
+pub mod einops;
 pub mod formats;
 pub mod layout;
 mod matmul;
+pub mod named;
 mod ops;
 mod reduce;
 pub mod storage;
