@@ -11,4 +11,4 @@ pub mod tensor;
 pub mod trace;
 
 pub use error::{Error, Result};
-pub use tensor::{DType, Tensor};
+pub use tensor::{DType, Tensor, einops};
