@@ -126,8 +126,15 @@ __device__ __forceinline__ i64 wrap_sub(i64 a, i64 b) { return (i64)((u64)a - (u
 __device__ __forceinline__ i64 wrap_mul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
 __device__ __forceinline__ i64 wrap_neg(i64 a) { return (i64)(0ull - (u64)a); }
 
-// An integer element as the CPU backend reads it for integer ops: through f64.
-template <class T> __device__ __forceinline__ i64 int_in(T x) { return __double2ll_rz(to_f64(x)); }
+// Integer elements for integer arithmetic: exactly, as i64 (f64 would round above 2^53).
+__device__ __forceinline__ i64 int_in(int x) { return (i64)x; }
+__device__ __forceinline__ i64 int_in(i64 x) { return x; }
+
+// An i64 result stored into an integer dtype: i32 keeps the low 32 bits (overflow wraps, as in
+// PyTorch and the CPU backend).
+template <class T> __device__ __forceinline__ T from_i64(i64 x);
+template <> __device__ __forceinline__ int from_i64<int>(i64 x) { return (int)(unsigned)(u64)x; }
+template <> __device__ __forceinline__ i64 from_i64<i64>(i64 x) { return x; }
 
 // Every float-dtype kernel is instantiated for these three, every integer one for the two below.
 #define FOR_FLOAT_TYPES(M) M(float, f32) M(bf16, bf16) M(f16, f16)

@@ -13,8 +13,9 @@
 FOR_ALL_TYPES(STRIDED_COPY)
 
 // Casts follow the CPU backend: float -> float through f32 (every f16/bf16 value is exact in f32,
-// and f32 -> f16/bf16 rounds to nearest even); anything involving an integer goes through f64
-// (integers truncate toward zero and saturate; NaN becomes 0).
+// and f32 -> f16/bf16 rounds to nearest even); integer -> integer exactly through i64 (i64 -> i32
+// keeps the low 32 bits); float <-> integer through f64 (to an integer: truncate toward zero and
+// saturate, NaN becomes 0; to a float: round to nearest even).
 template <class S, class D> struct Cast {
     __device__ static __forceinline__ D apply(S x) { return from_f64<D>(to_f64(x)); }
 };
@@ -28,6 +29,14 @@ FLOAT_CAST(bf16, float)
 FLOAT_CAST(bf16, f16)
 FLOAT_CAST(f16, float)
 FLOAT_CAST(f16, bf16)
+#define INT_CAST(S, D)                                                                              \
+    template <> struct Cast<S, D> {                                                                 \
+        __device__ static __forceinline__ D apply(S x) { return from_i64<D>(int_in(x)); }           \
+    };
+INT_CAST(int, i64)
+INT_CAST(i64, int)
+INT_CAST(int, int)
+INT_CAST(i64, i64)
 
 #define CAST_KERNEL(S, ssuf, D, dsuf)                                                               \
     extern "C" __global__ void cast_##ssuf##_##dsuf(D* __restrict__ out, const S* __restrict__ in, Strided L, i64 n) { \

@@ -1,8 +1,9 @@
 // Elementwise operations, one kernel per op and dtype (`sqrt_f32`, `add_bf16`, `neg_i64`, ...),
 // matching `UnaryOp` and `BinaryOp` in src/tensor/ops.rs. Inputs are strided views (broadcasting is
 // a stride of 0); the output is fresh and contiguous. Floating-point elements are computed in f32
-// and rounded back once, like the CPU backend. Integer elements go through f64 and wrapping i64
-// arithmetic, again exactly as the CPU backend does, so the two agree bit for bit.
+// and rounded back once, like the CPU backend. Integer elements use exact, wrapping i64
+// arithmetic (i32 results keep their low 32 bits), again as the CPU backend does, so the two
+// agree bit for bit.
 //
 // Launch: any grid (grid-stride loops), blockDim.x threads per block.
 
@@ -17,7 +18,7 @@ __device__ void unary_float(T* __restrict__ out, const T* __restrict__ in, Strid
 template <class T, class Op>
 __device__ void unary_int(T* __restrict__ out, const T* __restrict__ in, Strided L, i64 n, i64 s) {
     for (i64 i = global_thread(); i < n; i += grid_threads())
-        out[i] = from_f64<T>((double)Op::apply(int_in(in[strided_offset(L, i)]), s));
+        out[i] = from_i64<T>(Op::apply(int_in(in[strided_offset(L, i)]), s));
 }
 
 template <class T, class Op>
@@ -29,7 +30,7 @@ __device__ void binary_float(T* __restrict__ out, const T* __restrict__ a, Strid
 template <class T, class Op>
 __device__ void binary_int(T* __restrict__ out, const T* __restrict__ a, Strided La, const T* __restrict__ b, Strided Lb, i64 n) {
     for (i64 i = global_thread(); i < n; i += grid_threads())
-        out[i] = from_f64<T>((double)Op::apply(int_in(a[strided_offset(La, i)]), int_in(b[strided_offset(Lb, i)])));
+        out[i] = from_i64<T>(Op::apply(int_in(a[strided_offset(La, i)]), int_in(b[strided_offset(Lb, i)])));
 }
 
 // ---- unary ops on floats: x is the element, s the op's scalar (unused by most) -----------------

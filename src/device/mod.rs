@@ -202,6 +202,12 @@ pub(crate) fn random_on_gpu(dev: &CudaDevice, dist: cuda::ops::Distribution, sha
     wrap(buffer, shape, &Device::Cuda(dev.clone()))
 }
 
+/// The storage range of a contiguous tensor's elements (`0..0` when it is empty: an empty view's
+/// offset may lie past the end of its storage).
+fn contiguous_range(op: &'static str, x: &Tensor) -> Result<std::ops::Range<usize>> {
+    x.layout().contiguous_range().ok_or_else(|| Error::NotContiguous { op, shape: x.shape().to_vec(), strides: x.strides().to_vec() })
+}
+
 /// Copies `x` to `device` (a no-op view when it is already there).
 pub(crate) fn to_device(x: &Tensor, device: &Device) -> Result<Tensor> {
     if x.device() == device {
@@ -209,7 +215,7 @@ pub(crate) fn to_device(x: &Tensor, device: &Device) -> Result<Tensor> {
     }
     // Only the elements the view shows travel, in row-major order.
     let x = x.contiguous()?;
-    let range = x.layout().offset..x.layout().offset + x.numel();
+    let range = contiguous_range("to_device", &x)?;
     let out = match (&*x.storage().read(), device) {
         (Buffer::Cpu(buf), Device::Cuda(c)) => Buffer::Cuda(cuda::upload(&c.0, buf, range)?),
         (Buffer::Cuda(buf), Device::Cpu) => Buffer::Cpu(cuda::download(buf, range)?),
@@ -226,7 +232,7 @@ pub fn to_device_pinned(x: &Tensor, device: &Device) -> Result<Tensor> {
         return to_device(x, device);
     };
     let x = x.contiguous()?;
-    let range = x.layout().offset..x.layout().offset + x.numel();
+    let range = contiguous_range("to_device_pinned", &x)?;
     let out = match &*x.storage().read() {
         Buffer::Cpu(buf) => Buffer::Cuda(cuda::upload_pinned(&c.0, buf, range)?),
         Buffer::Cuda(_) => return Err(Error::invalid("to_device_pinned", "the source is not in host memory")),

@@ -134,7 +134,9 @@ impl Tensor {
         }
         let cpu = self.to_device(&Device::Cpu)?;
         let guard = cpu.storage.read();
-        let Buffer::Cpu(buf) = &*guard;
+        let Buffer::Cpu(buf) = &*guard else {
+            return Err(Error::invalid("to_vec", "the copy to the CPU did not land in host memory"));
+        };
         Ok(with_cpu_buffer!(buf, v => go(v, &cpu.layout)))
     }
 

@@ -172,10 +172,7 @@ pub fn random(backend: &Arc<CudaBackend>, dist: Distribution, dtype: DType, len:
 
 /// The contiguous range a layout covers, for the in-place ops (which need contiguous views).
 fn contiguous_range(op: &'static str, layout: &Layout, len: usize) -> Result<std::ops::Range<usize>> {
-    if !layout.is_contiguous() {
-        return Err(Error::NotContiguous { op, shape: layout.shape.clone(), strides: layout.strides.clone() });
-    }
-    let r = layout.offset..layout.offset + layout.numel();
+    let r = layout.contiguous_range().ok_or_else(|| Error::NotContiguous { op, shape: layout.shape.clone(), strides: layout.strides.clone() })?;
     if r.end > len {
         return Err(Error::invalid(op, format!("layout {layout:?} reaches past the end of its storage ({len} elements)")));
     }
