@@ -61,10 +61,13 @@ fn nvrtc_or_skip() -> bool {
     true
 }
 
+/// Every kernel by name with its parameter list, or what went wrong.
+type Compiled = Result<BTreeMap<String, Vec<ParamSpec>>, Vec<String>>;
+
 /// Every kernel of every file on disk with its parameter list, or the list of failures. Compiled
 /// once per test binary (the files are compiled in parallel, as the backend does).
-fn compiled() -> &'static Result<BTreeMap<String, Vec<ParamSpec>>, Vec<String>> {
-    static COMPILED: OnceLock<Result<BTreeMap<String, Vec<ParamSpec>>, Vec<String>>> = OnceLock::new();
+fn compiled() -> &'static Compiled {
+    static COMPILED: OnceLock<Compiled> = OnceLock::new();
     COMPILED.get_or_init(|| {
         let (major, minor) = kernels::nvrtc_version().expect("nvrtcVersion");
         eprintln!("NVRTC {major}.{minor}, compiling {} files for {ARCH}", cu_files().len());

@@ -29,8 +29,8 @@ fn unary_float_kernel(op: UnaryOp) -> (&'static str, f32) {
         UnaryOp::AddScalar(s) => ("add_scalar", s as f32),
         UnaryOp::MulScalar(s) => ("mul_scalar", s as f32),
         UnaryOp::DivScalar(s) => ("div_scalar", s as f32),
-        UnaryOp::PowScalar(p) if p == 2.0 => ("square", 0.0),
-        UnaryOp::PowScalar(p) if p == 0.5 => ("sqrt", 0.0),
+        UnaryOp::PowScalar(2.0) => ("square", 0.0),
+        UnaryOp::PowScalar(0.5) => ("sqrt", 0.0),
         UnaryOp::PowScalar(p) => ("pow_scalar", p as f32),
     }
 }

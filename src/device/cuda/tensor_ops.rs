@@ -198,6 +198,7 @@ pub fn sgd_update_with(which: UpdateKernel, param: &mut CudaBuffer, pl: &Layout,
 }
 
 /// AdaGrad in place: `sum_sq += grad²; param -= lr · grad / √(sum_sq + eps)`.
+#[allow(clippy::too_many_arguments)]
 pub fn adagrad_update(param: &mut CudaBuffer, pl: &Layout, sum_sq: &mut CudaBuffer, sl: &Layout, grad: &CudaBuffer, gl: &Layout, lr: f64, eps: f64) -> Result<()> {
     adagrad_update_with(UpdateKernel::Fast, param, pl, sum_sq, sl, grad, gl, lr, eps)
 }
