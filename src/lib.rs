@@ -2,12 +2,14 @@
 //! tensor library that counts its bytes and FLOPs, the lecture's sections as functions that run
 //! and record what they measured, and a book that shows only recorded numbers.
 
+pub mod autograd;
 pub mod device;
 pub mod error;
 pub mod flops;
 pub mod lecture;
 pub mod rng;
 pub mod tensor;
+pub mod timing;
 pub mod trace;
 
 pub use error::{Error, Result};

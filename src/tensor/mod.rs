@@ -4,6 +4,8 @@
 mod create;
 pub mod dtype;
 pub mod formats;
+mod grad_ops;
+mod inplace;
 pub mod layout;
 mod matmul;
 mod ops;
@@ -14,6 +16,7 @@ mod view;
 use std::sync::Arc;
 
 pub use dtype::{DType, Element};
+pub use inplace::{ADAGRAD_FLOPS_PER_ELEMENT, SGD_FLOPS_PER_ELEMENT};
 pub use layout::Layout;
 pub use ops::{BinaryOp, UnaryOp};
 pub use reduce::ReduceOp;
