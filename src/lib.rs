@@ -3,10 +3,14 @@
 //! and record what they measured, and a book that shows only recorded numbers.
 
 pub mod autograd;
+pub mod checkpoint;
+pub mod data;
 pub mod device;
 pub mod error;
 pub mod flops;
 pub mod lecture;
+pub mod nn;
+pub mod optim;
 pub mod rng;
 pub mod tensor;
 pub mod timing;

@@ -97,6 +97,31 @@ pub fn time<F: FnMut() -> Result<()>>(device: &Device, options: TimingOptions, m
     Ok(Timing::from_samples(&mut samples, options.warmup))
 }
 
+/// Like `time`, but each call first runs an untimed `setup` whose result the timed `f` consumes
+/// (a backward pass needs a fresh forward graph every time).
+pub fn time_with_setup<S, Setup, F>(device: &Device, options: TimingOptions, mut setup: Setup, mut f: F) -> Result<Timing>
+where
+    Setup: FnMut() -> Result<S>,
+    F: FnMut(S) -> Result<()>,
+{
+    for _ in 0..options.warmup {
+        let s = setup()?;
+        f(s)?;
+        device::synchronize(device)?;
+    }
+    let started = Instant::now();
+    let mut samples = Vec::with_capacity(options.min_reps);
+    while samples.len() < options.min_reps.max(1) || (samples.len() < options.max_reps && started.elapsed() < options.budget) {
+        let s = setup()?;
+        device::synchronize(device)?;
+        let t = Instant::now();
+        f(s)?;
+        device::synchronize(device)?;
+        samples.push(t.elapsed().as_secs_f64());
+    }
+    Ok(Timing::from_samples(&mut samples, options.warmup))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

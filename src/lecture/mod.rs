@@ -2,10 +2,13 @@
 //! and records what it observed; `SECTIONS` lists them with their titles and source files.
 
 mod compute;
+mod gradients;
 mod memory;
+mod models;
 mod napkin;
 mod operations;
 pub mod run;
+mod training;
 
 use crate::error::Result;
 use crate::trace::SectionCtx;
@@ -47,6 +50,16 @@ sections! {
     operations::tensor_elementwise => "Elementwise operations",
     operations::tensor_matmul => "Matrix multiplication",
     compute::tensor_operations_flops => "Counting FLOPs",
+    gradients::gradients_basics => "Gradients: the basics",
+    gradients::gradients_flops => "Gradients: FLOPs",
+    models::module_parameters => "Module parameters and initialisation",
+    models::custom_model => "A custom model",
+    training::note_about_randomness => "A note about randomness",
+    training::data_loading => "Data loading",
+    training::optimizer => "Optimizer",
+    training::train_loop => "Training loop",
+    training::checkpointing => "Checkpointing",
+    training::mixed_precision_training => "Mixed-precision training",
 }
 
 pub fn find(id: &str) -> Option<&'static SectionDef> {
