@@ -3,6 +3,7 @@
 //! and record what they measured, and a book that shows only recorded numbers.
 
 pub mod autograd;
+pub mod bench;
 pub mod checkpoint;
 pub mod data;
 pub mod device;
