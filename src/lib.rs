@@ -18,4 +18,4 @@ pub mod timing;
 pub mod trace;
 
 pub use error::{Error, Result};
-pub use tensor::{DType, Tensor};
+pub use tensor::{DType, Tensor, einops};

@@ -3,11 +3,13 @@
 
 mod create;
 pub mod dtype;
+pub mod einops;
 pub mod formats;
 mod grad_ops;
 mod inplace;
 pub mod layout;
 mod matmul;
+pub mod named;
 mod ops;
 mod reduce;
 pub mod storage;
