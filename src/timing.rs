@@ -31,7 +31,7 @@ impl Default for TimingOptions {
 impl TimingOptions {
     /// Fewer repetitions, for operations that take a large fraction of a second each.
     pub fn quick() -> Self {
-        TimingOptions { warmup: 1, min_reps: 3, max_reps: 50, budget: Duration::from_millis(300) }
+        TimingOptions { warmup: 1, min_reps: 3, max_reps: 30, budget: Duration::from_millis(150) }
     }
 }
 

@@ -2,7 +2,8 @@
 //! CPU run and on every committed trace under trace/ (a trace without a section is skipped, and
 //! the test says so).
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::sync::{Mutex, OnceLock};
 
 use indexmap::IndexMap;
@@ -10,7 +11,7 @@ use serde_json::Value;
 
 use cs336::device::{Device, DeviceChoice};
 use cs336::lecture::{self, run};
-use cs336::trace::{self, SectionRecord, ValueRecord, number_from_json};
+use cs336::trace::{SectionRecord, ValueRecord, number_from_json};
 
 type Values = IndexMap<String, ValueRecord>;
 
@@ -317,27 +318,18 @@ fn seed_reproducibility() {
     }
 }
 
-fn committed_traces() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("trace").join(lecture::LECTURE);
-    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
-    paths.sort();
-    paths
-}
-
 #[test]
 fn committed_traces_hold_the_invariants() {
-    let paths = committed_traces();
-    if paths.is_empty() {
-        eprintln!("no committed traces under trace/{}: nothing to check", lecture::LECTURE);
+    let traces = common::committed_traces();
+    if traces.is_empty() {
+        eprintln!("no committed traces under trace/: nothing to check");
     }
-    for path in paths {
-        let t = trace::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    for (path, t) in traces {
         let cpu = t.provenance.device.kind == "cpu";
         for id in SECTIONS {
             match t.section(id) {
                 Some(s) => check(id, &s.values, cpu),
-                None => eprintln!("{}: skipping `{id}`: the trace has no such section", path.display()),
+                None => eprintln!("note: {} has no section `{id}`; skipped", path.display()),
             }
         }
     }

@@ -115,7 +115,7 @@ fn peak_json(peak: &std::result::Result<PromisedPeak, String>) -> serde_json::Va
 /// Square n×n·n×n products in fp32 and bf16: sizes, median time, FLOP/s and MFU, plus the
 /// promised peaks to draw as lines.
 fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_json::Value)> {
-    let sizes: &[usize] = if cx.device.is_cpu() { &[64, 128, 256, 512, 1024, 2048] } else { &[256, 512, 1024, 2048, 4096, 8192, 16384] };
+    let sizes: &[usize] = if cx.device.is_cpu() { &[64, 128, 256, 512, 1024] } else { &[256, 512, 1024, 2048, 4096, 8192, 16384] };
     let modes = [(DType::F32, MathMode::Fp32), (DType::BF16, MathMode::Bf16)];
     let peaks: Vec<_> = modes.iter().map(|&(_, m)| peaks::promised(&cx.device, m)).collect();
     let mut points = Vec::new();
