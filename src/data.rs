@@ -31,7 +31,7 @@ impl TokenFile {
     pub fn open(path: &Path) -> Result<TokenFile> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len() as usize;
-        if len % TOKEN_BYTES != 0 {
+        if !len.is_multiple_of(TOKEN_BYTES) {
             return Err(Error::File {
                 path: path.to_path_buf(),
                 msg: format!("{len} bytes is not a whole number of int32 tokens (4 bytes each): the file is truncated or not a token file"),

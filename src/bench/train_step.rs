@@ -64,11 +64,14 @@ fn options() -> TimingOptions {
     TimingOptions { warmup: 2, min_reps: 5, max_reps: 50, budget: Duration::from_secs(3) }
 }
 
+/// An operand: (rows, columns, used as a transposed view).
+type Operand = (usize, usize, bool);
+
 /// The matmuls of one step: operand shapes and whether each is used transposed (a view).
 /// Forward: h_{i+1} = h_i @ W_i, then out = h_L @ W_f. Backward, last layer first:
 /// dW = h_iᵀ @ dh_{i+1} for every weight, dh_i = dh_{i+1} @ W_iᵀ for every layer but the first
 /// (the data needs no gradient).
-fn step_matmuls(dim: usize, layers: usize, batch: usize) -> Vec<((usize, usize, bool), (usize, usize, bool))> {
+fn step_matmuls(dim: usize, layers: usize, batch: usize) -> Vec<(Operand, Operand)> {
     let mut out = Vec::new();
     for _ in 0..layers {
         out.push(((batch, dim, false), (dim, dim, false)));
