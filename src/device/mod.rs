@@ -7,8 +7,6 @@ pub mod cuda;
 pub mod peaks;
 pub mod probe;
 
-use std::time::Instant;
-
 use crate::error::{Error, Result};
 use crate::tensor::{Buffer, CpuBuffer, DType, Layout, ReduceOp, Tensor, UnaryOp, BinaryOp};
 
@@ -255,27 +253,6 @@ pub fn memory_allocated(device: &Device) -> Option<usize> {
     device.cuda().map(|c| c.memory_stats().allocated)
 }
 
-/// How long `f` takes on `device`: `warmup` untimed runs, then the median of `reps` timed runs,
-/// each timed with CUDA events on a GPU (the device's own clock, no host overhead) and with a
-/// host clock on the CPU.
-pub fn time_median(device: &Device, warmup: usize, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<cuda::timing::Timing> {
-    match device {
-        Device::Cuda(c) => cuda::timing::time_median(&c.0, warmup, reps, f),
-        Device::Cpu => {
-            for _ in 0..warmup {
-                f()?;
-            }
-            let mut times = Vec::with_capacity(reps.max(1));
-            for _ in 0..reps.max(1) {
-                let start = Instant::now();
-                f()?;
-                times.push(start.elapsed().as_secs_f64());
-            }
-            Ok(cuda::timing::Timing::from_seconds(times))
-        }
-    }
-}
-
 /// The fused mean squared error of two tensors of one shape, as a 0-dimensional tensor. On the
 /// CPU: `pred.sub(target).square().mean_all()`, which the GPU kernel reproduces bit for bit.
 pub fn mse_loss(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
@@ -305,14 +282,6 @@ pub(crate) fn check_bounds(op: &'static str, layout: &Layout, len: usize) -> Res
     }
 }
 
-/// Waits until every queued operation on `device` has finished (timing needs it on a GPU, whose
-/// calls return before the work is done; the CPU backend runs synchronously).
-pub fn synchronize(device: &Device) -> Result<()> {
-    match device {
-        Device::Cpu => Ok(()),
-    }
-}
-
 /// Writes `src` (converted to `dst`'s dtype) into `dst`'s storage. `dst` is contiguous, the shapes
 /// match and the storages differ (checked by the caller).
 pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
@@ -322,6 +291,8 @@ pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     let mut to = dst.storage().write();
     match (&mut *to, &*from) {
         (Buffer::Cpu(d), Buffer::Cpu(s)) => cpu::update::copy_into(d, dst.layout(), s, source.layout()),
+        (Buffer::Cuda(d), Buffer::Cuda(s)) => cuda::copy_into(d, dst.layout(), s, source.layout()),
+        _ => Err(mixed("copy_from", dst, src)),
     }
 }
 
@@ -333,6 +304,8 @@ pub(crate) fn sgd_update(param: &Tensor, grad: &Tensor, lr: f64) -> Result<()> {
     let mut p = param.storage().write();
     match (&mut *p, &*g) {
         (Buffer::Cpu(p), Buffer::Cpu(g)) => cpu::update::sgd(p, param.layout(), g, grad.layout(), lr),
+        (Buffer::Cuda(p), Buffer::Cuda(g)) => cuda::sgd_update(p, param.layout(), g, grad.layout(), lr),
+        _ => Err(mixed("sgd_update", param, &grad)),
     }
 }
 
@@ -348,5 +321,7 @@ pub(crate) fn adagrad_update(param: &Tensor, sum_sq: &Tensor, grad: &Tensor, lr:
         (Buffer::Cpu(p), Buffer::Cpu(s), Buffer::Cpu(g)) => {
             cpu::update::adagrad(cpu::update::AdaGradArgs { param: p, param_layout: param.layout(), sum_sq: s, sum_sq_layout: sum_sq.layout(), grad: g, grad_layout: grad.layout(), lr, eps })
         }
+        (Buffer::Cuda(p), Buffer::Cuda(s), Buffer::Cuda(g)) => cuda::adagrad_update(p, param.layout(), s, sum_sq.layout(), g, grad.layout(), lr, eps),
+        _ => Err(mixed("adagrad_update", param, &grad)),
     }
 }

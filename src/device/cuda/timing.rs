@@ -37,6 +37,17 @@ fn timing_event(b: &CudaBackend) -> Result<CudaEvent> {
     b.context().new_event(Some(drv::CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| driver_error("creating a timing event", e))
 }
 
+/// One call of `f` timed by two events recorded on the stream around the work it queues
+/// (the GPU's own clock: no launch latency or host scheduling in the number). Waits for the end.
+pub fn time_once(b: &CudaBackend, f: impl FnOnce() -> Result<()>) -> Result<f64> {
+    let (start, end) = (timing_event(b)?, timing_event(b)?);
+    start.record(b.stream()).map_err(|e| driver_error("recording an event", e))?;
+    f()?;
+    end.record(b.stream()).map_err(|e| driver_error("recording an event", e))?;
+    let ms = start.elapsed_ms(&end).map_err(|e| driver_error("reading an event time", e))?;
+    Ok(f64::from(ms) / 1e3)
+}
+
 /// `warmup` untimed calls, then `reps` calls each between two events; the median of their times.
 pub fn time_median(b: &CudaBackend, warmup: usize, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<Timing> {
     for _ in 0..warmup {
