@@ -472,3 +472,60 @@ fn integers_are_exact_and_wrap_like_the_cpu() {
     assert_eq!(on(&i32s, &dev).add_scalar(1.0).unwrap().to_vec::<i32>().unwrap()[0], i32::MIN);
     assert_eq!(on(&i64s, &dev).to_dtype(DType::I32).unwrap().to_vec::<i32>().unwrap()[0], big as i32);
 }
+
+#[test]
+fn in_place_updates_through_the_tensor_api_agree() {
+    let Some((dev, _g)) = gpu() else { return };
+    for dtype in FLOATS {
+        let p0 = random(17, 29, dtype, 40);
+        let g = random(17, 29, dtype, 41);
+        let (cp, cs) = (p0.deep_clone().unwrap(), Tensor::zeros(&[17, 29], dtype).unwrap());
+        let (gp, gs, gg) = (on(&p0, &dev), Tensor::zeros_on(&[17, 29], dtype, &dev).unwrap(), on(&g, &dev));
+        for _ in 0..3 {
+            cp.adagrad_update_(&cs, &g, 0.05, 1e-5).unwrap();
+            gp.adagrad_update_(&gs, &gg, 0.05, 1e-5).unwrap();
+        }
+        assert_agree(&format!("adagrad_update_ {dtype}"), &cp, &gp, 0.0);
+        assert_agree(&format!("adagrad state {dtype}"), &cs, &gs, 0.0);
+        cp.sgd_update_(&g, 0.3).unwrap();
+        gp.sgd_update_(&gg, 0.3).unwrap();
+        assert_agree(&format!("sgd_update_ {dtype}"), &cp, &gp, 0.0);
+        // copy_from converts and copies in place, from any layout.
+        cp.copy_from(&g.t().unwrap().contiguous().unwrap().t().unwrap()).unwrap();
+        gp.copy_from(&gg.t().unwrap().contiguous().unwrap().t().unwrap()).unwrap();
+        assert_agree(&format!("copy_from {dtype}"), &cp, &gp, 0.0);
+        assert!(matches!(gp.sgd_update_(&g, 0.1), Err(Error::DeviceMismatch { .. })), "a CPU gradient for a GPU parameter");
+    }
+}
+
+#[test]
+fn training_the_cruncher_on_the_gpu_follows_the_cpu() {
+    use cs336::autograd::{Var, mse_loss};
+    use cs336::nn::{Cruncher, Module};
+    use cs336::optim::{AdaGrad, Optimizer};
+    let Some((dev, _g)) = gpu() else { return };
+    let (d, layers, b) = (64, 2, 8);
+    let cpu_model = Cruncher::new(d, layers, &mut Rng::seed(5)).unwrap();
+    let gpu_model = cpu_model.to_device(&dev).unwrap();
+    let (mut cpu_opt, mut gpu_opt) = (AdaGrad::new(&cpu_model, 0.01).unwrap(), AdaGrad::new(&gpu_model, 0.01).unwrap());
+    let mut rng = Rng::seed(6);
+    for step in 0..5 {
+        let x = Tensor::randn(&[b, d], DType::F32, &mut rng).unwrap();
+        let y = Tensor::randn(&[b], DType::F32, &mut rng).unwrap();
+        let cpu_loss = mse_loss(&cpu_model.forward(&Var::constant(x.clone())).unwrap(), &Var::constant(y.clone())).unwrap();
+        let gpu_loss = mse_loss(&gpu_model.forward(&Var::constant(on(&x, &dev))).unwrap(), &Var::constant(on(&y, &dev))).unwrap();
+        assert!(gpu_loss.value().device().is_cuda());
+        let (lc, lg) = (cpu_loss.value().item().unwrap(), gpu_loss.value().item().unwrap());
+        assert!((lc - lg).abs() <= 1e-4 * lc.abs().max(1e-6), "step {step}: CPU loss {lc}, GPU loss {lg}");
+        cpu_loss.backward().unwrap();
+        gpu_loss.backward().unwrap();
+        cpu_opt.step().unwrap();
+        gpu_opt.step().unwrap();
+        cpu_opt.zero_grad();
+        gpu_opt.zero_grad();
+    }
+    for ((name, c), (_, g)) in cpu_model.named_parameters().iter().zip(gpu_model.named_parameters()) {
+        assert!(g.value().device().is_cuda(), "{name} stays on the GPU");
+        assert_frobenius(&format!("{name} after 5 AdaGrad steps"), c.value(), g.value(), 1e-4);
+    }
+}
