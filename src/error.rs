@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+const GIB: f64 = (1u64 << 30) as f64;
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{op}: shapes {lhs:?} and {rhs:?} are incompatible: {why}")]
@@ -34,6 +36,13 @@ pub enum Error {
     #[error("dimension names: {msg}")]
     DimNames { msg: String },
 
+    /// A named dimension whose size disagrees with the size the name is bound to.
+    #[error(
+        "dimension `{name}`: expected size {expected} ({bound_by}) but the tensor with shape {shape:?} \
+         checked as \"{names}\" has size {actual}"
+    )]
+    DimSize { name: String, expected: usize, actual: usize, shape: Vec<usize>, names: String, bound_by: String },
+
     #[error("{path}: {msg}")]
     File { path: PathBuf, msg: String },
 
@@ -45,6 +54,12 @@ pub enum Error {
 
     #[error("CUDA: {0}")]
     Cuda(String),
+
+    #[error(
+        "CUDA out of memory: asked for {requested} bytes ({:.3} GiB) with {free} bytes ({:.3} GiB) free of {total}",
+        *requested as f64 / GIB, *free as f64 / GIB
+    )]
+    CudaOutOfMemory { requested: usize, free: usize, total: usize },
 }
 
 impl Error {

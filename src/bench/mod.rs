@@ -1,11 +1,12 @@
-//! Benchmarks behind the `bench` binary. Each measures in one process, takes medians of many
-//! samples and prints ratios against a reference measured in the same run; none of this is a test
-//! (timings never gate anything).
+//! Benchmarks that print ratios against a reference measured in the same run (never absolute
+//! thresholds: machines differ); none of this is a test. `bench` (matmul-overhead, cpu-matmul)
+//! and `bench_train` (train_step).
 
 pub mod cpu_matmul;
 pub mod overhead;
 pub mod reference;
 pub mod timing;
+pub mod train_step;
 
 /// A matrix product m×k · k×n.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

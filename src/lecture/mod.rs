@@ -2,10 +2,14 @@
 //! and records what it observed; `SECTIONS` lists them with their titles and source files.
 
 mod compute;
+mod einops;
+mod gradients;
 mod memory;
+mod models;
 mod napkin;
 mod operations;
 pub mod run;
+mod training;
 
 use crate::error::Result;
 use crate::trace::SectionCtx;
@@ -46,7 +50,22 @@ sections! {
     operations::tensor_slicing => "Slicing and views",
     operations::tensor_elementwise => "Elementwise operations",
     operations::tensor_matmul => "Matrix multiplication",
+    einops::einops_motivation => "einops: why name dimensions",
+    einops::jaxtyping_basics => "Named dimensions, checked",
+    einops::einops_einsum => "einops: einsum",
+    einops::einops_reduce => "einops: reduce",
+    einops::einops_rearrange => "einops: rearrange",
     compute::tensor_operations_flops => "Counting FLOPs",
+    gradients::gradients_basics => "Gradients: the basics",
+    gradients::gradients_flops => "Gradients: FLOPs",
+    models::module_parameters => "Module parameters and initialisation",
+    models::custom_model => "A custom model",
+    training::note_about_randomness => "A note about randomness",
+    training::data_loading => "Data loading",
+    training::optimizer => "Optimizer",
+    training::train_loop => "Training loop",
+    training::checkpointing => "Checkpointing",
+    training::mixed_precision_training => "Mixed-precision training",
 }
 
 pub fn find(id: &str) -> Option<&'static SectionDef> {

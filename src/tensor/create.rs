@@ -86,10 +86,9 @@ impl Tensor {
         Tensor::from_cpu(T::wrap(values), shape)
     }
 
+    /// Made directly on `device` (on a GPU by a fill kernel: nothing is copied from the host).
     pub fn full_on(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
-        let n = shape.iter().product();
-        let buf = if value == 0.0 { CpuBuffer::zeros(dtype, n) } else { CpuBuffer::from_f64(dtype, std::iter::repeat_n(value, n)) };
-        Tensor::from_cpu(buf, shape)?.to_device(device)
+        crate::device::full(shape, value, dtype, device)
     }
 
     pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
@@ -125,6 +124,25 @@ impl Tensor {
         Tensor::from_cpu(CpuBuffer::from_f64(dtype, (0..n).map(|_| rng.normal())), shape)
     }
 
+    /// `randn` made on `device`. On the CPU it is `randn`; on a GPU the samples are drawn on the
+    /// device from a seed taken from `rng` (large GPU tensors would take seconds to draw on the
+    /// host), so they differ from the CPU's samples but follow the same distribution and are
+    /// reproducible from the same `rng` state.
+    pub fn randn_on(shape: &[usize], dtype: DType, device: &Device, rng: &mut Rng) -> Result<Tensor> {
+        match device {
+            Device::Cpu => Tensor::randn(shape, dtype, rng),
+            Device::Cuda(c) => crate::device::random_on_gpu(c, crate::device::cuda::ops::Distribution::Normal, shape, dtype, rng.next_u64()),
+        }
+    }
+
+    /// `rand` made on `device` (see `randn_on`).
+    pub fn rand_on(shape: &[usize], dtype: DType, device: &Device, rng: &mut Rng) -> Result<Tensor> {
+        match device {
+            Device::Cpu => Tensor::rand(shape, dtype, rng),
+            Device::Cuda(c) => crate::device::random_on_gpu(c, crate::device::cuda::ops::Distribution::Uniform, shape, dtype, rng.next_u64()),
+        }
+    }
+
     /// Samples uniformly from [0, 1).
     pub fn rand(shape: &[usize], dtype: DType, rng: &mut Rng) -> Result<Tensor> {
         let n: usize = shape.iter().product();
@@ -134,15 +152,24 @@ impl Tensor {
     /// N(mean, std²) restricted to [a, b] by redrawing samples that fall outside, like
     /// `torch.nn.init.trunc_normal_`. `a` and `b` are absolute bounds, not multiples of `std`.
     pub fn trunc_normal(shape: &[usize], mean: f64, std: f64, a: f64, b: f64, dtype: DType, rng: &mut Rng) -> Result<Tensor> {
-        if !(std > 0.0) || !(a < b) || mean + 8.0 * std < a || mean - 8.0 * std > b {
-            return Err(Error::invalid("trunc_normal", format!("need std > 0 and a < b with [a, b] overlapping the distribution; got mean {mean}, std {std}, a {a}, b {b}")));
+        // A NaN or infinite mean or std passed the old checks and then never produced a sample
+        // inside [a, b]: the loop below spun forever. They are refused here.
+        let finite = mean.is_finite() && std.is_finite();
+        if !finite || !(std > 0.0) || !(a < b) || mean + 8.0 * std < a || mean - 8.0 * std > b {
+            return Err(Error::invalid("trunc_normal", format!("need finite mean, finite std > 0 and a < b with [a, b] overlapping the distribution; got mean {mean}, std {std}, a {a}, b {b}")));
         }
         let n: usize = shape.iter().product();
         let mut values = Vec::with_capacity(n);
+        let mut draws: u64 = 0;
         while values.len() < n {
             let x = mean + std * rng.normal();
+            draws += 1;
             if (a..=b).contains(&x) {
                 values.push(x);
+            } else if draws >= 100_000 && (values.len() as u64) * 1000 < draws {
+                // An interval far in one tail (say [7σ, 8σ], probability ~1e-12) passes the check
+                // above but would take forever to fill: give up once under 0.1% of draws land.
+                return Err(Error::invalid("trunc_normal", format!("[{a}, {b}] holds less than 0.1% of N({mean}, {std}²): {} of {draws} draws fell inside", values.len())));
             }
         }
         Tensor::from_f64_vec(&values, shape, dtype)

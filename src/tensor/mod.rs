@@ -3,9 +3,13 @@
 
 mod create;
 pub mod dtype;
+pub mod einops;
 pub mod formats;
+mod grad_ops;
+mod inplace;
 pub mod layout;
 mod matmul;
+pub mod named;
 mod ops;
 mod reduce;
 pub mod storage;
@@ -14,6 +18,7 @@ mod view;
 use std::sync::Arc;
 
 pub use dtype::{DType, Element};
+pub use inplace::{ADAGRAD_FLOPS_PER_ELEMENT, SGD_FLOPS_PER_ELEMENT};
 pub use layout::Layout;
 pub use ops::{BinaryOp, UnaryOp};
 pub use reduce::ReduceOp;
@@ -120,9 +125,22 @@ impl Tensor {
         Arc::ptr_eq(&a.storage, &b.storage)
     }
 
-    /// All elements in row-major order, converted to `T` (rounding where `T` is narrower).
+    /// All elements in row-major order, converted to `T` (rounding where `T` is narrower;
+    /// integer to integer exactly, wrapping when narrowing, as `to_dtype` does).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
-        self.map_elements(T::from_f64)
+        // Generic over the stored type, not through f64: f64 rounds i64 values above 2^53.
+        fn go<S: Element, T: Element>(v: &[S], layout: &Layout) -> Vec<T> {
+            match layout.contiguous_range() {
+                Some(range) => v[range].iter().map(|&x| dtype::convert(x)).collect(),
+                None => layout.storage_indices().map(|i| dtype::convert(v[i])).collect(),
+            }
+        }
+        let cpu = self.to_device(&Device::Cpu)?;
+        let guard = cpu.storage.read();
+        let Buffer::Cpu(buf) = &*guard else {
+            return Err(Error::invalid("to_vec", "the copy to the CPU did not land in host memory"));
+        };
+        Ok(with_cpu_buffer!(buf, v => go(v, &cpu.layout)))
     }
 
     pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
@@ -132,11 +150,12 @@ impl Tensor {
     fn map_elements<R>(&self, f: impl Fn(f64) -> R) -> Result<Vec<R>> {
         let cpu = self.to_device(&Device::Cpu)?;
         let guard = cpu.storage.read();
-        let Buffer::Cpu(buf) = &*guard;
+        let Buffer::Cpu(buf) = &*guard else {
+            return Err(Error::invalid("to_vec", "the copy to the CPU did not land in host memory"));
+        };
         Ok(with_cpu_buffer!(buf, v => {
-            if cpu.is_contiguous() {
-                let start = cpu.layout.offset;
-                v[start..start + cpu.numel()].iter().map(|x| f(x.to_f64())).collect()
+            if let Some(range) = cpu.layout.contiguous_range() {
+                v[range].iter().map(|x| f(x.to_f64())).collect()
             } else {
                 cpu.layout.storage_indices().map(|i| f(v[i].to_f64())).collect()
             }
@@ -156,6 +175,8 @@ impl Tensor {
         let pos = self.layout.storage_index(index)?;
         let value = match &*self.storage.read() {
             Buffer::Cpu(buf) => buf.get_f64(pos),
+            // One element copied back from the GPU (synchronises).
+            Buffer::Cuda(buf) => Some(crate::device::cuda::get_f64(buf, pos)?),
         };
         value.ok_or_else(|| Error::invalid("get", format!("storage position {pos} out of range")))
     }
@@ -169,6 +190,7 @@ impl Tensor {
                     return Err(Error::invalid("set", format!("storage position {pos} out of range")));
                 }
             }
+            Buffer::Cuda(buf) => crate::device::cuda::set_f64(buf, pos, value)?,
         }
         Ok(())
     }
