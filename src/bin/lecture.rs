@@ -34,6 +34,10 @@ struct Cli {
     #[arg(long, value_enum, default_value_t = DeviceArg::Auto, global = true)]
     device: DeviceArg,
 
+    /// Do not build the HTML book after writing the trace.
+    #[arg(long)]
+    no_book: bool,
+
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -125,6 +129,11 @@ fn real_main() -> Result<()> {
     let trace = done.context("the trace was not written; the previous one (if any) is unchanged")?;
     trace::save(&path, &trace)?;
     println!("Wrote {}", path.display());
+    if !cli.no_book {
+        let options = cs336::book::BuildOptions { trace: Some(path.clone()), trace_dir: path.parent().map(Path::to_path_buf), out_dir: None };
+        let index = cs336::book::build(&root().join("book"), &options).context("the trace was written, but the book did not build")?;
+        println!("Book: {}", index.display());
+    }
     Ok(())
 }
 

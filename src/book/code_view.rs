@@ -1,6 +1,7 @@
 //! A section's code with each recorded value beside the line that recorded it: the static form of
 //! the original lecture's trace viewer. One grid row per source line (line number, code, values);
-//! each code line is its own `<code class="language-rust">` so mdbook's highlighter colours it.
+//! each code line is its own `<code class="lang-rust">`, which highlight.js colours (not
+//! `language-rust`: mdbook would take that for a runnable block inside a `<pre>`).
 
 use std::path::Path;
 
@@ -45,9 +46,9 @@ pub fn render(path: &Path, trace: &Trace, section_id: &str) -> Result<String, Ca
         let number = code.start_line as usize + i;
         html.push_str(&format!("<span class=\"lecture-ln\">{number}</span>"));
         if beside[i].is_empty() {
-            html.push_str(&format!("<code class=\"language-rust lecture-wide\">{}</code>", escape(line)));
+            html.push_str(&format!("<code class=\"lang-rust lecture-wide\">{}</code>", escape(line)));
         } else {
-            html.push_str(&format!("<code class=\"language-rust\">{}</code>", escape(line)));
+            html.push_str(&format!("<code class=\"lang-rust\">{}</code>", escape(line)));
             html.push_str(&values_cell(&beside[i]));
         }
     }
@@ -63,10 +64,7 @@ pub fn render(path: &Path, trace: &Trace, section_id: &str) -> Result<String, Ca
 
 fn values_cell(values: &[(String, String)]) -> String {
     let mut cell = String::from("<span class=\"lecture-lv\">");
-    for (i, (name, text)) in values.iter().enumerate() {
-        if i > 0 {
-            cell.push_str("<br>");
-        }
+    for (name, text) in values {
         let short = shorten(text);
         let title = if short == *text { String::new() } else { format!(" title=\"{}\"", escape(text)) };
         cell.push_str(&format!("<span{title}><span class=\"lecture-lv-name\">{}</span> = {}</span>", escape(name), escape(&short)));

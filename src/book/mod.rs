@@ -59,6 +59,8 @@ use crate::error::{Error, Result};
 pub struct BuildOptions {
     /// The default trace for every page (else the book's `trace` setting).
     pub trace: Option<PathBuf>,
+    /// The folder of traces that `compare` reads (else `trace-dir` of `book.toml`).
+    pub trace_dir: Option<PathBuf>,
     /// The HTML's folder (else `build-dir` of `book.toml`, relative to the book).
     pub out_dir: Option<PathBuf>,
 }
@@ -75,7 +77,8 @@ pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf> {
     }
     // Replaces the `[preprocessor.lecture]` command from book.toml (same name) with this
     // process's own preprocessor: no second process, no second compile.
-    book.with_preprocessor(LecturePreprocessor { trace: options.trace.clone() });
+    book.with_preprocessor(LecturePreprocessor { trace: options.trace.clone(), trace_dir: options.trace_dir.clone() });
     book.build().map_err(failed)?;
-    Ok(book.build_dir_for("html").join("index.html"))
+    let index = book.build_dir_for("html").join("index.html");
+    Ok(std::path::absolute(&index).unwrap_or(index))
 }

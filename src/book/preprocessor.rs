@@ -17,11 +17,12 @@ pub const NAME: &str = "lecture";
 /// Where traces are, relative to the book's root, unless `trace-dir` says otherwise.
 pub const DEFAULT_TRACE_DIR: &str = "../trace/lecture_02";
 
-/// Renders the lecture's directives. `trace` overrides the book's default trace (the `lecture`
-/// binary passes the trace it has just written).
+/// Renders the lecture's directives. `trace` and `trace_dir` override the book's settings (the
+/// `lecture` binary passes the trace it has just written and the folder it wrote it to).
 #[derive(Debug, Clone, Default)]
 pub struct LecturePreprocessor {
     pub trace: Option<PathBuf>,
+    pub trace_dir: Option<PathBuf>,
 }
 
 /// The settings under `[preprocessor.lecture]`.
@@ -57,7 +58,8 @@ impl Preprocessor for LecturePreprocessor {
             Some(path) => TraceChoice::File(path.clone()),
             None => settings.default,
         };
-        let mut traces = Traces::new(&settings.trace_dir, default);
+        let dir = self.trace_dir.as_ref().unwrap_or(&settings.trace_dir);
+        let mut traces = Traces::new(dir, default);
         let mut problems = Vec::new();
         book.for_each_mut(|item| {
             let BookItem::Chapter(chapter) = item else { return };
