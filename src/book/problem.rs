@@ -98,12 +98,58 @@ impl fmt::Display for Problem {
     }
 }
 
-/// Writes a list of problems, one paragraph each.
+/// How many places a repeated cause lists before "and N more".
+const PLACES_SHOWN: usize = 4;
+
+/// Writes a list of problems. Problems with the same cause (a missing trace fails every directive
+/// that reads it) are written once, with the places they occur.
 pub fn report(problems: &[Problem]) -> String {
-    let mut text = format!("the book has {} problem(s):", problems.len());
+    let mut groups: Vec<(String, Vec<&Problem>)> = Vec::new();
     for p in problems {
+        let cause = p.cause.to_string();
+        match groups.iter_mut().find(|(c, _)| *c == cause) {
+            Some((_, members)) => members.push(p),
+            None => groups.push((cause, vec![p])),
+        }
+    }
+    let mut text = format!("the book has {} problem(s):", problems.len());
+    for (cause, members) in groups {
         text.push_str("\n  ");
-        text.push_str(&p.to_string().replace('\n', "\n  "));
+        if let [only] = members.as_slice() {
+            text.push_str(&only.to_string().replace('\n', "\n  "));
+            continue;
+        }
+        text.push_str(&format!("{cause}\n    in {} directives: ", members.len()));
+        let places: Vec<String> =
+            members.iter().take(PLACES_SHOWN).map(|p| format!("{}:{} `{}`", p.chapter.display(), p.line, p.directive)).collect();
+        text.push_str(&places.join(", "));
+        if members.len() > PLACES_SHOWN {
+            text.push_str(&format!(" and {} more", members.len() - PLACES_SHOWN));
+        }
+        text.push_str(&format!("\n    fix: {}", members[0].cause.fix()));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(line: usize, cause: Cause) -> Problem {
+        Problem { chapter: PathBuf::from("src/a.md"), line, directive: format!("{{{{value x.y{line}}}}}"), cause }
+    }
+
+    #[test]
+    fn repeated_causes_are_reported_once_with_their_places() {
+        let missing = Cause::MissingTrace { path: PathBuf::from("trace/lecture_02/gpu.json") };
+        let mut problems: Vec<Problem> = (1..=6).map(|l| problem(l, missing.clone())).collect();
+        problems.push(problem(9, Cause::Malformed("unknown directive `x`".into())));
+        let text = report(&problems);
+        assert_eq!(text.matches("no trace file trace/lecture_02/gpu.json").count(), 1, "{text}");
+        assert!(text.contains("in 6 directives: src/a.md:1 `{{value x.y1}}`, src/a.md:2"), "{text}");
+        assert!(text.contains("and 2 more"), "{text}");
+        assert!(text.contains("src/a.md:9: `{{value x.y9}}`: malformed directive: unknown directive `x`"), "{text}");
+        assert_eq!(text.matches("fix: ").count(), 2);
+        assert!(text.starts_with("the book has 7 problem(s):"));
+    }
 }

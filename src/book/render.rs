@@ -175,13 +175,15 @@ fn value(path: &Path, trace: &Trace, address: &Address, format: Format) -> Resul
     Ok(format!("<span class=\"{class}\" title=\"{}\">{}</span>", escape(&title), escape_inline(&text)))
 }
 
-fn short_commit(trace: &Trace) -> String {
+/// The commit as `abc1234`, with whether the tree had uncommitted changes.
+fn short_commit(trace: &Trace, long: bool) -> String {
     let git = &trace.provenance.git;
-    let commit = git.commit.as_deref().map_or("unknown".to_string(), |c| c.chars().take(10).collect());
-    match git.dirty {
-        Some(true) => format!("{commit} with uncommitted changes"),
-        Some(false) => commit,
-        None => format!("{commit} (clean or not: unknown)"),
+    let commit = git.commit.as_deref().map_or("unknown".to_string(), |c| c.chars().take(if long { 10 } else { 7 }).collect());
+    match (git.dirty, long) {
+        (Some(true), true) => format!("{commit} with uncommitted changes"),
+        (Some(true), false) => format!("{commit} (dirty)"),
+        (None, true) => format!("{commit} (clean or not: unknown)"),
+        _ => commit,
     }
 }
 
@@ -210,7 +212,7 @@ fn provenance(path: &Path, trace: &Trace) -> String {
         escape(&p.device.slug),
         escape(&p.device.name),
         escape(&p.device.kind),
-        escape(&short_commit(trace)),
+        escape(&short_commit(trace, true)),
         escape(&when(&p.created_at)),
         p.seed,
         escape(&p.rustc),
@@ -228,12 +230,12 @@ fn compare(traces: &mut Traces, address: &Address, format: Format) -> Result<Str
             "<tr><td><code>{}</code></td><td>{}</td><td>{cell}</td><td>{}, <code>{}</code></td></tr>",
             escape(&p.device.slug),
             escape(&p.device.name),
-            escape(&when(&p.created_at)),
-            escape(&short_commit(&trace)),
+            escape(p.created_at.split('T').next().unwrap_or_default()),
+            escape(&short_commit(&trace, false)),
         ));
     }
     Ok(format!(
-        "<div class=\"lecture-compare\"><table><thead><tr><th>Trace</th><th>Device</th><th><code>{}</code></th><th>Recorded</th></tr></thead><tbody>{rows}</tbody></table></div>",
+        "<div class=\"lecture-compare\"><table><thead><tr><th>Trace</th><th>Device</th><th>Value of <code>{}</code></th><th>Recorded</th></tr></thead><tbody>{rows}</tbody></table></div>",
         escape(&address.to_string())
     ))
 }

@@ -1,6 +1,6 @@
 //! The float formats of `tensors_memory`: how each spends its bits, and which magnitudes it holds.
 
-use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -37,7 +37,56 @@ fn layouts(data: &ChartData) -> Result<Vec<Layout>, Cause> {
         .collect()
 }
 
-/// One row per format; one cell per bit, most significant first, coloured by field.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A chart with one horizontal row per name, the first at the top: row `i` is centred on
+/// y = `names.len() - 1 - i`. `draw` adds the rows' shapes.
+fn rows_chart(
+    names: &[String],
+    x: std::ops::Range<f64>,
+    x_desc: &str,
+    x_labels: usize,
+    x_fmt: &dyn Fn(&f64) -> String,
+    label: &str,
+    draw: impl FnOnce(&mut Chart<'_, '_>) -> Result<(), Cause>,
+) -> Result<String, Cause> {
+    let n = names.len();
+    let height = 80 + 48 * n as u32;
+    let y_name = |y: &f64| {
+        let row = (n as f64 - 1.0 - y).round();
+        if (row - (n as f64 - 1.0 - y)).abs() < 1e-6 && row >= 0.0 { names.get(row as usize).cloned().unwrap_or_default() } else { String::new() }
+    };
+    svg(760, height, label, |root| {
+        let mut chart = drawing(
+            ChartBuilder::on(root).margin(14).x_label_area_size(50).y_label_area_size(120).build_cartesian_2d(x, -0.5..n as f64 - 0.5),
+        )?;
+        drawing(
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .x_desc(x_desc)
+                .x_labels(x_labels)
+                .y_labels(n)
+                .x_label_formatter(x_fmt)
+                .y_label_formatter(&y_name)
+                .label_style(text_style(15))
+                .axis_desc_style(text_style(16))
+                .axis_style(FG.mix(0.6))
+                .bold_line_style(FG.mix(0.12))
+                .light_line_style(FG.mix(0.0))
+                .draw(),
+        )?;
+        draw(&mut chart)
+    })
+}
+
+/// The y of row `i` of `n` (first row on top).
+fn row_y(i: usize, n: usize) -> f64 {
+    (n - 1 - i) as f64
+}
+
+/// One row per format, most significant bit first, each field a bar with faint lines between
+/// its bits.
 pub fn bit_layouts(data: &ChartData) -> Result<String, Cause> {
     let rows = layouts(data)?;
     let widest = rows.iter().map(|r| r.sign + r.exponent + r.mantissa).max().unwrap_or(0);
@@ -45,47 +94,26 @@ pub fn bit_layouts(data: &ChartData) -> Result<String, Cause> {
         return Err(data.bad("bit_layouts", "no formats recorded".into()));
     }
     let names: Vec<String> = rows.iter().map(|r| r.name.clone()).collect();
-    let height = 70 + 46 * rows.len() as u32;
-    svg(760, height, "bit layouts of the floating-point formats", |root| {
-        let mut chart = drawing(
-            ChartBuilder::on(root)
-                .margin(12)
-                .x_label_area_size(44)
-                .y_label_area_size(110)
-                .build_cartesian_2d(0f64..widest as f64, (0..rows.len()).into_segmented()),
-        )?;
-        let y_name = |v: &SegmentValue<usize>| match v {
-            SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
-            _ => String::new(),
-        };
-        drawing(
-            chart
-                .configure_mesh()
-                .disable_mesh()
-                .x_desc("bit position, most significant first (bits)")
-                .x_labels(widest as usize / 4 + 1)
-                .x_label_formatter(&|x| format!("{x:.0}"))
-                .y_label_formatter(&y_name)
-                .label_style(text_style(13))
-                .axis_desc_style(text_style(14))
-                .axis_style(FG.mix(0.6))
-                .draw(),
-        )?;
+    let x_fmt = |x: &f64| format!("{x:.0}");
+    let n = rows.len();
+    rows_chart(&names, 0.0..widest as f64, "bit position, most significant first (bits)", widest as usize / 4 + 1, &x_fmt, "bit layouts of the floating-point formats", |chart| {
         for (i, row) in rows.iter().enumerate() {
+            let y = row_y(i, n);
             let fields = [("sign", "s", row.sign, SIGN), ("exponent", "e", row.exponent, EXPONENT), ("mantissa", "m", row.mantissa, MANTISSA)];
             let mut at = 0u32;
             for (long, short, bits, color) in fields {
-                for b in at..at + bits {
-                    let mut cell = Rectangle::new([(b as f64, SegmentValue::Exact(i)), ((b + 1) as f64, SegmentValue::Exact(i + 1))], color.filled());
-                    cell.set_margin(7, 7, 1, 1);
-                    drawing(chart.draw_series(std::iter::once(cell)))?;
+                if bits == 0 {
+                    continue;
                 }
-                if bits > 0 {
-                    let label = if bits >= 6 { format!("{long} {bits}") } else { format!("{short}{bits}") };
-                    let center = (at as f64 + bits as f64 / 2.0, SegmentValue::CenterOf(i));
-                    let style = ("sans-serif", 13).into_font().color(&WHITE).pos(Pos::new(HPos::Center, VPos::Center));
-                    drawing(chart.draw_series(std::iter::once(Text::new(label, center, style))))?;
-                }
+                let (x0, x1) = (at as f64, (at + bits) as f64);
+                drawing(chart.draw_series(std::iter::once(Rectangle::new([(x0, y - 0.32), (x1, y + 0.32)], color.filled()))))?;
+                let separators = (at + 1..at + bits).map(|b| PathElement::new(vec![(b as f64, y - 0.32), (b as f64, y + 0.32)], WHITE.mix(0.55)));
+                drawing(chart.draw_series(separators))?;
+                // The name where it fits (about 8 px per character at this size), else a letter.
+                let fits = bits as usize * 19 >= (long.len() + 3) * 8;
+                let label = if fits { format!("{long} {bits}") } else { format!("{short}{bits}") };
+                let style = ("sans-serif", 15).into_font().color(&WHITE).pos(Pos::new(HPos::Center, VPos::Center));
+                drawing(chart.draw_series(std::iter::once(Text::new(label, ((x0 + x1) / 2.0, y), style))))?;
                 at += bits;
             }
         }
@@ -132,54 +160,25 @@ pub fn dynamic_ranges(data: &ChartData) -> Result<String, Cause> {
         }
     }
     let lo = rows.iter().map(|r| r.subnormal.log10()).fold(f64::INFINITY, f64::min).floor() - 2.0;
-    let hi = rows.iter().map(|r| r.max.log10()).fold(f64::NEG_INFINITY, f64::max).ceil() + 8.0;
+    let hi = rows.iter().map(|r| r.max.log10()).fold(f64::NEG_INFINITY, f64::max).ceil() + 12.0;
     let names: Vec<String> = rows.iter().map(|r| r.name.clone()).collect();
-    let height = 80 + 46 * rows.len() as u32;
-    svg(760, height, "dynamic ranges of the floating-point formats", |root| {
-        let mut chart = drawing(
-            ChartBuilder::on(root)
-                .margin(12)
-                .x_label_area_size(44)
-                .y_label_area_size(110)
-                .build_cartesian_2d(lo..hi, (0..rows.len()).into_segmented()),
-        )?;
-        let y_name = |v: &SegmentValue<usize>| match v {
-            SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
-            _ => String::new(),
-        };
-        let x_tick = |v: &f64| tick(*v, true);
-        drawing(
-            chart
-                .configure_mesh()
-                .disable_y_mesh()
-                .x_desc("magnitude, log scale (unitless)")
-                .x_labels(10)
-                .x_label_formatter(&x_tick)
-                .y_label_formatter(&y_name)
-                .label_style(text_style(13))
-                .axis_desc_style(text_style(14))
-                .axis_style(FG.mix(0.6))
-                .bold_line_style(FG.mix(0.12))
-                .light_line_style(FG.mix(0.0))
-                .draw(),
-        )?;
+    let x_fmt = |v: &f64| tick(*v, true);
+    let n = rows.len();
+    rows_chart(&names, lo..hi, "magnitude, log scale (unitless)", 10, &x_fmt, "dynamic ranges of the floating-point formats", |chart| {
         for (i, r) in rows.iter().enumerate() {
+            let y = row_y(i, n);
             let color = PALETTE[i % PALETTE.len()];
-            let bar = |from: f64, to: f64, style: ShapeStyle| {
-                let mut rect = Rectangle::new([(from.log10(), SegmentValue::Exact(i)), (to.log10(), SegmentValue::Exact(i + 1))], style);
-                rect.set_margin(9, 9, 0, 0);
-                rect
-            };
+            let bar = |from: f64, to: f64, style: ShapeStyle| Rectangle::new([(from.log10(), y - 0.3), (to.log10(), y + 0.3)], style);
             drawing(chart.draw_series([bar(r.subnormal, r.normal, color.mix(0.35).filled()), bar(r.normal, r.max, color.filled())]))?;
-            let style = text_style(12).pos(Pos::new(HPos::Left, VPos::Center));
             let label = format!("max {}", format_value(&json_number(r.max), Unit::None, Format::Auto).unwrap_or_default());
-            drawing(chart.draw_series(std::iter::once(Text::new(label, (r.max.log10() + 0.8, SegmentValue::CenterOf(i)), style))))?;
+            let style = text_style(14).pos(Pos::new(HPos::Left, VPos::Center));
+            drawing(chart.draw_series(std::iter::once(Text::new(label, (r.max.log10() + 1.0, y), style))))?;
         }
         let probe = PROBE.log10();
-        let line = PathElement::new(vec![(probe, SegmentValue::Exact(0)), (probe, SegmentValue::Exact(rows.len()))], FG.mix(0.7).stroke_width(1));
-        drawing(chart.draw_series(std::iter::once(line)))?;
-        let style = text_style(12).pos(Pos::new(HPos::Left, VPos::Top));
-        drawing(chart.draw_series(std::iter::once(Text::new("1e-8 (probe)", (probe + 0.6, SegmentValue::Exact(0)), style))))?;
+        let top = n as f64 - 0.5;
+        drawing(chart.draw_series(std::iter::once(PathElement::new(vec![(probe, -0.5), (probe, top)], FG.mix(0.7).stroke_width(1)))))?;
+        let style = text_style(14).pos(Pos::new(HPos::Left, VPos::Top));
+        drawing(chart.draw_series(std::iter::once(Text::new("1e-8, the probe value", (probe + 0.8, top), style))))?;
         Ok(())
     })
 }

@@ -169,8 +169,8 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
                 .y_labels(label_count(y_lo, y_hi, yl))
                 .x_label_formatter(&x_fmt)
                 .y_label_formatter(&y_fmt)
-                .label_style(text_style(13))
-                .axis_desc_style(text_style(14))
+                .label_style(text_style(15))
+                .axis_desc_style(text_style(16))
                 .axis_style(FG)
                 .bold_line_style(FG.mix(0.12))
                 .light_line_style(FG.mix(0.04))
@@ -179,7 +179,7 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
         for (label, y) in &references {
             let (lo, hi) = (chart.x_range().start, chart.x_range().end);
             drawing(chart.draw_series(std::iter::once(PathElement::new(vec![(lo, *y), (hi, *y)], FG.mix(0.5).stroke_width(1)))))?;
-            let style = text_style(12).pos(plotters::style::text_anchor::Pos::new(
+            let style = text_style(14).pos(plotters::style::text_anchor::Pos::new(
                 plotters::style::text_anchor::HPos::Right,
                 plotters::style::text_anchor::VPos::Bottom,
             ));
@@ -197,7 +197,7 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
                 chart
                     .configure_series_labels()
                     .position(SeriesLabelPosition::UpperLeft)
-                    .label_font(text_style(13))
+                    .label_font(text_style(15))
                     .border_style(FG.mix(0.4))
                     .background_style(TRANSPARENT)
                     .draw(),
