@@ -34,6 +34,13 @@ pub enum Error {
     #[error("dimension names: {msg}")]
     DimNames { msg: String },
 
+    /// A named dimension whose size disagrees with the size the name is bound to.
+    #[error(
+        "dimension `{name}`: expected size {expected} ({bound_by}) but the tensor with shape {shape:?} \
+         checked as \"{names}\" has size {actual}"
+    )]
+    DimSize { name: String, expected: usize, actual: usize, shape: Vec<usize>, names: String, bound_by: String },
+
     #[error("{path}: {msg}")]
     File { path: PathBuf, msg: String },
 

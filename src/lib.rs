@@ -12,4 +12,4 @@ pub mod tensor;
 pub mod trace;
 
 pub use error::{Error, Result};
-pub use tensor::{DType, Tensor};
+pub use tensor::{DType, Tensor, einops};

@@ -53,7 +53,7 @@ fn svgs(html: &str) -> Vec<&str> {
 
 #[test]
 fn the_book_shows_the_traces_values_code_and_charts() {
-    let trace = fresh_trace();
+    let trace = fresh_trace().clone();
     let ws = Workspace::new();
     let path = ws.write_trace("cpu", &trace);
     let index = ws.build_real_book(&path).expect("the book builds");
@@ -132,7 +132,7 @@ fn the_book_shows_the_traces_values_code_and_charts() {
 
 #[test]
 fn changing_a_value_changes_the_page_and_renaming_one_fails_the_build() {
-    let mut trace = fresh_trace();
+    let mut trace = fresh_trace().clone();
     let ws = Workspace::new();
     let section = trace.sections.iter_mut().find(|s| s.id == "tensors_memory").expect("section");
     section.values.get_mut("gpt3_ffn_bytes").expect("value").value = serde_json::json!(3 * 1024u64.pow(3));
@@ -156,7 +156,7 @@ fn changing_a_value_changes_the_page_and_renaming_one_fails_the_build() {
 
 #[test]
 fn compare_shows_every_trace_with_its_device() {
-    let trace = fresh_trace();
+    let trace = fresh_trace().clone();
     let ws = Workspace::new();
     let cpu = ws.write_trace("cpu", &trace);
     let mut other = trace.clone();

@@ -7,7 +7,7 @@ use cs336::book::Cause;
 
 #[test]
 fn a_script_in_a_trace_string_renders_inert() {
-    let mut trace = fresh_trace();
+    let mut trace = fresh_trace().clone();
     let section = trace.sections.iter_mut().find(|s| s.id == "tensor_slicing").expect("section");
     let script = "<script>alert('x')</script> *not emphasis* [not](a-link)";
     section.values.get_mut("view_error").expect("value").value = serde_json::json!(script);
@@ -28,7 +28,7 @@ fn a_script_in_a_trace_string_renders_inert() {
 #[test]
 fn directives_in_code_are_left_alone() {
     let ws = Workspace::new();
-    let path = ws.write_trace("cpu", &fresh_trace());
+    let path = ws.write_trace("cpu", fresh_trace());
     let html = ws
         .build_chapter(&path, "Inline `{{value nope.nope}}`.\n\n```text\n{{code nope}}\n```\n\nValue: {{value tensor_storage.index}}.\n")
         .expect("builds: code is not read for directives");
@@ -39,7 +39,7 @@ fn directives_in_code_are_left_alone() {
 #[test]
 fn a_missing_trace_fails_with_its_path() {
     let ws = Workspace::new();
-    let path = ws.write_trace("cpu", &fresh_trace());
+    let path = ws.write_trace("cpu", fresh_trace());
     let p = only_problem(ws.build_chapter(&path, "x {{value tensors_memory.bytes trace=nvidia-h999}}\n"));
     assert!(matches!(p.cause, Cause::MissingTrace { .. }), "{p}");
     let text = p.to_string();
@@ -49,7 +49,7 @@ fn a_missing_trace_fails_with_its_path() {
 
 #[test]
 fn a_missing_section_fails_and_says_what_to_run() {
-    let mut trace = fresh_trace();
+    let mut trace = fresh_trace().clone();
     trace.sections.retain(|s| s.id != "tensor_matmul");
     let ws = Workspace::new();
     let path = ws.write_trace("cpu", &trace);
@@ -68,7 +68,7 @@ fn a_missing_section_fails_and_says_what_to_run() {
 #[test]
 fn a_missing_value_fails_naming_it_and_what_exists() {
     let ws = Workspace::new();
-    let path = ws.write_trace("cpu", &fresh_trace());
+    let path = ws.write_trace("cpu", fresh_trace());
     let p = only_problem(ws.build_chapter(&path, "{{value tensors_memory.bytez}}\n"));
     let text = p.to_string();
     assert!(matches!(p.cause, Cause::MissingValue { .. }), "{p}");
@@ -85,7 +85,7 @@ fn a_missing_value_fails_naming_it_and_what_exists() {
 
 #[test]
 fn a_stale_section_fails_and_says_what_to_run() {
-    let mut trace = fresh_trace();
+    let mut trace = fresh_trace().clone();
     let section = trace.sections.iter_mut().find(|s| s.id == "tensors_memory").expect("section");
     section.source_hash = "0".repeat(64);
     let ws = Workspace::new();
@@ -102,7 +102,7 @@ fn a_stale_section_fails_and_says_what_to_run() {
 #[test]
 fn malformed_directives_fail_with_the_reason() {
     let ws = Workspace::new();
-    let path = ws.write_trace("cpu", &fresh_trace());
+    let path = ws.write_trace("cpu", fresh_trace());
     let cases = [
         ("{{valeu tensors_memory.bytes}}\n", "unknown directive `valeu`"),
         ("{{value tensors_memory.bytes\n", "not closed by `}}`"),
@@ -125,7 +125,7 @@ fn malformed_directives_fail_with_the_reason() {
 #[test]
 fn every_problem_in_a_chapter_is_reported_at_once() {
     let ws = Workspace::new();
-    let path = ws.write_trace("cpu", &fresh_trace());
+    let path = ws.write_trace("cpu", fresh_trace());
     let problems = ws.build_chapter(&path, "{{value a.b}}\n{{value tensors_memory.nope}}\n{{bogus}}\n").expect_err("fails");
     let lines: Vec<usize> = problems.iter().map(|p| p.line).collect();
     assert_eq!(lines, [1, 2, 3]);
@@ -134,7 +134,7 @@ fn every_problem_in_a_chapter_is_reported_at_once() {
 #[test]
 fn branches_keep_only_the_lines_that_hold() {
     let ws = Workspace::new();
-    let path = ws.write_trace("cpu", &fresh_trace());
+    let path = ws.write_trace("cpu", fresh_trace());
     let chapter = "A\n{{if tensors_on_gpus.cuda_available}}\nGPU {{value tensors_on_gpus.memory_used}}\n{{else}}\nCPU {{value tensors_on_gpus.x_device}}\n{{end}}\n\
                    {{if has tensors_on_gpus.memory_used}}\nhas\n{{end}}\n{{if not tensors_on_gpus.cuda_available}}\nnot\n{{end}}\nZ\n";
     let html = ws.build_chapter(&path, chapter).expect("builds: the GPU branch is not evaluated on a CPU trace");

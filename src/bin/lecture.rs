@@ -30,13 +30,13 @@ struct Cli {
     #[arg(long, default_value_t = 0)]
     seed: u64,
 
-    /// Device to run on; `auto` picks CUDA when it is usable, else the CPU.
-    #[arg(long, value_enum, default_value_t = DeviceArg::Auto, global = true)]
-    device: DeviceArg,
-
     /// Do not build the HTML book after writing the trace.
     #[arg(long)]
     no_book: bool,
+
+    /// Device to run on; `auto` picks CUDA when it is usable, else the CPU.
+    #[arg(long, value_enum, default_value_t = DeviceArg::Auto, global = true)]
+    device: DeviceArg,
 
     #[command(subcommand)]
     command: Option<Command>,

@@ -2,6 +2,7 @@
 //! and records what it observed; `SECTIONS` lists them with their titles and source files.
 
 mod compute;
+mod einops;
 mod memory;
 mod napkin;
 mod operations;
@@ -46,6 +47,11 @@ sections! {
     operations::tensor_slicing => "Slicing and views",
     operations::tensor_elementwise => "Elementwise operations",
     operations::tensor_matmul => "Matrix multiplication",
+    einops::einops_motivation => "einops: why name dimensions",
+    einops::jaxtyping_basics => "Named dimensions, checked",
+    einops::einops_einsum => "einops: einsum",
+    einops::einops_reduce => "einops: reduce",
+    einops::einops_rearrange => "einops: rearrange",
     compute::tensor_operations_flops => "Counting FLOPs",
 }
 

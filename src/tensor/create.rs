@@ -134,15 +134,24 @@ impl Tensor {
     /// N(mean, std²) restricted to [a, b] by redrawing samples that fall outside, like
     /// `torch.nn.init.trunc_normal_`. `a` and `b` are absolute bounds, not multiples of `std`.
     pub fn trunc_normal(shape: &[usize], mean: f64, std: f64, a: f64, b: f64, dtype: DType, rng: &mut Rng) -> Result<Tensor> {
-        if !(std > 0.0) || !(a < b) || mean + 8.0 * std < a || mean - 8.0 * std > b {
-            return Err(Error::invalid("trunc_normal", format!("need std > 0 and a < b with [a, b] overlapping the distribution; got mean {mean}, std {std}, a {a}, b {b}")));
+        // A NaN or infinite mean or std passed the old checks and then never produced a sample
+        // inside [a, b]: the loop below spun forever. They are refused here.
+        let finite = mean.is_finite() && std.is_finite();
+        if !finite || !(std > 0.0) || !(a < b) || mean + 8.0 * std < a || mean - 8.0 * std > b {
+            return Err(Error::invalid("trunc_normal", format!("need finite mean, finite std > 0 and a < b with [a, b] overlapping the distribution; got mean {mean}, std {std}, a {a}, b {b}")));
         }
         let n: usize = shape.iter().product();
         let mut values = Vec::with_capacity(n);
+        let mut draws: u64 = 0;
         while values.len() < n {
             let x = mean + std * rng.normal();
+            draws += 1;
             if (a..=b).contains(&x) {
                 values.push(x);
+            } else if draws >= 100_000 && (values.len() as u64) * 1000 < draws {
+                // An interval far in one tail (say [7σ, 8σ], probability ~1e-12) passes the check
+                // above but would take forever to fill: give up once under 0.1% of draws land.
+                return Err(Error::invalid("trunc_normal", format!("[{a}, {b}] holds less than 0.1% of N({mean}, {std}²): {} of {draws} draws fell inside", values.len())));
             }
         }
         Tensor::from_f64_vec(&values, shape, dtype)

@@ -72,7 +72,20 @@ pub trait Element: Copy + Send + Sync + std::fmt::Debug + PartialOrd + 'static {
     fn from_f64(v: f64) -> Self;
     fn to_f32(self) -> f32;
     fn from_f32(v: f32) -> Self;
+    /// Integers exactly (f64 holds only 53 bits, so integer arithmetic must not pass through
+    /// it); floats truncate toward zero, saturating.
+    fn to_i64(self) -> i64;
+    /// Integers wrap (two's complement, like PyTorch's integer casts and overflow); floats round
+    /// to nearest even (correctly for |v| ≤ 2^53).
+    fn from_i64(v: i64) -> Self;
     fn zero() -> Self;
+}
+
+/// One element converted between dtypes: integer to integer exactly (wrapping when narrowing),
+/// anything involving a float through f64 (floats round to nearest even, integers truncate).
+#[inline]
+pub fn convert<S: Element, D: Element>(x: S) -> D {
+    if S::DTYPE.is_float() || D::DTYPE.is_float() { D::from_f64(x.to_f64()) } else { D::from_i64(x.to_i64()) }
 }
 
 impl Element for f32 {
@@ -89,6 +102,12 @@ impl Element for f32 {
     }
     fn from_f32(v: f32) -> Self {
         v
+    }
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+    fn from_i64(v: i64) -> Self {
+        v as f32
     }
     fn zero() -> Self {
         0.0
@@ -114,6 +133,12 @@ macro_rules! half_element {
                 // f32 -> f16/bf16 in `half` is correctly rounded (nearest, ties to even).
                 <$t>::from_f32(v)
             }
+            fn to_i64(self) -> i64 {
+                <$t>::to_f32(self) as i64
+            }
+            fn from_i64(v: i64) -> Self {
+                <Self as Element>::from_f64(v as f64)
+            }
             fn zero() -> Self {
                 <$t>::ZERO
             }
@@ -138,6 +163,13 @@ macro_rules! int_element {
                 self as f32
             }
             fn from_f32(v: f32) -> Self {
+                v as $t
+            }
+            fn to_i64(self) -> i64 {
+                self as i64
+            }
+            /// Keeps the low bits: i32 overflow wraps, as it does in PyTorch.
+            fn from_i64(v: i64) -> Self {
                 v as $t
             }
             fn zero() -> Self {

@@ -26,6 +26,12 @@ impl Layout {
 
     /// Row-major and gap-free (size-1 dimensions may have any stride).
     pub fn is_contiguous(&self) -> bool {
+        // An empty tensor reads no storage, so any strides describe it (PyTorch agrees). Without
+        // this, a size-0 dimension makes every outer stride "wrong" and `view` of an empty slice
+        // (say `x[:, 3:]` of a 2×3 tensor) failed with NotContiguous.
+        if self.numel() == 0 {
+            return true;
+        }
         let mut expected = 1;
         for (&size, &stride) in self.shape.iter().zip(&self.strides).rev() {
             if size != 1 && stride != expected {
@@ -34,6 +40,17 @@ impl Layout {
             expected *= size;
         }
         true
+    }
+
+    /// The storage range holding exactly this layout's elements in row-major order, when the
+    /// layout is contiguous. Empty layouts give `0..0`: their offset may lie past the end of the
+    /// storage (narrowing to length 0 at the end advances it), so slicing from it could panic.
+    pub fn contiguous_range(&self) -> Option<std::ops::Range<usize>> {
+        match self.numel() {
+            0 => Some(0..0),
+            n if self.is_contiguous() => Some(self.offset..self.offset + n),
+            _ => None,
+        }
     }
 
     /// Storage position of a logical index.
@@ -78,8 +95,9 @@ impl Layout {
 
     pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Layout> {
         self.check_dim("narrow", dim)?;
-        if start + len > self.shape[dim] {
-            return Err(Error::invalid("narrow", format!("range {start}..{} exceeds dimension {dim} of size {} (shape {:?})", start + len, self.shape[dim], self.shape)));
+        // `checked_add`: a huge `start + len` wrapped around in release builds and passed.
+        if start.checked_add(len).is_none_or(|end| end > self.shape[dim]) {
+            return Err(Error::invalid("narrow", format!("range of length {len} from {start} exceeds dimension {dim} of size {} (shape {:?})", self.shape[dim], self.shape)));
         }
         let mut out = self.clone();
         out.offset += start * self.strides[dim];

@@ -24,7 +24,15 @@ impl Tensor {
         if k != k2 {
             return Err(Error::shape("matmul", self.shape(), other.shape(), format!("inner dimensions differ ({k} vs {k2})")));
         }
-        let batch = broadcast_shapes("matmul", &a.shape()[..an - 2], &b.shape()[..bn - 2])?;
+        // Named with the operands' full shapes: the batch parts alone would not tell the reader
+        // which call went wrong.
+        let batch = broadcast_shapes("matmul", &a.shape()[..an - 2], &b.shape()[..bn - 2]).map_err(|e| {
+            let why = match e {
+                Error::ShapeMismatch { why, .. } => why,
+                different => different.to_string(),
+            };
+            Error::shape("matmul", self.shape(), other.shape(), format!("batch dimensions do not broadcast: {why}"))
+        })?;
         let with = |tail: [usize; 2]| batch.iter().copied().chain(tail).collect::<Vec<_>>();
         let a = a.with_layout(a.layout().broadcast_to(&with([m, k]))?);
         let b = b.with_layout(b.layout().broadcast_to(&with([k, n]))?);

@@ -3,9 +3,11 @@
 
 mod create;
 pub mod dtype;
+pub mod einops;
 pub mod formats;
 pub mod layout;
 mod matmul;
+pub mod named;
 mod ops;
 mod reduce;
 pub mod storage;
@@ -120,9 +122,20 @@ impl Tensor {
         Arc::ptr_eq(&a.storage, &b.storage)
     }
 
-    /// All elements in row-major order, converted to `T` (rounding where `T` is narrower).
+    /// All elements in row-major order, converted to `T` (rounding where `T` is narrower;
+    /// integer to integer exactly, wrapping when narrowing, as `to_dtype` does).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
-        self.map_elements(T::from_f64)
+        // Generic over the stored type, not through f64: f64 rounds i64 values above 2^53.
+        fn go<S: Element, T: Element>(v: &[S], layout: &Layout) -> Vec<T> {
+            match layout.contiguous_range() {
+                Some(range) => v[range].iter().map(|&x| dtype::convert(x)).collect(),
+                None => layout.storage_indices().map(|i| dtype::convert(v[i])).collect(),
+            }
+        }
+        let cpu = self.to_device(&Device::Cpu)?;
+        let guard = cpu.storage.read();
+        let Buffer::Cpu(buf) = &*guard;
+        Ok(with_cpu_buffer!(buf, v => go(v, &cpu.layout)))
     }
 
     pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
@@ -134,9 +147,8 @@ impl Tensor {
         let guard = cpu.storage.read();
         let Buffer::Cpu(buf) = &*guard;
         Ok(with_cpu_buffer!(buf, v => {
-            if cpu.is_contiguous() {
-                let start = cpu.layout.offset;
-                v[start..start + cpu.numel()].iter().map(|x| f(x.to_f64())).collect()
+            if let Some(range) = cpu.layout.contiguous_range() {
+                v[range].iter().map(|x| f(x.to_f64())).collect()
             } else {
                 cpu.layout.storage_indices().map(|i| f(v[i].to_f64())).collect()
             }

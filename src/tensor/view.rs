@@ -39,6 +39,10 @@ impl Tensor {
 
     /// `view` when possible, otherwise a contiguous copy reshaped.
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
+        // Checked here so the error names `reshape` (and nothing is copied for a bad shape).
+        if shape.iter().product::<usize>() != self.numel() {
+            return Err(crate::error::Error::shape("reshape", self.shape(), shape, "the number of elements differs"));
+        }
         if self.is_contiguous() {
             self.view(shape)
         } else {

@@ -1,21 +1,89 @@
-//! Shared by the book tests: a fresh trace from running the lecture in-process, and small books
-//! built into temporary folders.
+//! Shared by the integration tests: a fresh in-process CPU run of the lecture (made once per test
+//! binary), every trace committed under `trace/`, and books built into temporary folders.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use cs336::book::{BuildOptions, Problem};
 use cs336::device::{self, DeviceRequest};
 use cs336::lecture::run;
-use cs336::trace::{self, Trace};
+use cs336::trace::{self, SectionRecord, Trace};
+
+pub const SEED: u64 = 0;
 
 pub const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// Every section, run now on the CPU.
-pub fn fresh_trace() -> Trace {
-    let choice = device::choose(DeviceRequest::Cpu).expect("the CPU is always available");
-    run::run_lecture(&[], &choice, 0, Path::new(ROOT), None, |_| {}).expect("every section runs")
+/// All sections run once on the CPU, in this process.
+pub fn fresh_trace() -> &'static Trace {
+    static FRESH: OnceLock<Trace> = OnceLock::new();
+    FRESH.get_or_init(|| {
+        let choice = device::choose(DeviceRequest::Cpu).expect("the CPU is always available");
+        run::run_lecture(&[], &choice, SEED, Path::new(env!("CARGO_MANIFEST_DIR")), None, |_| {})
+            .unwrap_or_else(|e| panic!("a fresh run of the lecture failed: {e}"))
+    })
+}
+
+/// Every `trace/**/*.json` in the repository, parsed (a file that does not parse fails the test).
+pub fn committed_traces() -> Vec<(PathBuf, Trace)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("trace");
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                let t = trace::load(&path).unwrap_or_else(|e| panic!("committed trace does not load: {e}"));
+                out.push((path, t));
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Applies `check` to the section `id` of the fresh trace and of every committed trace that has
+/// it. Returns how many traces were checked, so callers can see that something was.
+pub fn for_each_trace(id: &str, check: impl Fn(&str, &Trace, &SectionRecord)) -> usize {
+    let fresh = fresh_trace();
+    let section = fresh.section(id).unwrap_or_else(|| panic!("fresh run has no section `{id}`"));
+    check("fresh CPU run", fresh, section);
+    let mut n = 1;
+    for (path, t) in committed_traces() {
+        match t.section(id) {
+            Some(s) => {
+                check(&path.display().to_string(), &t, s);
+                n += 1;
+            }
+            None => eprintln!("note: {} has no section `{id}`; skipped", path.display()),
+        }
+    }
+    n
+}
+
+pub fn num(s: &SectionRecord, name: &str) -> f64 {
+    let v = &s.values.get(name).unwrap_or_else(|| panic!("section `{}` has no value `{name}`", s.id)).value;
+    trace::number_from_json(v).unwrap_or_else(|| panic!("`{}.{name}` is not a number: {v}", s.id))
+}
+
+pub fn val<'a>(s: &'a SectionRecord, name: &str) -> &'a serde_json::Value {
+    &s.values.get(name).unwrap_or_else(|| panic!("section `{}` has no value `{name}`", s.id)).value
+}
+
+/// Flattens nested JSON arrays of numbers.
+pub fn flat(v: &serde_json::Value) -> Vec<f64> {
+    match v {
+        serde_json::Value::Array(items) => items.iter().flat_map(flat).collect(),
+        other => vec![trace::number_from_json(other).unwrap_or_else(|| panic!("not a number: {other}"))],
+    }
+}
+
+pub fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(a.abs()).max(f64::MIN_POSITIVE)
 }
 
 /// A temporary folder holding `trace/lecture_02/<slug>.json` files.

@@ -1,15 +1,18 @@
 //! CPU matrix multiply through the `gemm` crate (AVX-512 kernels with the `x86-v4` feature).
 //!
 //! `gemm` takes row and column strides for every operand, so transposed or sliced views are
-//! multiplied in place without a copy. Precision: f32 accumulates in f32; `gemm`'s f16 path widens
-//! f16 to f32 while packing and accumulates in f32, rounding the result to f16 once; bf16 (which
-//! `gemm` does not support) is converted to f32, multiplied in f32 and rounded to bf16 once.
+//! multiplied in place without a copy. Precision: f32 accumulates in f32. f16 and bf16 are
+//! converted to f32 (exactly), multiplied and accumulated in f32, and rounded into the dtype
+//! once, which is what PyTorch's CPU kernels do. `gemm` has no bf16 at all, and its own f16 path
+//! is not used because it rounds partial sums to f16: after every term in its matrix-vector
+//! kernel (m = 1 or n = 1) and for k ≤ 2, and after every block of k (≥ 512) otherwise, so a
+//! 1×21·21×1 product came out a whole f16 ulp off.
 
 use gemm::Parallelism;
 use half::{bf16, f16};
 
 use crate::error::{Error, Result};
-use crate::tensor::{CpuBuffer, Layout};
+use crate::tensor::{CpuBuffer, Element, Layout};
 
 /// One matrix inside a batched operand: where it starts and its (row, column) strides.
 #[derive(Clone, Copy)]
@@ -80,7 +83,9 @@ fn parallelism(m: usize, n: usize, k: usize) -> Parallelism {
 fn run<T: Copy + 'static>(plan: &Plan, a: &[T], b: &[T], zero: T, one: T) -> Vec<T> {
     let (m, n, k) = (plan.m, plan.n, plan.k);
     let mut out = vec![zero; plan.pairs.len() * m * n];
-    if m * n == 0 {
+    // k = 0 is an empty sum: the zeros already in `out`. Returning early also keeps us from
+    // forming pointers from the offsets of empty operands, which may lie past their buffers.
+    if m * n == 0 || k == 0 {
         return out;
     }
     for (i, (ma, mb)) in plan.pairs.iter().enumerate() {
@@ -101,18 +106,20 @@ fn run<T: Copy + 'static>(plan: &Plan, a: &[T], b: &[T], zero: T, one: T) -> Vec
     out
 }
 
+/// A half-precision product computed in f32 and rounded once (see the module comment).
+fn run_in_f32<T: Element>(plan: &Plan, a: &[T], b: &[T]) -> Vec<T> {
+    let widen = |v: &[T]| v.iter().map(|h| h.to_f32()).collect::<Vec<f32>>();
+    run(plan, &widen(a), &widen(b), 0.0, 1.0).into_iter().map(T::from_f32).collect()
+}
+
 pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
     crate::device::check_bounds("matmul", la, a.len())?;
     crate::device::check_bounds("matmul", lb, b.len())?;
     let plan = plan(la, lb);
     Ok(match (a, b) {
         (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(run(&plan, x, y, 0.0, 1.0)),
-        (CpuBuffer::F16(x), CpuBuffer::F16(y)) => CpuBuffer::F16(run(&plan, x, y, f16::ZERO, f16::ONE)),
-        (CpuBuffer::BF16(x), CpuBuffer::BF16(y)) => {
-            let widen = |v: &[bf16]| v.iter().map(|h| h.to_f32()).collect::<Vec<f32>>();
-            let out = run(&plan, &widen(x), &widen(y), 0.0, 1.0);
-            CpuBuffer::BF16(out.into_iter().map(bf16::from_f32).collect())
-        }
+        (CpuBuffer::F16(x), CpuBuffer::F16(y)) => CpuBuffer::F16(run_in_f32::<f16>(&plan, x, y)),
+        (CpuBuffer::BF16(x), CpuBuffer::BF16(y)) => CpuBuffer::BF16(run_in_f32::<bf16>(&plan, x, y)),
         (x, y) if x.dtype() != y.dtype() => {
             return Err(Error::DTypeMismatch { op: "matmul", lhs: x.dtype().name(), rhs: y.dtype().name() });
         }

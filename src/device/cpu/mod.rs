@@ -11,17 +11,16 @@ use crate::with_cpu_buffer;
 
 /// Applies `f` to every element of a strided view, producing a contiguous vector.
 fn map<T: Copy, R>(v: &[T], layout: &Layout, f: impl Fn(T) -> R) -> Vec<R> {
-    if layout.is_contiguous() {
-        v[layout.offset..layout.offset + layout.numel()].iter().map(|&x| f(x)).collect()
+    if let Some(range) = layout.contiguous_range() {
+        v[range].iter().map(|&x| f(x)).collect()
     } else {
         layout.storage_indices().map(|i| f(v[i])).collect()
     }
 }
 
 fn zip_map<T: Copy, R>(a: &[T], la: &Layout, b: &[T], lb: &Layout, f: impl Fn(T, T) -> R) -> Vec<R> {
-    if la.is_contiguous() && lb.is_contiguous() {
-        let (a, b) = (&a[la.offset..la.offset + la.numel()], &b[lb.offset..lb.offset + lb.numel()]);
-        a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
+    if let (Some(ra), Some(rb)) = (la.contiguous_range(), lb.contiguous_range()) {
+        a[ra].iter().zip(&b[rb]).map(|(&x, &y)| f(x, y)).collect()
     } else {
         la.storage_indices().zip(lb.storage_indices()).map(|(i, j)| f(a[i], b[j])).collect()
     }
@@ -40,7 +39,8 @@ fn unary_int<T: BufferElement>(op: UnaryOp, v: &[T], layout: &Layout) -> Result<
     if op.apply_i64(0).is_none() {
         return Err(needs_float(op.name(), T::DTYPE));
     }
-    Ok(T::wrap(map(v, layout, |x| T::from_f64(op.apply_i64(x.to_f64() as i64).unwrap_or(0) as f64))))
+    // Through i64, not f64: f64 would round i64 values above 2^53 and saturate i32 overflow.
+    Ok(T::wrap(map(v, layout, |x| T::from_i64(op.apply_i64(x.to_i64()).unwrap_or(0)))))
 }
 
 pub fn unary(op: UnaryOp, buf: &CpuBuffer, layout: &Layout) -> Result<CpuBuffer> {
@@ -62,9 +62,8 @@ fn binary_int<T: BufferElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb:
     if op.apply_i64(1, 1).is_none() {
         return Err(needs_float(op.name(), T::DTYPE));
     }
-    Ok(T::wrap(zip_map(a, la, b, lb, |x, y| {
-        T::from_f64(op.apply_i64(x.to_f64() as i64, y.to_f64() as i64).unwrap_or(0) as f64)
-    })))
+    // Through i64, not f64 (see `unary_int`): exact, and i32 overflow wraps as in PyTorch.
+    Ok(T::wrap(zip_map(a, la, b, lb, |x, y| T::from_i64(op.apply_i64(x.to_i64(), y.to_i64()).unwrap_or(0)))))
 }
 
 pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
@@ -98,6 +97,21 @@ pub fn reduce(op: ReduceOp, buf: &CpuBuffer, layout: &Layout, dims: &[usize]) ->
         }
         let mut out = Vec::with_capacity(out_len);
         let mut idx = walk.storage_indices();
+        if !T::DTYPE.is_float() {
+            // Integers reduce exactly in i64 (sums wrap, as in PyTorch); through f64 they would
+            // round above 2^53 and saturate.
+            for _ in 0..out_len {
+                let values = idx.by_ref().take(run).map(|i| v[i].to_i64());
+                let acc = match op {
+                    ReduceOp::Sum | ReduceOp::Mean => values.fold(0, i64::wrapping_add),
+                    // `run` > 0 here: empty max/min were rejected above.
+                    ReduceOp::Max => values.max().unwrap_or(i64::MIN),
+                    ReduceOp::Min => values.min().unwrap_or(i64::MAX),
+                };
+                out.push(T::from_i64(acc));
+            }
+            return Ok(T::wrap(out));
+        }
         for _ in 0..out_len {
             // Floats accumulate in f64 (more accurate than PyTorch's f32 accumulation; it only
             // changes the last bits), then round once into the dtype.
@@ -140,7 +154,8 @@ pub fn cast(buf: &CpuBuffer, layout: &Layout, dtype: DType) -> CpuBuffer {
             // Every f16/bf16 value is exact in f32, and f32 -> f16/bf16 rounds correctly.
             D::wrap(map(v, layout, |x| D::from_f32(x.to_f32())))
         } else {
-            D::wrap(map(v, layout, |x| D::from_f64(x.to_f64())))
+            // Integer to integer goes through i64 (exact, wrapping), not f64.
+            D::wrap(map(v, layout, crate::tensor::dtype::convert::<S, D>))
         }
     }
     fn from<S: Element>(v: &[S], layout: &Layout, dtype: DType) -> CpuBuffer {

@@ -1,0 +1,177 @@
+//! The spec's invariants for the first half of the lecture (napkin math, memory accounting,
+//! tensor operations), asserted on a fresh CPU run and on every committed trace.
+
+mod common;
+
+use common::{close, flat, for_each_trace, num, val};
+use serde_json::json;
+
+#[test]
+fn motivating_questions() {
+    for_each_trace("motivating_questions", |from, _, s| {
+        assert_eq!(num(s, "total_flops"), 6.0 * 70e9 * 15e12, "{from}");
+        assert_eq!(num(s, "h100_flop_per_sec"), 989.5e12, "{from}");
+        let days = num(s, "days");
+        assert!((days - 143.93).abs() < 0.01, "{from}: days = {days}");
+        assert_eq!(num(s, "bytes_per_parameter"), 16.0, "{from}");
+        assert_eq!(num(s, "num_parameters"), 4e10, "{from}");
+        // The same memory question for the device the run was on.
+        let here = num(s, "this_device_bytes");
+        assert_eq!(num(s, "this_device_num_parameters"), here / 16.0, "{from}");
+    });
+}
+
+#[test]
+fn tensors_basics() {
+    for_each_trace("tensors_basics", |from, _, s| {
+        assert_eq!(val(s, "x_from_data"), &json!([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), "{from}");
+        assert!(flat(val(s, "x_zeros")).iter().all(|&v| v == 0.0), "{from}");
+        assert!(flat(val(s, "x_ones")).iter().all(|&v| v == 1.0), "{from}");
+        let randn = flat(val(s, "x_randn"));
+        assert_eq!(randn.len(), 32);
+        // 32 standard normal samples: not constant, mean near 0.
+        let mean = randn.iter().sum::<f64>() / 32.0;
+        assert!(mean.abs() < 1.0 && randn.iter().any(|&v| v != randn[0]), "{from}: {randn:?}");
+        assert_eq!(num(s, "x_empty_nbytes"), 128.0);
+        // Truncated normal samples lie inside their bounds.
+        let (a, b) = (num(s, "trunc_normal_a"), num(s, "trunc_normal_b"));
+        let samples = flat(val(s, "x_trunc_normal"));
+        assert!(samples.iter().all(|&v| a <= v && v <= b), "{from}: {samples:?}");
+        assert_eq!(num(s, "trunc_normal_min"), samples.iter().cloned().fold(f64::INFINITY, f64::min));
+        assert_eq!(num(s, "trunc_normal_max"), samples.iter().cloned().fold(f64::NEG_INFINITY, f64::max));
+    });
+}
+
+#[test]
+fn tensors_memory() {
+    for_each_trace("tensors_memory", |from, _, s| {
+        assert_eq!(num(s, "numel"), 32.0, "{from}");
+        assert_eq!(num(s, "element_size"), 4.0, "{from}");
+        assert_eq!(num(s, "bytes"), 128.0, "{from}");
+        assert_eq!(num(s, "gpt3_ffn_bytes"), 2415919104.0, "{from}");
+        assert_eq!(num(s, "gpt3_ffn_bytes"), 2304.0 * 1024.0 * 1024.0, "{from}");
+        assert_eq!(num(s, "float16_element_size"), 2.0, "{from}");
+        assert_eq!(num(s, "bfloat16_element_size"), 2.0, "{from}");
+        assert_eq!(num(s, "fp16_1e_8"), 0.0, "{from}");
+        assert_eq!(num(s, "bf16_1e_8"), 1.0011717677116394e-08, "{from}");
+        let info = |name: &str, field: &str| val(s, name)[field].as_f64().unwrap_or_else(|| panic!("{from}: {name}.{field}"));
+        assert_eq!(info("float32_info", "eps"), f32::EPSILON as f64);
+        assert_eq!(info("float32_info", "max"), f32::MAX as f64);
+        assert_eq!(info("float32_info", "smallest_normal"), f32::MIN_POSITIVE as f64);
+        assert_eq!(info("float32_info", "resolution"), 1e-6);
+        assert_eq!(info("float16_info", "max"), 65504.0);
+        assert_eq!(info("float16_info", "eps"), 2f64.powi(-10));
+        assert_eq!(info("float16_info", "smallest_normal"), 2f64.powi(-14));
+        assert_eq!(info("bfloat16_info", "eps"), 2f64.powi(-7));
+        assert_eq!(info("bfloat16_info", "max"), half::bf16::MAX.to_f64());
+        assert_eq!(info("bfloat16_info", "min"), -half::bf16::MAX.to_f64());
+        assert_eq!(info("bfloat16_info", "resolution"), 0.01);
+        assert_eq!(info("fp8_e4m3_info", "max"), 448.0);
+        assert_eq!(info("fp8_e5m2_info", "max"), 57344.0);
+        assert_eq!(info("fp8_e4m3_info", "smallest_normal"), 2f64.powi(-6));
+        assert_eq!(info("fp8_e5m2_info", "smallest_normal"), 2f64.powi(-14));
+        let layouts = val(s, "bit_layouts").as_array().expect("a list");
+        let bits: Vec<u64> = layouts.iter().map(|l| l["sign"].as_u64().unwrap_or(0) + l["exponent"].as_u64().unwrap_or(0) + l["mantissa"].as_u64().unwrap_or(0)).collect();
+        assert_eq!(bits, vec![32, 16, 16, 8, 8], "{from}");
+    });
+}
+
+#[test]
+fn tensors_on_gpus() {
+    for_each_trace("tensors_on_gpus", |from, t, s| {
+        assert_eq!(val(s, "x_device"), &json!("cpu"), "{from}: tensors start on the CPU");
+        let available = val(s, "cuda_available").as_bool().expect("a bool");
+        if t.provenance.device.kind == "cpu" {
+            assert!(!available, "{from}");
+            let reason = val(s, "cuda_unavailable_reason").as_str().expect("a string");
+            assert!(!reason.is_empty(), "{from}");
+            assert_eq!(Some(reason), t.provenance.device.cuda_unavailable_reason.as_deref(), "{from}");
+        } else {
+            assert!(available, "{from}");
+            assert_eq!(num(s, "memory_used"), 2.0 * 32.0 * 32.0 * 4.0, "{from}");
+        }
+    });
+}
+
+#[test]
+fn tensor_storage() {
+    for_each_trace("tensor_storage", |from, _, s| {
+        assert_eq!(val(s, "stride"), &json!([4, 1]), "{from}");
+        assert_eq!(num(s, "index"), 6.0, "{from}");
+        assert_eq!(num(s, "element"), 6.0, "{from}");
+        assert_eq!(num(s, "element_at_index"), num(s, "element"), "{from}");
+    });
+}
+
+#[test]
+fn tensor_slicing() {
+    for_each_trace("tensor_slicing", |from, _, s| {
+        assert_eq!(val(s, "row_0"), &json!([1.0, 2.0, 3.0]), "{from}");
+        assert_eq!(val(s, "column_1"), &json!([2.0, 5.0]), "{from}");
+        assert_eq!(val(s, "view_3_2"), &json!([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), "{from}");
+        assert_eq!(val(s, "transpose"), &json!([[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]), "{from}");
+        for name in ["row_0_same_storage", "column_1_same_storage", "view_3_2_same_storage", "transpose_same_storage"] {
+            assert_eq!(val(s, name), &json!(true), "{from}: {name}");
+        }
+        assert_eq!(num(s, "transpose_after_write_0_0"), 100.0, "{from}");
+        assert_eq!(val(s, "transpose_is_contiguous"), &json!(false), "{from}");
+        let err = val(s, "view_error").as_str().expect("a message");
+        assert!(err.contains("not contiguous") && err.contains("contiguous()"), "{from}: {err}");
+        assert_eq!(val(s, "contiguous_view_2_3"), &json!([[1.0, 4.0, 2.0], [5.0, 3.0, 6.0]]), "{from}");
+        assert_eq!(val(s, "contiguous_same_storage"), &json!(false), "{from}");
+    });
+}
+
+#[test]
+fn tensor_elementwise() {
+    for_each_trace("tensor_elementwise", |from, _, s| {
+        assert_eq!(val(s, "pow_2"), &json!([1.0, 16.0, 81.0]), "{from}");
+        assert_eq!(val(s, "sqrt"), &json!([1.0, 2.0, 3.0]), "{from}");
+        let rsqrt = flat(val(s, "rsqrt"));
+        assert!(close(rsqrt[0], 1.0, 1e-7) && close(rsqrt[1], 0.5, 1e-7) && close(rsqrt[2], 1.0 / 3.0, 1e-7), "{from}: {rsqrt:?}");
+        for name in ["x_plus_x", "x_times_2", "x_div_0_5"] {
+            assert_eq!(val(s, name), &json!([2.0, 8.0, 18.0]), "{from}: {name}");
+        }
+        assert_eq!(val(s, "triu"), &json!([[1.0, 1.0, 1.0], [0.0, 1.0, 1.0], [0.0, 0.0, 1.0]]), "{from}");
+    });
+}
+
+#[test]
+fn tensor_matmul() {
+    for_each_trace("tensor_matmul", |from, _, s| {
+        assert_eq!(val(s, "y_shape"), &json!([16, 2]), "{from}");
+        assert_eq!(num(s, "y_0_0"), 32.0, "{from}");
+        assert_eq!(val(s, "batched_y_shape"), &json!([4, 8, 16, 2]), "{from}");
+        assert_eq!((num(s, "batched_y_min"), num(s, "batched_y_max")), (32.0, 32.0), "{from}");
+    });
+}
+
+#[test]
+fn tensor_operations_flops_napkin() {
+    for_each_trace("tensor_operations_flops", |from, _, s| {
+        assert_eq!(num(s, "one_week_seconds"), 604800.0, "{from}");
+        let total = num(s, "total_flops");
+        assert!(close(total, 8.0 * 604800.0 * 989.5e12, 1e-12), "{from}: {total}");
+        assert!((total - 4.79e21).abs() < 0.01e21, "{from}: {total}");
+    });
+}
+
+#[test]
+fn every_section_has_provenance_and_a_source_hash() {
+    let t = common::fresh_trace();
+    assert_eq!(t.schema_version, cs336::trace::SCHEMA_VERSION);
+    assert_eq!(t.provenance.seed, common::SEED);
+    assert_eq!(t.provenance.device.slug, "cpu");
+    assert!(t.provenance.host.logical_cores >= 1);
+    let ids: Vec<&str> = t.sections.iter().map(|s| s.id.as_str()).collect();
+    let expected: Vec<&str> = cs336::lecture::SECTIONS.iter().map(|s| s.id).collect();
+    assert_eq!(ids, expected, "every section runs, in lecture order");
+    for s in &t.sections {
+        assert_eq!(s.source_hash.len(), 64, "{}", s.id);
+        assert!(s.wall_time_s >= 0.0);
+        for (name, v) in &s.values {
+            // Every value's line lies inside its section's function (or is 0: recorded elsewhere).
+            assert!(v.line == 0 || v.line >= s.source_line, "{}.{name} line {} before function start {}", s.id, v.line, s.source_line);
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The trace file: round trip, atomic replacement, and clear refusals of bad files.
+
+mod common;
+
+use std::path::Path;
+
+use cs336::Error;
+use cs336::trace::{self, Trace};
+
+fn sample() -> Trace {
+    common::fresh_trace().clone()
+}
+
+fn load_err(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write test file");
+    match trace::load(&path) {
+        Ok(_) => panic!("{name} should be refused"),
+        Err(e @ Error::Trace { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains(name), "message names the file: {msg}");
+            msg
+        }
+        Err(other) => panic!("expected a trace error, got {other:?}"),
+    }
+}
+
+#[test]
+fn round_trip_is_lossless() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("lecture_02").join("cpu.json");
+    let t = sample();
+    trace::save(&path, &t).expect("save");
+    let back = trace::load(&path).expect("load");
+    // Compare section by section so a failure names the place rather than dumping two traces.
+    assert_eq!(back.provenance, t.provenance);
+    for (a, b) in back.sections.iter().zip(&t.sections) {
+        for (name, v) in &b.values {
+            assert_eq!(a.values.get(name), Some(v), "{}.{name} changed in the round trip", b.id);
+        }
+    }
+    assert!(back == t, "round trip changed the trace");
+    // Values survive exactly, including awkward floats.
+    assert_eq!(back.value("tensors_memory", "bf16_1e_8").map(|v| &v.value), t.value("tensors_memory", "bf16_1e_8").map(|v| &v.value));
+}
+
+#[test]
+fn non_finite_numbers_are_recorded_as_strings_and_read_back() {
+    for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1.5] {
+        let j = trace::json_number(x);
+        let back = trace::number_from_json(&j).expect("a number");
+        assert!(back == x || (x.is_nan() && back.is_nan()), "{x} -> {j} -> {back}");
+    }
+    assert_eq!(trace::json_number(f64::NAN), serde_json::json!("NaN"));
+}
+
+#[test]
+fn atomic_write_replaces_whole_files_and_leaves_no_temporaries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("cpu.json");
+    let mut t = sample();
+    trace::save(&path, &t).expect("first save");
+    t.provenance.seed = 1234;
+    trace::save(&path, &t).expect("second save");
+    assert_eq!(trace::load(&path).expect("load").provenance.seed, 1234);
+    let names: Vec<String> = std::fs::read_dir(dir.path()).expect("list").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, vec!["cpu.json".to_string()], "no temporary files left behind");
+}
+
+#[test]
+fn a_failed_write_leaves_the_previous_file_intact() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("cpu.json");
+    let t = sample();
+    trace::save(&path, &t).expect("save");
+    let before = std::fs::read(&path).expect("read");
+    // Renaming a file over a non-empty directory fails: the target here is a directory.
+    let blocked = dir.path().join("blocked.json");
+    std::fs::create_dir_all(blocked.join("inside")).expect("mkdir");
+    assert!(trace::save(&blocked, &t).is_err());
+    assert_eq!(std::fs::read(&path).expect("read"), before);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).expect("list").flatten().filter(|e| e.file_name().to_string_lossy().contains("partial")).collect();
+    assert!(leftovers.is_empty(), "temporary file removed after the failure");
+}
+
+#[test]
+fn malformed_json_is_refused_with_the_position() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let msg = load_err(dir.path(), "broken.json", "{\"schema_version\": 1, \"lecture\": ");
+    assert!(msg.contains("not valid JSON"), "{msg}");
+    assert!(msg.contains("line 1"), "{msg}");
+}
+
+#[test]
+fn unknown_or_missing_schema_version_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut v = serde_json::to_value(sample()).expect("to json");
+    v["schema_version"] = serde_json::json!(99);
+    let msg = load_err(dir.path(), "future.json", &v.to_string());
+    assert!(msg.contains("schema version 99") && msg.contains("cargo run --release --bin lecture"), "{msg}");
+    let msg = load_err(dir.path(), "other.json", "{\"hello\": 1}");
+    assert!(msg.contains("schema_version"), "{msg}");
+}
+
+#[test]
+fn missing_and_unknown_fields_are_named_with_their_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut v = serde_json::to_value(sample()).expect("to json");
+    v["sections"][2].as_object_mut().expect("object").remove("source_hash");
+    let msg = load_err(dir.path(), "missing.json", &v.to_string());
+    assert!(msg.contains("sections[2]") && msg.contains("source_hash"), "{msg}");
+
+    let mut v = serde_json::to_value(sample()).expect("to json");
+    v["sections"][0]["values"]["total_flops"]["unit"] = serde_json::json!("furlongs");
+    let msg = load_err(dir.path(), "unit.json", &v.to_string());
+    assert!(msg.contains("total_flops") && msg.contains("furlongs"), "{msg}");
+
+    let mut v = serde_json::to_value(sample()).expect("to json");
+    v["provenance"]["surprise"] = serde_json::json!(1);
+    let msg = load_err(dir.path(), "extra.json", &v.to_string());
+    assert!(msg.contains("surprise"), "{msg}");
+}
+
+#[test]
+fn a_missing_file_names_the_path() {
+    let err = trace::load(Path::new("/nonexistent/cpu.json")).expect_err("missing");
+    assert!(err.to_string().contains("/nonexistent/cpu.json"), "{err}");
+}
