@@ -167,7 +167,12 @@ fn value(path: &Path, trace: &Trace, address: &Address, format: Format) -> Resul
     let found = Traces::resolve(path, trace, address)?;
     let text = format_value(found.value, found.record.unit, format)
         .map_err(|msg| Cause::BadValue { trace: path.to_path_buf(), address: address.to_string(), msg })?;
-    let class = if found.value.is_array() || found.value.is_object() { "lecture-value lecture-list" } else { "lecture-value" };
+    // Numbers stay on one line; lists and text (error messages) may wrap.
+    let class = match found.value {
+        serde_json::Value::Array(_) | serde_json::Value::Object(_) => "lecture-value lecture-list",
+        serde_json::Value::String(_) if found.record.unit == crate::trace::Unit::None => "lecture-value lecture-text",
+        _ => "lecture-value",
+    };
     let title = format!(
         "{address} · {} trace · {}:{}",
         trace.provenance.device.slug, found.section.source_file, found.record.line
