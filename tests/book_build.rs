@@ -172,3 +172,22 @@ fn compare_shows_every_trace_with_its_device() {
     assert!(cpu_row < gpu_row, "the CPU first");
     assert!(html.contains(">2.25 GiB</span>") && html.contains(">1 KiB</span>"));
 }
+
+#[test]
+fn the_lecture_binary_builds_the_book_and_prints_where() {
+    let ws = Workspace::new();
+    let out_dir = ws.out_dir();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_lecture"))
+        .args(["--trace-dir", ws.dir.path().join("trace").to_str().expect("utf-8")])
+        // mdbook's own override of `build-dir`, so the test does not write into the repository.
+        .env("MDBOOK_BUILD__BUILD_DIR", &out_dir)
+        .output()
+        .expect("lecture runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let index = out_dir.join("index.html");
+    assert_eq!(stdout.lines().last(), Some(format!("Book: {}", index.display()).as_str()), "{stdout}");
+    let page = std::fs::read_to_string(out_dir.join("tensors_memory.html")).expect("chapter built");
+    let trace = cs336::trace::load(&ws.trace_dir().join("cpu.json")).expect("the trace it wrote");
+    assert!(page.contains(&format!(">{}</span>", formatted(&trace, "tensors_memory", "gpt3_ffn_bytes", Format::Int))));
+}

@@ -161,15 +161,10 @@ fn get(path: &Path, key: &str, whole_record: bool) -> Result<()> {
         let known: Vec<&str> = sec.values.keys().map(String::as_str).collect();
         bail!("{}: section `{section}` has no value `{name}` (it has: {})", path.display(), known.join(", "));
     };
-    let mut value = if whole_record { serde_json::to_value(rec)? } else { rec.value.clone() };
-    for step in parts {
-        let next = match &value {
-            serde_json::Value::Object(map) => map.get(step).cloned(),
-            serde_json::Value::Array(items) => step.parse::<usize>().ok().and_then(|i| items.get(i).cloned()),
-            _ => None,
-        };
-        value = next.with_context(|| format!("`{key}`: nothing at `{step}`"))?;
-    }
-    println!("{}", serde_json::to_string_pretty(&value)?);
+    let value = if whole_record { serde_json::to_value(rec)? } else { rec.value.clone() };
+    let steps: Vec<String> = parts.map(String::from).collect();
+    // The same walk the book uses for `{{value SECTION.NAME.PATH}}`.
+    let value = cs336::book::traces::walk(&value, &steps).map_err(|(step, what)| anyhow::anyhow!("`{key}`: nothing at `{step}` ({what})"))?;
+    println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }

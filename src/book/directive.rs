@@ -101,11 +101,12 @@ fn literal_ranges(markdown: &str) -> Vec<Range<usize>> {
         match event {
             Event::Start(Tag::CodeBlock(_)) | Event::Code(_) => ranges.push(range),
             Event::Start(Tag::HtmlBlock) => html_block = Some(range),
+            // The first line of an HTML block says whether the block is a comment.
             Event::Html(text) => {
-                if let Some(block) = html_block.take() {
-                    if text.trim_start().starts_with("<!--") {
-                        ranges.push(block);
-                    }
+                if let Some(block) = html_block.take()
+                    && text.trim_start().starts_with("<!--")
+                {
+                    ranges.push(block);
                 }
             }
             Event::InlineHtml(text) if text.starts_with("<!--") => ranges.push(range),
