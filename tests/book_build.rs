@@ -191,3 +191,25 @@ fn the_lecture_binary_builds_the_book_and_prints_where() {
     let trace = cs336::trace::load(&ws.trace_dir().join("cpu.json")).expect("the trace it wrote");
     assert!(page.contains(&format!(">{}</span>", formatted(&trace, "tensors_memory", "gpt3_ffn_bytes", Format::Int))));
 }
+
+#[test]
+fn pages_default_to_the_newest_trace_unless_told_otherwise() {
+    use cs336::book::traces::{TraceChoice, Traces};
+    let ws = Workspace::new();
+    let mut older = fresh_trace().clone();
+    older.provenance.created_at = "2020-01-01T00:00:00Z".into();
+    ws.write_trace("cpu", &older);
+    let mut newer = fresh_trace().clone();
+    newer.provenance.created_at = "2030-01-01T00:00:00Z".into();
+    ws.write_trace("nvidia-h200", &newer);
+    let dir = ws.trace_dir();
+
+    assert_eq!(Traces::new(&dir, TraceChoice::parse("newest")).path(None), Ok(dir.join("nvidia-h200.json")));
+    assert_eq!(Traces::new(&dir, TraceChoice::parse("cpu")).path(None), Ok(dir.join("cpu.json")));
+    assert_eq!(TraceChoice::parse("../elsewhere/run.json"), TraceChoice::File("../elsewhere/run.json".into()));
+    // A directive's own `trace=` wins over the default.
+    assert_eq!(Traces::new(&dir, TraceChoice::Newest).path(Some("cpu")), Ok(dir.join("cpu.json")));
+    // No trace at all is a problem, not an empty page.
+    let empty = tempfile::tempdir().expect("tempdir");
+    assert!(matches!(Traces::new(empty.path(), TraceChoice::Newest).path(None), Err(cs336::book::Cause::NoTraces { .. })));
+}

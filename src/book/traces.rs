@@ -57,22 +57,17 @@ impl Traces {
         Traces { dir: clean(dir), default, loaded: HashMap::new(), default_path: None }
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// The file a directive reads: the named trace, or the page default.
     pub fn path(&mut self, slug: Option<&str>) -> Result<PathBuf, Cause> {
-        match slug {
-            Some(slug) => Ok(self.dir.join(format!("{slug}.json"))),
-            None => {
-                if self.default_path.is_none() {
-                    let found = self.find_default();
-                    self.default_path = Some(found);
-                }
-                self.default_path.clone().unwrap_or_else(|| Err(Cause::NoTraces { dir: self.dir.clone() }))
-            }
+        if let Some(slug) = slug {
+            return Ok(self.dir.join(format!("{slug}.json")));
         }
+        if let Some(found) = &self.default_path {
+            return found.clone();
+        }
+        let found = self.find_default();
+        self.default_path = Some(found.clone());
+        found
     }
 
     fn find_default(&mut self) -> Result<PathBuf, Cause> {

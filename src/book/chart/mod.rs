@@ -106,7 +106,10 @@ pub fn render(id: &str, path: &Path, trace: &Trace) -> Result<String, Cause> {
         known: CHARTS.iter().map(|c| c.id).collect::<Vec<_>>().join(", "),
     })?;
     let section = Traces::section(path, trace, def.section)?;
-    let svg = (def.draw)(&ChartData { path, trace, section })?;
+    let svg = (def.draw)(&ChartData { path, trace, section }).map_err(|cause| match cause {
+        Cause::Chart { msg, .. } => Cause::Chart { id: id.to_string(), msg },
+        other => other,
+    })?;
     let device = &trace.provenance.device;
     Ok(format!(
         "<figure class=\"lecture-chart\" id=\"chart-{id}\">{svg}<figcaption>{} <span class=\"lecture-muted\">Drawn from section <code>{}</code> of the {} trace.</span></figcaption></figure>",
