@@ -7,6 +7,7 @@ use std::ops::Range;
 use pulldown_cmark::{Event, Options, Parser, Tag};
 
 use super::format::Format;
+use crate::trace::Unit;
 
 /// `SECTION.NAME` with an optional path into the recorded JSON (`.max`, `.0`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,16 +38,16 @@ pub enum Condition {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Directive {
-    /// `{{value SECTION.NAME[.PATH] [format=F] [trace=SLUG]}}`
-    Value { address: Address, format: Format, trace: Option<String> },
+    /// `{{value SECTION.NAME[.PATH] [format=F] [unit=U] [trace=SLUG]}}`
+    Value { address: Address, format: Format, unit: Option<Unit>, trace: Option<String> },
     /// `{{code SECTION [trace=SLUG]}}`
     Code { section: String, trace: Option<String> },
     /// `{{chart ID [trace=SLUG]}}`
     Chart { id: String, trace: Option<String> },
     /// `{{provenance [trace=SLUG]}}`
     Provenance { trace: Option<String> },
-    /// `{{compare SECTION.NAME[.PATH] [format=F]}}`
-    Compare { address: Address, format: Format },
+    /// `{{compare SECTION.NAME[.PATH] [format=F] [unit=U]}}`
+    Compare { address: Address, format: Format, unit: Option<Unit> },
     /// `{{if [not|has] SECTION.NAME[.PATH] [trace=SLUG]}}`
     If { condition: Condition, trace: Option<String> },
     /// `{{else}}`
@@ -63,8 +64,8 @@ impl Directive {
 }
 
 /// The directive forms, for messages.
-pub const SYNTAX: &str = "{{value SECTION.NAME[.PATH] [format=F] [trace=SLUG]}}, {{code SECTION}}, {{chart ID}}, \
-     {{provenance}}, {{compare SECTION.NAME[.PATH] [format=F]}}, {{if [not|has] SECTION.NAME}} … {{else}} … {{end}}";
+pub const SYNTAX: &str = "{{value SECTION.NAME[.PATH] [format=F] [unit=U] [trace=SLUG]}}, {{code SECTION}}, {{chart ID}}, \
+     {{provenance}}, {{compare SECTION.NAME[.PATH] [format=F] [unit=U]}}, {{if [not|has] SECTION.NAME}} … {{else}} … {{end}}";
 
 /// A directive found in a chapter.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,17 +164,19 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
     let mut positional = Vec::new();
     let mut format = None;
     let mut trace = None;
+    let mut unit = None;
     for word in words {
         match word.split_once('=') {
             Some(("format", f)) => set_once(&mut format, f.parse::<Format>()?, "format")?,
             Some(("trace", t)) => set_once(&mut trace, slug(t)?, "trace")?,
-            Some((key, _)) => return Err(format!("unknown option `{key}` (options: format=, trace=)")),
+            Some(("unit", u)) => set_once(&mut unit, unit_of(u)?, "unit")?,
+            Some((key, _)) => return Err(format!("unknown option `{key}` (options: format=, unit=, trace=)")),
             None => positional.push(word),
         }
     }
     let allow = |format_ok: bool, trace_ok: bool| -> Result<(), String> {
-        if format.is_some() && !format_ok {
-            return Err(format!("`{kind}` takes no format"));
+        if (format.is_some() || unit.is_some()) && !format_ok {
+            return Err(format!("`{kind}` takes no format or unit"));
         }
         if trace.is_some() && !trace_ok {
             return Err(format!("`{kind}` takes no trace (it reads every trace)"));
@@ -183,11 +186,11 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
     let directive = match (kind, positional.as_slice()) {
         ("value", [address]) => {
             allow(true, true)?;
-            Directive::Value { address: address_of(address)?, format: format.unwrap_or(Format::Auto), trace }
+            Directive::Value { address: address_of(address)?, format: format.unwrap_or(Format::Auto), unit, trace }
         }
         ("compare", [address]) => {
             allow(true, false)?;
-            Directive::Compare { address: address_of(address)?, format: format.unwrap_or(Format::Auto) }
+            Directive::Compare { address: address_of(address)?, format: format.unwrap_or(Format::Auto), unit }
         }
         ("code", [section]) => {
             allow(false, true)?;
@@ -234,6 +237,13 @@ fn set_once<T>(slot: &mut Option<T>, value: T, key: &str) -> Result<(), String> 
     Ok(())
 }
 
+/// A unit as the trace writes it (`bytes`, `FLOP`, `FLOP/s`, `s`, `ratio`, `count`, `bytes/s`,
+/// `none`).
+fn unit_of(word: &str) -> Result<Unit, String> {
+    serde_json::from_value(serde_json::Value::from(word))
+        .map_err(|_| format!("unknown unit `{word}` (units: bytes, FLOP, FLOP/s, s, ratio, count, bytes/s, none)"))
+}
+
 fn identifier(word: &str, what: &str) -> Result<String, String> {
     let ok = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if ok { Ok(word.to_string()) } else { Err(format!("`{word}` is not a valid {what} (letters, digits and `_`)")) }
@@ -269,16 +279,20 @@ mod tests {
     fn parses_each_form() {
         assert_eq!(
             parse("value tensors_memory.fp8_e4m3_info.max"),
-            Ok(Directive::Value { address: addr("tensors_memory", "fp8_e4m3_info", &["max"]), format: Format::Auto, trace: None })
+            Ok(Directive::Value { address: addr("tensors_memory", "fp8_e4m3_info", &["max"]), format: Format::Auto, unit: None, trace: None })
         );
         assert_eq!(
             parse("value tensor_slicing.row_0.1 format=plain trace=nvidia-h200"),
-            Ok(Directive::Value { address: addr("tensor_slicing", "row_0", &["1"]), format: Format::Plain, trace: Some("nvidia-h200".into()) })
+            Ok(Directive::Value { address: addr("tensor_slicing", "row_0", &["1"]), format: Format::Plain, unit: None, trace: Some("nvidia-h200".into()) })
+        );
+        assert_eq!(
+            parse("value a.b.c unit=FLOP/s format=si"),
+            Ok(Directive::Value { address: addr("a", "b", &["c"]), format: Format::Si(None), unit: Some(Unit::FlopPerSec), trace: None })
         );
         assert_eq!(parse("code tensors_memory"), Ok(Directive::Code { section: "tensors_memory".into(), trace: None }));
         assert_eq!(parse("chart float_ranges"), Ok(Directive::Chart { id: "float_ranges".into(), trace: None }));
         assert_eq!(parse(" provenance  trace=cpu "), Ok(Directive::Provenance { trace: Some("cpu".into()) }));
-        assert_eq!(parse("compare a.b format=si"), Ok(Directive::Compare { address: addr("a", "b", &[]), format: Format::Si(None) }));
+        assert_eq!(parse("compare a.b format=si"), Ok(Directive::Compare { address: addr("a", "b", &[]), format: Format::Si(None), unit: None }));
         assert_eq!(
             parse("if not a.b"),
             Ok(Directive::If { condition: Condition::Value { address: addr("a", "b", &[]), negate: true }, trace: None })
@@ -302,6 +316,7 @@ mod tests {
         assert!(err("value a.b-c").contains("not a valid value name"));
         assert!(err("compare a.b trace=cpu").contains("takes no trace"));
         assert!(err("code a format=sci").contains("takes no format"));
+        assert!(err("value a.b unit=furlongs").contains("unknown unit `furlongs`"));
         assert!(err("if a.b c.d").contains("`if` takes"));
     }
 

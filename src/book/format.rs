@@ -108,6 +108,11 @@ pub fn format_value(value: &Value, unit: Unit, format: Format) -> Result<String,
     match (number, format) {
         (Some(x), _) => format_number(x, unit, format),
         (None, Format::Auto | Format::Plain) => Ok(format_other(value)),
+        // A list or object with an explicit form: every number in it takes that form.
+        (None, _) if value.is_array() || value.is_object() => {
+            format_number(1.0, unit, format)?;
+            Ok(compact_with(value, &|v| number_from_json(v).and_then(|x| format_number(x, unit, format).ok()).unwrap_or_else(|| v.to_string())))
+        }
         (None, _) => Err(format!("format `{format}` needs a number, but the value is {}", describe(value))),
     }
 }
@@ -115,8 +120,6 @@ pub fn format_value(value: &Value, unit: Unit, format: Format) -> Result<String,
 fn describe(value: &Value) -> String {
     match value {
         Value::String(s) => format!("the string {s:?}"),
-        Value::Array(_) => "a list (address one element, e.g. `.0`, or use format=json)".into(),
-        Value::Object(_) => "an object (address one field, e.g. `.max`, or use format=json)".into(),
         other => format!("`{other}`"),
     }
 }
@@ -451,6 +454,10 @@ mod tests {
         // A string that merely says "inf" stays a string when the value has no unit.
         assert_eq!(auto(json!("inf"), Unit::None), "inf");
         assert_eq!(with(json!({"a": 1}), Unit::None, "json"), r#"{"a":1}"#);
+        // An explicit form applies to every number of a list or object.
+        assert_eq!(with(json!([1147.9453125, 769.311767578125, "x"]), Unit::None, "fixed1"), r#"[1147.9, 769.3, "x"]"#);
+        assert_eq!(with(json!({"fp32": 2.1e-7, "bf16": 0.00107}), Unit::None, "sci2"), r#"{"fp32": 2.1e-7, "bf16": 1.1e-3}"#);
+        assert_eq!(with(json!([1024, 2048]), Unit::Bytes, "iec"), "[1 KiB, 2 KiB]");
     }
 
     #[test]
@@ -461,6 +468,8 @@ mod tests {
         let err = format_value(&json!("x"), Unit::None, Format::Sci(None)).unwrap_err();
         assert!(err.contains("needs a number"), "{err}");
         let err = format_value(&json!(3), Unit::Count, Format::Iec(None)).unwrap_err();
+        assert!(err.contains("for bytes"), "{err}");
+        let err = format_value(&json!([3]), Unit::Count, Format::Iec(None)).unwrap_err();
         assert!(err.contains("for bytes"), "{err}");
         for f in ["auto", "plain", "int", "sci", "sci3", "eng2", "si", "iec3", "fixed1", "percent", "json"] {
             assert_eq!(f.parse::<Format>().expect("parses").to_string(), f);

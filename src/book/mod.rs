@@ -9,17 +9,22 @@
 //!
 //! | Directive | Shows |
 //! |---|---|
-//! | `{{value SECTION.NAME[.PATH] [format=F] [trace=SLUG]}}` | one value, formatted by its unit (inline) |
+//! | `{{value SECTION.NAME[.PATH] [format=F] [unit=U] [trace=SLUG]}}` | one value, formatted by its unit (inline) |
 //! | `{{code SECTION [trace=SLUG]}}` | the section's function with each value beside the line that recorded it |
 //! | `{{chart ID [trace=SLUG]}}` | a chart from [`chart::CHARTS`] |
 //! | `{{provenance [trace=SLUG]}}` | device, commit, date and seed of the trace |
-//! | `{{compare SECTION.NAME[.PATH] [format=F]}}` | the value in every trace of the folder, device by device |
+//! | `{{compare SECTION.NAME[.PATH] [format=F] [unit=U]}}` | the value in every trace of the folder, device by device |
 //! | `{{if [not\|has] SECTION.NAME[.PATH]}}` … `{{else}}` … `{{end}}` | keeps the lines of the branch that holds |
 //!
 //! `PATH` walks into a recorded object or list: `tensors_memory.fp8_e4m3_info.max`,
-//! `tensor_slicing.row_0.1`. Formats (see [`format::Format`]): `auto` (by unit: `2.25 GiB`,
+//! `tensor_slicing.row_0.1`, `optimizer.grads.layers.0.weight.0.0` (a key with dots, such as a
+//! parameter name, is matched whole). Formats (see [`format::Format`]): `auto` (by unit: `2.25 GiB`,
 //! `6.3e24 FLOP`, `160 ms`, `50%`, `40 billion`), `plain`, `int`, `sci[N]`, `eng[N]`, `si[N]`,
-//! `iec[N]`, `fixed[N]`, `percent[N]`, `json`. All but `value` stand alone on their line.
+//! `iec[N]`, `fixed[N]`, `percent[N]`, `json`. A number inside a recorded object has no unit of its
+//! own; `unit=FLOP/s` (or `bytes`, `FLOP`, `s`, `ratio`, `count`, `bytes/s`) gives it one. A list or
+//! object is shown as compact JSON; with an explicit format every number in it takes that form
+//! (`format=fixed1` on a list of losses). All but
+//! `value` stand alone on their line.
 //!
 //! # Which trace
 //!

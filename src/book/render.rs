@@ -12,7 +12,7 @@ use super::format::{Format, format_value};
 use super::html::{escape, escape_inline};
 use super::problem::Cause;
 use super::traces::Traces;
-use crate::trace::Trace;
+use crate::trace::{Trace, Unit};
 
 /// A problem at a line of the chapter, with the directive as written.
 pub type Located = (usize, String, Cause);
@@ -141,9 +141,9 @@ fn condition_holds(condition: &Condition, slug: Option<&str>, traces: &mut Trace
 
 fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Cause> {
     match directive {
-        Directive::Value { address, format, trace } => {
+        Directive::Value { address, format, unit, trace } => {
             let path = traces.path(trace.as_deref())?;
-            value(&path, &*traces.load(&path)?, address, *format)
+            value(&path, &*traces.load(&path)?, address, *format, *unit)
         }
         Directive::Code { section, trace } => {
             let path = traces.path(trace.as_deref())?;
@@ -157,20 +157,26 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
             let path = traces.path(trace.as_deref())?;
             Ok(provenance(&path, &*traces.load(&path)?))
         }
-        Directive::Compare { address, format } => compare(traces, address, *format),
+        Directive::Compare { address, format, unit } => compare(traces, address, *format, *unit),
         Directive::If { .. } | Directive::Else | Directive::End => Err(Cause::Structure("misplaced `if`/`else`/`end`".into())),
     }
 }
 
-/// The value as text, formatted, escaped for markdown, marked as measured.
-fn value(path: &Path, trace: &Trace, address: &Address, format: Format) -> Result<String, Cause> {
+/// The value as text, formatted, escaped for markdown, marked as measured. `unit` gives a unit to
+/// a number inside a recorded object (the record's unit covers the whole record).
+fn value(path: &Path, trace: &Trace, address: &Address, format: Format, unit: Option<Unit>) -> Result<String, Cause> {
     let found = Traces::resolve(path, trace, address)?;
-    let text = format_value(found.value, found.record.unit, format)
-        .map_err(|msg| Cause::BadValue { trace: path.to_path_buf(), address: address.to_string(), msg })?;
+    let bad = |msg: String| Cause::BadValue { trace: path.to_path_buf(), address: address.to_string(), msg };
+    let unit = match (unit, found.record.unit) {
+        (None, recorded) => recorded,
+        (Some(given), Unit::None) => given,
+        (Some(_), recorded) => return Err(bad(format!("it was recorded with unit {recorded:?}; `unit=` is only for values recorded without one"))),
+    };
+    let text = format_value(found.value, unit, format).map_err(bad)?;
     // Numbers stay on one line; lists and text (error messages) may wrap.
     let class = match found.value {
         serde_json::Value::Array(_) | serde_json::Value::Object(_) => "lecture-value lecture-list",
-        serde_json::Value::String(_) if found.record.unit == crate::trace::Unit::None => "lecture-value lecture-text",
+        serde_json::Value::String(_) if unit == Unit::None => "lecture-value lecture-text",
         _ => "lecture-value",
     };
     let title = format!(
@@ -203,7 +209,7 @@ fn when(created_at: &str) -> String {
 fn provenance(path: &Path, trace: &Trace) -> String {
     let p = &trace.provenance;
     let memory = p.device.memory_bytes.map_or(String::new(), |b| {
-        let text = format_value(&serde_json::Value::from(b), crate::trace::Unit::Bytes, Format::Auto).unwrap_or_default();
+        let text = format_value(&serde_json::Value::from(b), Unit::Bytes, Format::Auto).unwrap_or_default();
         format!(", {text} of memory")
     });
     let no_gpu = match &p.device.cuda_unavailable_reason {
@@ -226,10 +232,10 @@ fn provenance(path: &Path, trace: &Trace) -> String {
 }
 
 /// One row per trace in the folder, device named.
-fn compare(traces: &mut Traces, address: &Address, format: Format) -> Result<String, Cause> {
+fn compare(traces: &mut Traces, address: &Address, format: Format, unit: Option<Unit>) -> Result<String, Cause> {
     let mut rows = String::new();
     for (path, trace) in traces.all()? {
-        let cell = value(&path, &trace, address, format)?;
+        let cell = value(&path, &trace, address, format, unit)?;
         let p = &trace.provenance;
         rows.push_str(&format!(
             "<tr><td><code>{}</code></td><td>{}</td><td>{cell}</td><td>{}, <code>{}</code></td></tr>",

@@ -157,3 +157,49 @@ pub(crate) fn check_bounds(op: &'static str, layout: &Layout, len: usize) -> Res
         _ => Ok(()),
     }
 }
+
+/// Waits until every queued operation on `device` has finished (timing needs it on a GPU, whose
+/// calls return before the work is done; the CPU backend runs synchronously).
+pub fn synchronize(device: &Device) -> Result<()> {
+    match device {
+        Device::Cpu => Ok(()),
+    }
+}
+
+/// Writes `src` (converted to `dst`'s dtype) into `dst`'s storage. `dst` is contiguous, the shapes
+/// match and the storages differ (checked by the caller).
+pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
+    same_device("copy_from", dst, src)?;
+    let source = cast(src, dst.dtype())?.contiguous()?;
+    let from = source.storage().read();
+    let mut to = dst.storage().write();
+    match (&mut *to, &*from) {
+        (Buffer::Cpu(d), Buffer::Cpu(s)) => cpu::update::copy_into(d, dst.layout(), s, source.layout()),
+    }
+}
+
+/// `param -= lr · grad` in place (shapes checked by the caller; `param` contiguous).
+pub(crate) fn sgd_update(param: &Tensor, grad: &Tensor, lr: f64) -> Result<()> {
+    same_device("sgd_update", param, grad)?;
+    let grad = grad.contiguous()?;
+    let g = grad.storage().read();
+    let mut p = param.storage().write();
+    match (&mut *p, &*g) {
+        (Buffer::Cpu(p), Buffer::Cpu(g)) => cpu::update::sgd(p, param.layout(), g, grad.layout(), lr),
+    }
+}
+
+/// AdaGrad's fused update in place: `sum_sq += grad²; param -= lr · grad / √(sum_sq + eps)`.
+pub(crate) fn adagrad_update(param: &Tensor, sum_sq: &Tensor, grad: &Tensor, lr: f64, eps: f64) -> Result<()> {
+    same_device("adagrad_update", param, grad)?;
+    same_device("adagrad_update", param, sum_sq)?;
+    let grad = grad.contiguous()?;
+    let g = grad.storage().read();
+    let mut p = param.storage().write();
+    let mut s = sum_sq.storage().write();
+    match (&mut *p, &mut *s, &*g) {
+        (Buffer::Cpu(p), Buffer::Cpu(s), Buffer::Cpu(g)) => {
+            cpu::update::adagrad(cpu::update::AdaGradArgs { param: p, param_layout: param.layout(), sum_sq: s, sum_sq_layout: sum_sq.layout(), grad: g, grad_layout: grad.layout(), lr, eps })
+        }
+    }
+}

@@ -56,6 +56,9 @@ pub const DATASHEET: &[DatasheetPeak] = &[
     DatasheetPeak { name_contains: &["a100"], device: "A100", fp32: 19.5e12, tf32: 156e12, bf16: 312e12, fp16: 312e12, source: "NVIDIA A100 datasheet" },
     DatasheetPeak { name_contains: &["l40s"], device: "L40S", fp32: 91.6e12, tf32: 183e12, bf16: 362.05e12, fp16: 362.05e12, source: "NVIDIA L40S datasheet" },
     DatasheetPeak { name_contains: &["a10g"], device: "A10G", fp32: 31.2e12, tf32: 62.5e12, bf16: 125e12, fp16: 125e12, source: "NVIDIA A10G (AWS) specifications" },
+    DatasheetPeak { name_contains: &["l40"], device: "L40", fp32: 90.5e12, tf32: 90.5e12, bf16: 181e12, fp16: 181e12, source: "NVIDIA L40 datasheet" },
+    DatasheetPeak { name_contains: &["a40"], device: "A40", fp32: 37.4e12, tf32: 74.8e12, bf16: 149.7e12, fp16: 149.7e12, source: "NVIDIA A40 datasheet" },
+    DatasheetPeak { name_contains: &["l4"], device: "L4", fp32: 30.3e12, tf32: 60e12, bf16: 121e12, fp16: 121e12, source: "NVIDIA L4 datasheet" },
 ];
 
 impl DatasheetPeak {
@@ -75,6 +78,40 @@ pub fn datasheet_for(device_name: &str) -> Option<&'static DatasheetPeak> {
     DATASHEET.iter().find(|p| p.name_contains.iter().all(|part| name.contains(part)))
 }
 
+/// The peak an MFU is computed against, and where it came from.
+#[derive(Debug, Clone)]
+pub struct PromisedPeak {
+    pub flop_per_sec: f64,
+    /// "datasheet" or "measured".
+    pub kind: &'static str,
+    /// One sentence: which datasheet, or how the measurement was made.
+    pub how: String,
+}
+
+impl PromisedPeak {
+    /// Model FLOP utilisation: achieved over promised.
+    pub fn mfu(&self, actual_flop_per_sec: f64) -> f64 {
+        actual_flop_per_sec / self.flop_per_sec
+    }
+}
+
+/// The promised peak of `device` for `mode`, or why there is none. GPUs are looked up in the
+/// datasheet table by name (an unknown name gets no peak); the CPU's is measured on this host.
+pub fn promised(device: &crate::device::Device, mode: MathMode) -> std::result::Result<PromisedPeak, String> {
+    match device {
+        crate::device::Device::Cpu => {
+            let m = crate::device::cpu::peak::measured(mode)?;
+            Ok(PromisedPeak { flop_per_sec: m.flop_per_sec, kind: "measured", how: m.method })
+        }
+    }
+}
+
+/// The datasheet peak for a GPU called `device_name`, or why there is none.
+pub fn promised_by_name(device_name: &str, mode: MathMode) -> std::result::Result<PromisedPeak, String> {
+    let entry = datasheet_for(device_name).ok_or_else(|| format!("\"{device_name}\" is not in the datasheet table (src/device/peaks.rs), so no MFU is computed"))?;
+    Ok(PromisedPeak { flop_per_sec: entry.flop_per_sec(mode), kind: "datasheet", how: format!("{} dense {} peak, {}", entry.device, mode.name(), entry.source) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +122,9 @@ mod tests {
         assert_eq!(datasheet_for("NVIDIA H100 80GB HBM3").map(|p| p.device), Some("H100 SXM"));
         assert_eq!(datasheet_for("NVIDIA H200").map(|p| p.bf16), Some(989.5e12));
         assert!(datasheet_for("AMD EPYC 9R14").is_none());
+        assert_eq!(datasheet_for("NVIDIA L40S").map(|p| p.device), Some("L40S"));
+        assert_eq!(datasheet_for("NVIDIA L40").map(|p| p.device), Some("L40"));
+        assert_eq!(datasheet_for("NVIDIA L4").map(|p| p.device), Some("L4"));
+        assert!(promised_by_name("Mystery Accelerator 9000", MathMode::Bf16).is_err());
     }
 }

@@ -1,7 +1,13 @@
 //! Compute accounting: FLOPs, FLOP/s, and what hardware promises.
 
-use crate::device::peaks;
+use serde_json::json;
+
+use crate::device::peaks::{self, MathMode, PromisedPeak};
+use crate::device::{Device, cpu};
 use crate::error::Result;
+use crate::flops::FlopCounter;
+use crate::tensor::{DType, Tensor};
+use crate::timing::{self, Timing, TimingOptions};
 use crate::trace::{SectionCtx, Unit};
 
 /// A FLOP is one floating-point operation; FLOP/s is a speed. Training budgets are totals, chips
@@ -22,5 +28,109 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     cx.record("one_week_seconds", seconds, Unit::Seconds)?;
     let total_flops = 8.0 * seconds * peaks::H100_SXM_BF16_DENSE;
     cx.record("total_flops", total_flops, Unit::Flop)?;
+
+    // A linear model y = x @ w: B points of dimension D mapped to K outputs.
+    let (b, d, k) = linear_model_sizes(&cx.device);
+    cx.record("B", b, Unit::Count)?;
+    cx.record("D", d, Unit::Count)?;
+    cx.record("K", k, Unit::Count)?;
+    let x = Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?;
+    let w = Tensor::randn(&[d, k], DType::F32, &mut cx.rng)?.to_device(&cx.device)?;
+    // One multiply and one add for each (i, j, k) triple.
+    let actual_num_flops = 2 * b * d * k;
+    cx.record("actual_num_flops", actual_num_flops, Unit::Flop)?;
+    let counter = FlopCounter::start();
+    let y = x.matmul(&w)?;
+    cx.record("counted_num_flops", counter.finish().total(), Unit::Flop)?;
+    cx.record("y_shape", y.shape().to_vec(), Unit::None)?;
+
+    // Wall-clock time: warm up, repeat, take the median (the spread is kept too).
+    let fp32 = time_matmul(&cx.device, &x, &w)?;
+    cx.record("actual_time", fp32.median_s, Unit::Seconds)?;
+    cx.record("actual_time_spread", fp32.to_json(), Unit::None)?;
+    let actual_flop_per_sec = fp32.flop_per_sec(actual_num_flops as u64);
+    cx.record("actual_flop_per_sec", actual_flop_per_sec, Unit::FlopPerSec)?;
+    // MFU = what we achieved / what the hardware promises (dense, for this dtype).
+    match peaks::promised(&cx.device, MathMode::Fp32) {
+        Ok(peak) => {
+            cx.record("promised_flop_per_sec", peak.flop_per_sec, Unit::FlopPerSec)?;
+            cx.record("promised_peak_source", peak.how.clone(), Unit::None)?;
+            cx.record("mfu", peak.mfu(actual_flop_per_sec), Unit::Ratio)?;
+        }
+        Err(why) => cx.record("mfu_unavailable_reason", why, Unit::None)?,
+    }
+
+    // The same in bfloat16: half the bytes, and on most hardware a faster unit.
+    let (x16, w16) = (x.to_dtype(DType::BF16)?, w.to_dtype(DType::BF16)?);
+    let bf16 = time_matmul(&cx.device, &x16, &w16)?;
+    cx.record("bf16_actual_time", bf16.median_s, Unit::Seconds)?;
+    cx.record("bf16_actual_time_spread", bf16.to_json(), Unit::None)?;
+    let bf16_actual_flop_per_sec = bf16.flop_per_sec(actual_num_flops as u64);
+    cx.record("bf16_actual_flop_per_sec", bf16_actual_flop_per_sec, Unit::FlopPerSec)?;
+    match peaks::promised(&cx.device, MathMode::Bf16) {
+        Ok(peak) => {
+            cx.record("bf16_promised_flop_per_sec", peak.flop_per_sec, Unit::FlopPerSec)?;
+            cx.record("bf16_promised_peak_source", peak.how.clone(), Unit::None)?;
+            cx.record("bf16_mfu", peak.mfu(bf16_actual_flop_per_sec), Unit::Ratio)?;
+        }
+        Err(why) => cx.record("bf16_mfu_unavailable_reason", why, Unit::None)?,
+    }
+    // On a CPU, the textbook peak for comparison with the measured one.
+    if cx.device.is_cpu() {
+        cx.record("cpu_peak_formula", cpu_formula_json(), Unit::None)?;
+    }
+
+    // Throughput against size: small products cannot keep the units busy.
+    let (sweep, sweep_peaks) = throughput_sweep(cx)?;
+    cx.record("throughput_sweep", sweep, Unit::None)?;
+    cx.record("sweep_peaks", sweep_peaks, Unit::None)?;
     Ok(())
+}
+
+/// The lecture's sizes on a GPU; on a CPU sizes that keep the run short.
+pub(crate) fn linear_model_sizes(device: &Device) -> (usize, usize, usize) {
+    if device.is_cpu() { (1024, 256, 64) } else { (16384, 32768, 8192) }
+}
+
+fn time_matmul(device: &Device, x: &Tensor, w: &Tensor) -> Result<Timing> {
+    timing::time(device, TimingOptions::default(), || x.matmul(w).map(drop))
+}
+
+fn cpu_formula_json() -> serde_json::Value {
+    let one = |mode: MathMode| match cpu::peak::formula(mode) {
+        Ok(f) => json!({"flop_per_sec": f.flop_per_sec, "physical_cores": f.physical_cores, "flop_per_instruction": f.flop_per_instruction,
+                        "instructions_per_cycle": f.instructions_per_cycle, "clock_hz": f.clock_hz, "assumptions": f.assumptions}),
+        Err(why) => json!({"unavailable": why}),
+    };
+    json!({"fp32": one(MathMode::Fp32), "bf16": one(MathMode::Bf16)})
+}
+
+fn peak_json(peak: &std::result::Result<PromisedPeak, String>) -> serde_json::Value {
+    match peak {
+        Ok(p) => json!({"flop_per_sec": p.flop_per_sec, "kind": p.kind, "how": p.how}),
+        Err(why) => json!({"unavailable": why}),
+    }
+}
+
+/// Square n×n·n×n products in fp32 and bf16: sizes, median time, FLOP/s and MFU, plus the
+/// promised peaks to draw as lines.
+fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_json::Value)> {
+    let sizes: &[usize] = if cx.device.is_cpu() { &[64, 128, 256, 512, 1024] } else { &[256, 512, 1024, 2048, 4096, 8192, 16384] };
+    let modes = [(DType::F32, MathMode::Fp32), (DType::BF16, MathMode::Bf16)];
+    let peaks: Vec<_> = modes.iter().map(|&(_, m)| peaks::promised(&cx.device, m)).collect();
+    let mut points = Vec::new();
+    for &n in sizes {
+        let a = Tensor::randn(&[n, n], DType::F32, &mut cx.rng)?.to_device(&cx.device)?;
+        let b = Tensor::randn(&[n, n], DType::F32, &mut cx.rng)?.to_device(&cx.device)?;
+        for ((dtype, mode), peak) in modes.iter().zip(&peaks) {
+            let (a, b) = (a.to_dtype(*dtype)?, b.to_dtype(*dtype)?);
+            let t = timing::time(&cx.device, TimingOptions::quick(), || a.matmul(&b).map(drop))?;
+            let flops = 2 * n * n * n;
+            let fps = t.flop_per_sec(flops as u64);
+            let mfu = peak.as_ref().ok().map(|p| p.mfu(fps));
+            points.push(json!({"dtype": mode.name(), "n": n, "flops": flops, "median_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s, "flop_per_sec": fps, "mfu": mfu}));
+        }
+    }
+    let peak_lines = json!({"fp32": peak_json(&peaks[0]), "bf16": peak_json(&peaks[1])});
+    Ok((serde_json::Value::Array(points), peak_lines))
 }

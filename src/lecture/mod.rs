@@ -3,10 +3,13 @@
 
 mod compute;
 mod einops;
+mod gradients;
 mod memory;
+mod models;
 mod napkin;
 mod operations;
 pub mod run;
+mod training;
 
 use crate::error::Result;
 use crate::trace::SectionCtx;
@@ -53,6 +56,16 @@ sections! {
     einops::einops_reduce => "einops: reduce",
     einops::einops_rearrange => "einops: rearrange",
     compute::tensor_operations_flops => "Counting FLOPs",
+    gradients::gradients_basics => "Gradients: the basics",
+    gradients::gradients_flops => "Gradients: FLOPs",
+    models::module_parameters => "Module parameters and initialisation",
+    models::custom_model => "A custom model",
+    training::note_about_randomness => "A note about randomness",
+    training::data_loading => "Data loading",
+    training::optimizer => "Optimizer",
+    training::train_loop => "Training loop",
+    training::checkpointing => "Checkpointing",
+    training::mixed_precision_training => "Mixed-precision training",
 }
 
 pub fn find(id: &str) -> Option<&'static SectionDef> {

@@ -5,6 +5,8 @@ mod create;
 pub mod dtype;
 pub mod einops;
 pub mod formats;
+mod grad_ops;
+mod inplace;
 pub mod layout;
 mod matmul;
 pub mod named;
@@ -16,6 +18,7 @@ mod view;
 use std::sync::Arc;
 
 pub use dtype::{DType, Element};
+pub use inplace::{ADAGRAD_FLOPS_PER_ELEMENT, SGD_FLOPS_PER_ELEMENT};
 pub use layout::Layout;
 pub use ops::{BinaryOp, UnaryOp};
 pub use reduce::ReduceOp;

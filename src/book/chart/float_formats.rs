@@ -5,7 +5,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::ChartData;
-use super::plot::{FG, PALETTE, drawing, svg, text_style, tick};
+use super::plot::{FG, PALETTE, Scale, drawing, svg, text_style, tick};
 use crate::book::format::{Format, format_value};
 use crate::book::problem::Cause;
 use crate::trace::{Unit, json_number};
@@ -162,7 +162,7 @@ pub fn dynamic_ranges(data: &ChartData) -> Result<String, Cause> {
     let lo = rows.iter().map(|r| r.subnormal.log10()).fold(f64::INFINITY, f64::min).floor() - 2.0;
     let hi = rows.iter().map(|r| r.max.log10()).fold(f64::NEG_INFINITY, f64::max).ceil() + 12.0;
     let names: Vec<String> = rows.iter().map(|r| r.name.clone()).collect();
-    let x_fmt = |v: &f64| tick(*v, true);
+    let x_fmt = |v: &f64| tick(*v, Scale::Log10);
     let n = rows.len();
     rows_chart(&names, lo..hi, "magnitude, log scale (unitless)", 10, &x_fmt, "dynamic ranges of the floating-point formats", |chart| {
         for (i, r) in rows.iter().enumerate() {

@@ -9,7 +9,7 @@
 //!    Read values with `data.number("name")`, `data.numbers("name")` (a list) or
 //!    `data.value("name.path")`: a missing value fails the build with the value's name.
 //!    For x–y data (throughput against size, loss against step, std against dimension), fill a
-//!    [`plot::LineChart`] (log axes, several series, horizontal reference lines such as a peak
+//!    [`plot::LineChart`] (linear or log axes, several series, horizontal reference lines such as a peak
 //!    FLOP/s) and return `plot::line_chart(&chart)`; for anything else draw with plotters inside
 //!    [`plot::svg`].
 //! 2. Add a [`ChartDef`] to [`CHARTS`]: an id, the section whose values it reads, and a caption.
@@ -17,6 +17,7 @@
 //!
 //! The end-to-end test checks that every chart on every page parses as SVG.
 
+mod curves;
 mod float_formats;
 pub mod plot;
 
@@ -53,6 +54,32 @@ pub const CHARTS: &[ChartDef] = &[
         caption: "Magnitudes each format can hold, on a log scale: solid from the smallest normal number to the largest, \
                   faded where only subnormal numbers (with fewer significant bits) remain.",
         draw: float_formats::dynamic_ranges,
+    },
+    ChartDef {
+        id: "matmul_throughput",
+        section: "tensor_operations_flops",
+        caption: "Throughput of square matrix multiplications by size, in float32 and bfloat16, with the promised peaks as \
+                  horizontal lines. Small products cannot keep the arithmetic units busy.",
+        draw: curves::matmul_throughput,
+    },
+    ChartDef {
+        id: "init_std",
+        section: "module_parameters",
+        caption: "Spread of a linear layer's outputs as its input dimension grows: unit-variance weights grow like \
+                  √input_dim; weights scaled by 1/√input_dim stay near one.",
+        draw: curves::init_std,
+    },
+    ChartDef {
+        id: "train_losses",
+        section: "train_loop",
+        caption: "Loss at every step of the longer runs, for each optimizer and learning rate (same initial weights, same batches).",
+        draw: curves::train_losses,
+    },
+    ChartDef {
+        id: "mixed_precision_losses",
+        section: "mixed_precision_training",
+        caption: "The same regression trained in float32, entirely in bfloat16, and in mixed precision (same initial weights, same batches).",
+        draw: curves::mixed_precision_losses,
     },
 ];
 

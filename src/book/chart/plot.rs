@@ -61,11 +61,30 @@ pub fn drawing<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, Cause> {
     r.map_err(chart_error)
 }
 
+/// How an axis maps numbers to positions. Log axes span whole powers of their base and are
+/// labelled at them: powers of two suit sizes, powers of ten suit rates and losses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    Linear,
+    Log10,
+    Log2,
+}
+
+impl Scale {
+    fn base(self) -> Option<f64> {
+        match self {
+            Scale::Linear => None,
+            Scale::Log10 => Some(10.0),
+            Scale::Log2 => Some(2.0),
+        }
+    }
+}
+
 /// An axis of a line chart. The label names the quantity and its unit.
 #[derive(Debug, Clone)]
 pub struct Axis {
     pub label: String,
-    pub log: bool,
+    pub scale: Scale,
 }
 
 /// One named line of (x, y) points. Non-finite points, and on a log axis non-positive ones, are
@@ -83,48 +102,52 @@ pub struct Reference {
     pub y: f64,
 }
 
-#[derive(Debug, Clone)]
 pub struct LineChart {
     pub x: Axis,
     pub y: Axis,
     pub series: Vec<Series>,
     pub references: Vec<Reference>,
+    /// A dot at every point (off for long curves such as losses per step).
+    pub markers: bool,
+    /// Where the legend goes: a corner the curves leave free.
+    pub legend: SeriesLabelPosition,
     pub width: u32,
     pub height: u32,
 }
 
 impl LineChart {
     pub fn new(x: Axis, y: Axis) -> LineChart {
-        LineChart { x, y, series: Vec::new(), references: Vec::new(), width: 720, height: 400 }
+        LineChart { x, y, series: Vec::new(), references: Vec::new(), markers: true, legend: SeriesLabelPosition::UpperLeft, width: 720, height: 400 }
     }
 }
 
-fn to_axis(v: f64, log: bool) -> Option<f64> {
-    match (v.is_finite(), log) {
-        (false, _) => None,
-        (true, true) if v > 0.0 => Some(v.log10()),
-        (true, true) => None,
-        (true, false) => Some(v),
+/// A value's position on the axis: itself, or its logarithm (non-positive values have none).
+fn to_axis(v: f64, scale: Scale) -> Option<f64> {
+    match scale.base() {
+        _ if !v.is_finite() => None,
+        Some(base) if v > 0.0 => Some(v.log(base)),
+        Some(_) => None,
+        None => Some(v),
     }
 }
 
-/// A tick label: on a log axis the power of ten it stands for (`1e-8`, `0.1`, `1000`),
+/// A tick label: on a log axis the power it stands for (`1e-8`, `0.1`, `1000`; `64`, `128`),
 /// otherwise the number with four significant digits.
-pub fn tick(v: f64, log: bool) -> String {
-    if log && v.fract() == 0.0 && !(-2.0..=3.0).contains(&v) {
-        return format!("1e{v}");
-    }
-    let x = if log { 10f64.powf(v) } else { v };
+pub fn tick(v: f64, scale: Scale) -> String {
+    let x = match scale.base() {
+        Some(_) if v.fract() == 0.0 && scale == Scale::Log10 && !(-2.0..=4.0).contains(&v) => return format!("1e{v}"),
+        Some(base) => base.powf(v),
+        None => v,
+    };
     format_value(&json_number(x), Unit::None, Format::Auto).unwrap_or_default()
 }
 
-/// On a log axis, ask for one label per power of ten (plotters then picks whole powers), or
-/// fewer when the range is wide.
-fn label_count(lo: f64, hi: f64, log: bool) -> usize {
-    if log { ((hi - lo).ceil() as usize + 1).clamp(2, 10) } else { 8 }
-}
-
-fn padded(lo: f64, hi: f64) -> std::ops::Range<f64> {
+/// The axis range: padded on a linear axis; whole powers on a log axis, so ticks fall on them.
+fn axis_range(lo: f64, hi: f64, scale: Scale) -> std::ops::Range<f64> {
+    if scale != Scale::Linear {
+        let (lo, hi) = (lo.floor(), hi.ceil());
+        return lo..if hi > lo { hi } else { lo + 1.0 };
+    }
     if lo == hi {
         return lo - 1.0..hi + 1.0;
     }
@@ -132,10 +155,16 @@ fn padded(lo: f64, hi: f64) -> std::ops::Range<f64> {
     lo - pad..hi + pad
 }
 
+/// On a log axis one label per power (plotters then picks whole powers), fewer when the range is
+/// wide.
+fn label_count(range: &std::ops::Range<f64>, scale: Scale) -> usize {
+    if scale == Scale::Linear { 8 } else { ((range.end - range.start).round() as usize + 1).clamp(2, 12) }
+}
+
 /// Draws a line chart: every series as a line with markers, references as dashed-looking faint
 /// lines with their labels, a legend, and axes labelled with their units.
 pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
-    let (xl, yl) = (spec.x.log, spec.y.log);
+    let (xl, yl) = (spec.x.scale, spec.y.scale);
     let series: Vec<(String, Vec<(f64, f64)>)> = spec
         .series
         .iter()
@@ -149,6 +178,7 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
     if !x_lo.is_finite() || !y_lo.is_finite() {
         return Err(chart_error("no finite points to draw"));
     }
+    let (x_range, y_range) = (axis_range(x_lo, x_hi, xl), axis_range(y_lo, y_hi, yl));
     let label = format!("{} against {}", spec.y.label, spec.x.label);
     svg(spec.width, spec.height, &label, |root| {
         let mut chart = drawing(
@@ -156,7 +186,7 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
                 .margin(12)
                 .x_label_area_size(44)
                 .y_label_area_size(76)
-                .build_cartesian_2d(padded(x_lo, x_hi), padded(y_lo, y_hi)),
+                .build_cartesian_2d(x_range.clone(), y_range.clone()),
         )?;
         let x_fmt = |v: &f64| tick(*v, xl);
         let y_fmt = |v: &f64| tick(*v, yl);
@@ -165,8 +195,8 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
                 .configure_mesh()
                 .x_desc(spec.x.label.as_str())
                 .y_desc(spec.y.label.as_str())
-                .x_labels(label_count(x_lo, x_hi, xl))
-                .y_labels(label_count(y_lo, y_hi, yl))
+                .x_labels(label_count(&x_range, xl))
+                .y_labels(label_count(&y_range, yl))
                 .x_label_formatter(&x_fmt)
                 .y_label_formatter(&y_fmt)
                 .label_style(text_style(15))
@@ -190,13 +220,15 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
             drawing(chart.draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2))))?
                 .label(name.clone())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-            drawing(chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled()))))?;
+            if spec.markers {
+                drawing(chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled()))))?;
+            }
         }
         if !series.is_empty() {
             drawing(
                 chart
                     .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperLeft)
+                    .position(spec.legend.clone())
                     .label_font(text_style(15))
                     .border_style(FG.mix(0.4))
                     .background_style(TRANSPARENT)
@@ -214,8 +246,8 @@ mod tests {
     #[test]
     fn line_chart_draws_series_references_and_units() {
         let mut chart = LineChart::new(
-            Axis { label: "matrix size n (elements per side)".into(), log: true },
-            Axis { label: "throughput (FLOP/s)".into(), log: true },
+            Axis { label: "matrix size n (elements per side)".into(), scale: Scale::Log2 },
+            Axis { label: "throughput (FLOP/s)".into(), scale: Scale::Log10 },
         );
         chart.series.push(Series { name: "float32".into(), points: vec![(64.0, 1e9), (256.0, 3e10), (1024.0, 5e10), (2048.0, f64::NAN)] });
         chart.series.push(Series { name: "bfloat16".into(), points: vec![(64.0, 2e9), (256.0, 6e10), (1024.0, 9e10)] });
@@ -228,13 +260,15 @@ mod tests {
         for text in ["throughput (FLOP/s)", "matrix size n (elements per side)", "peak float32", "float32", "bfloat16"] {
             assert!(svg.contains(&format!(">{text}<")), "missing text {text}");
         }
-        // Log-axis ticks are written as the numbers they stand for.
-        assert!(svg.contains(">1e10<") || svg.contains(">1e11<"), "{svg}");
+        // Log-axis ticks are written as the numbers they stand for, at whole powers.
+        assert!(svg.contains(">1e10<") && svg.contains(">1e11<"), "{svg}");
+        assert!(svg.contains(">64<") && svg.contains(">1024<"), "{svg}");
+        assert!(!svg.contains(">3.162e10<"), "no half-power ticks");
     }
 
     #[test]
     fn a_chart_without_points_is_an_error() {
-        let chart = LineChart::new(Axis { label: "x".into(), log: true }, Axis { label: "y".into(), log: false });
+        let chart = LineChart::new(Axis { label: "x".into(), scale: Scale::Log10 }, Axis { label: "y".into(), scale: Scale::Linear });
         assert!(matches!(line_chart(&chart), Err(Cause::Chart { .. })));
     }
 }

@@ -2,6 +2,8 @@
 //! matmul through the `gemm` crate.
 
 mod matmul;
+pub mod peak;
+pub mod update;
 
 pub use matmul::matmul;
 

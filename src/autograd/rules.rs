@@ -1,0 +1,150 @@
+//! The backward rule of every differentiable op. Each op saves exactly what its rule needs, and
+//! each rule computes input gradients only where `needs` says an input wants one.
+//!
+//! With `g` the gradient arriving at the op's output:
+//! - `c = a @ b`: `∂a = g @ bᵀ`, `∂b = aᵀ @ g` (2·m·n·k FLOPs each), summed over batch
+//!   dimensions that were broadcast;
+//! - `a ± b`, `a · b`, `a / b`: the usual rules, summed back to each operand's shape;
+//! - `aᵖ`: `p·aᵖ⁻¹·g`; `sum`/`mean`: `g` spread back (divided by the count for the mean);
+//! - views (`reshape`, `transpose`, `squeeze`, `unsqueeze`) and casts: the inverse view or cast;
+//! - `mse(pred, target) = mean((pred − target)²)`: `∂pred = 2·(pred − target)/n · g`.
+
+use crate::error::Result;
+use crate::tensor::{DType, Tensor};
+
+pub(crate) enum Op {
+    /// `a` is saved only if `b` needs a gradient, and `b` only if `a` does.
+    MatMul { a: Option<Tensor>, b: Option<Tensor>, a_shape: Vec<usize>, b_shape: Vec<usize> },
+    Add { a_shape: Vec<usize>, b_shape: Vec<usize> },
+    Sub { a_shape: Vec<usize>, b_shape: Vec<usize> },
+    Mul { a: Option<Tensor>, b: Option<Tensor>, a_shape: Vec<usize>, b_shape: Vec<usize> },
+    Div { a: Option<Tensor>, b: Tensor, a_shape: Vec<usize>, b_shape: Vec<usize> },
+    Neg,
+    AddScalar,
+    MulScalar(f64),
+    DivScalar(f64),
+    PowScalar { a: Tensor, p: f64 },
+    Square { a: Tensor },
+    Sum { in_shape: Vec<usize>, dims: Vec<usize>, keepdim: bool },
+    Mean { in_shape: Vec<usize>, dims: Vec<usize>, keepdim: bool, count: usize },
+    Reshape { in_shape: Vec<usize> },
+    Transpose(usize, usize),
+    Squeeze(usize),
+    Unsqueeze(usize),
+    Cast { from: DType },
+    MseLoss { diff: Tensor },
+}
+
+type Grads = Vec<Option<Tensor>>;
+
+impl Op {
+    /// What this op keeps alive for backward.
+    pub(crate) fn saved(&self) -> Vec<&Tensor> {
+        match self {
+            Op::MatMul { a, b, .. } | Op::Mul { a, b, .. } => a.iter().chain(b.iter()).collect(),
+            Op::Div { a, b, .. } => a.iter().chain(std::iter::once(b)).collect(),
+            Op::PowScalar { a, .. } | Op::Square { a } => vec![a],
+            Op::MseLoss { diff } => vec![diff],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Input gradients for output gradient `g`; `needs[i]` says whether input `i` wants one.
+    pub(crate) fn backward(&self, g: &Tensor, needs: &[bool]) -> Result<Grads> {
+        let need = |i: usize| needs.get(i).copied().unwrap_or(false);
+        Ok(match self {
+            Op::MatMul { a, b, a_shape, b_shape } => matmul_backward(g, a.as_ref(), b.as_ref(), a_shape, b_shape, need(0), need(1))?,
+            Op::Add { a_shape, b_shape } => vec![when(need(0), || g.sum_to_shape(a_shape))?, when(need(1), || g.sum_to_shape(b_shape))?],
+            Op::Sub { a_shape, b_shape } => {
+                vec![when(need(0), || g.sum_to_shape(a_shape))?, when(need(1), || g.neg()?.sum_to_shape(b_shape))?]
+            }
+            Op::Mul { a, b, a_shape, b_shape } => vec![
+                when(need(0), || g.mul(saved(b.as_ref())?)?.sum_to_shape(a_shape))?,
+                when(need(1), || g.mul(saved(a.as_ref())?)?.sum_to_shape(b_shape))?,
+            ],
+            Op::Div { a, b, a_shape, b_shape } => {
+                // ∂a = g / b and ∂b = −g·a / b² = −(g / b)·a / b share g / b.
+                let g_over_b = g.div(b)?;
+                vec![
+                    when(need(0), || g_over_b.sum_to_shape(a_shape))?,
+                    when(need(1), || g_over_b.mul(saved(a.as_ref())?)?.div(b)?.neg()?.sum_to_shape(b_shape))?,
+                ]
+            }
+            Op::Neg => vec![Some(g.neg()?)],
+            Op::AddScalar => vec![Some(g.clone())],
+            Op::MulScalar(s) => vec![Some(g.mul_scalar(*s)?)],
+            Op::DivScalar(s) => vec![Some(g.div_scalar(*s)?)],
+            Op::PowScalar { a, p } => vec![Some(a.pow_scalar(p - 1.0)?.mul_scalar(*p)?.mul(g)?)],
+            Op::Square { a } => vec![Some(a.mul_scalar(2.0)?.mul(g)?)],
+            Op::Sum { in_shape, dims, keepdim } => vec![Some(spread(g, in_shape, dims, *keepdim)?)],
+            Op::Mean { in_shape, dims, keepdim, count } => {
+                // Divide the (small) incoming gradient before spreading it over the (large) input.
+                vec![Some(spread(&g.div_scalar(*count as f64)?, in_shape, dims, *keepdim)?)]
+            }
+            Op::Reshape { in_shape } => vec![Some(g.reshape(in_shape)?)],
+            Op::Transpose(d0, d1) => vec![Some(g.transpose(*d0 as isize, *d1 as isize)?)],
+            Op::Squeeze(d) => vec![Some(g.unsqueeze(*d)?)],
+            Op::Unsqueeze(d) => vec![Some(g.squeeze(*d)?)],
+            Op::Cast { from } => vec![Some(g.to_dtype(*from)?)],
+            Op::MseLoss { diff } => {
+                let d_pred = diff.mul_scalar(2.0 / diff.numel().max(1) as f64)?.mul(g)?;
+                let d_target = if need(1) { Some(d_pred.neg()?) } else { None };
+                vec![need(0).then_some(d_pred), d_target]
+            }
+        })
+    }
+}
+
+fn when(need: bool, f: impl FnOnce() -> Result<Tensor>) -> Result<Option<Tensor>> {
+    if need { f().map(Some) } else { Ok(None) }
+}
+
+fn saved(t: Option<&Tensor>) -> Result<&Tensor> {
+    t.ok_or_else(|| crate::error::Error::invalid("backward", "a tensor the rule needs was not saved (internal error)"))
+}
+
+/// The gradient of a reduction: `g` broadcast back over the reduced dimensions (a view).
+fn spread(g: &Tensor, in_shape: &[usize], dims: &[usize], keepdim: bool) -> Result<Tensor> {
+    let mut g = g.clone();
+    if !keepdim {
+        for &d in dims {
+            g = g.unsqueeze(d)?;
+        }
+    }
+    g.broadcast_to(in_shape)
+}
+
+/// `c = a @ b` with PyTorch's rules (1-D operands promoted, batch dimensions broadcast).
+fn matmul_backward(g: &Tensor, a: Option<&Tensor>, b: Option<&Tensor>, a_shape: &[usize], b_shape: &[usize], need_a: bool, need_b: bool) -> Result<Grads> {
+    let (a_vec, b_vec) = (a_shape.len() == 1, b_shape.len() == 1);
+    // Undo the forward's squeezes so g is [batch…, m, n].
+    let mut g2 = g.clone();
+    if a_vec {
+        g2 = g2.unsqueeze(if b_vec { g2.ndim() } else { g2.ndim() - 1 })?;
+    }
+    if b_vec {
+        g2 = g2.unsqueeze(g2.ndim())?;
+    }
+    let promote_a = |a: &Tensor| if a_vec { a.unsqueeze(0) } else { Ok(a.clone()) };
+    let promote_b = |b: &Tensor| if b_vec { b.unsqueeze(1) } else { Ok(b.clone()) };
+    let grad_a = when(need_a, || {
+        let b2 = promote_b(saved(b)?)?;
+        let a2_shape: Vec<usize> = if a_vec { vec![1, a_shape[0]] } else { a_shape.to_vec() };
+        g2.matmul(&b2.t()?)?.sum_to_shape(&a2_shape)?.reshape(a_shape)
+    })?;
+    let grad_b = when(need_b, || {
+        let a2 = promote_a(saved(a)?)?;
+        let b2_shape: Vec<usize> = if b_vec { vec![b_shape[0], 1] } else { b_shape.to_vec() };
+        let (k, n) = (b2_shape[b2_shape.len() - 2], b2_shape[b2_shape.len() - 1]);
+        let db = if b2_shape.len() == 2 && g2.ndim() > 2 {
+            // b was shared by every batch element: fold the batch into the rows and do one
+            // (k × rows)·(rows × n) product instead of many products and a sum.
+            let rows = g2.numel() / n;
+            a2.broadcast_to(&[&g2.shape()[..g2.ndim() - 2], &[g2.shape()[g2.ndim() - 2], k]].concat())?.reshape(&[rows, k])?.t()?.matmul(&g2.reshape(&[rows, n])?)?
+        } else {
+            a2.t()?.matmul(&g2)?.sum_to_shape(&b2_shape)?
+        };
+        db.reshape(b_shape)
+    })?;
+    Ok(vec![grad_a, grad_b])
+}

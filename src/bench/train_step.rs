@@ -1,0 +1,183 @@
+//! How much of a training step is matmul? A Cruncher training step (forward, backward, optimizer
+//! update) is timed, and so is every matrix product the step performs, replayed alone with the
+//! same shapes and layouts. The difference is what autograd, the elementwise ops, allocation and
+//! the optimizer cost on top of the matmuls: the overhead the lecture's 6·N·D estimate ignores.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::autograd::{Var, mse_loss};
+use crate::device::Device;
+use crate::device::peaks::{self, MathMode};
+use crate::error::{Error, Result};
+use crate::flops::FlopCounter;
+use crate::nn::{Cruncher, Module};
+use crate::optim::{AdaGrad, Optimizer, Sgd};
+use crate::rng::Rng;
+use crate::tensor::{DType, Tensor};
+use crate::timing::{self, Timing, TimingOptions};
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub dim: usize,
+    pub num_layers: usize,
+    pub batch: usize,
+    /// "adagrad" or "sgd".
+    pub optimizer: String,
+    pub device: Device,
+    pub seed: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { dim: 1024, num_layers: 4, batch: 256, optimizer: "adagrad".into(), device: Device::Cpu, seed: 0 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub num_parameters: usize,
+    /// Matmul FLOPs of one step (forward + backward), as counted.
+    pub counted_matmul_flops: u64,
+    /// 6·B·P, the lecture's estimate (it includes the input gradient the step skips).
+    pub six_b_p: u64,
+    /// All FLOPs of one step, optimizer included.
+    pub counted_total_flops: u64,
+    pub step_s: f64,
+    pub step_spread: serde_json::Value,
+    /// Forward + backward alone, and the optimizer update alone.
+    pub forward_backward_s: f64,
+    pub optimizer_s: f64,
+    /// The step's matmuls replayed alone, summed.
+    pub matmul_s: f64,
+    pub matmul_flop_per_sec: f64,
+    /// (step − matmuls) / step: the goal is ≤ 0.25.
+    pub overhead_fraction: f64,
+    pub step_flop_per_sec: f64,
+    pub promised_flop_per_sec: Option<f64>,
+    /// Counted matmul FLOPs per step over the step time, against the promised peak.
+    pub step_mfu: Option<f64>,
+}
+
+fn options() -> TimingOptions {
+    TimingOptions { warmup: 2, min_reps: 5, max_reps: 50, budget: Duration::from_secs(3) }
+}
+
+/// An operand: (rows, columns, used as a transposed view).
+type Operand = (usize, usize, bool);
+
+/// The matmuls of one step: operand shapes and whether each is used transposed (a view).
+/// Forward: h_{i+1} = h_i @ W_i, then out = h_L @ W_f. Backward, last layer first:
+/// dW = h_iᵀ @ dh_{i+1} for every weight, dh_i = dh_{i+1} @ W_iᵀ for every layer but the first
+/// (the data needs no gradient).
+fn step_matmuls(dim: usize, layers: usize, batch: usize) -> Vec<(Operand, Operand)> {
+    let mut out = Vec::new();
+    for _ in 0..layers {
+        out.push(((batch, dim, false), (dim, dim, false)));
+    }
+    out.push(((batch, dim, false), (dim, 1, false)));
+    // final layer: dWf = hᵀ @ g, dh = g @ Wfᵀ
+    out.push(((dim, batch, true), (batch, 1, false)));
+    out.push(((batch, 1, false), (1, dim, true)));
+    for i in (0..layers).rev() {
+        out.push(((dim, batch, true), (batch, dim, false)));
+        if i > 0 {
+            out.push(((batch, dim, false), (dim, dim, true)));
+        }
+    }
+    out
+}
+
+/// A random operand of logical shape (rows, cols), stored transposed when `t`.
+fn operand(rows: usize, cols: usize, t: bool, rng: &mut Rng, device: &Device) -> Result<Tensor> {
+    let stored = if t { [cols, rows] } else { [rows, cols] };
+    let x = Tensor::randn(&stored, DType::F32, rng)?.to_device(device)?;
+    if t { x.t() } else { Ok(x) }
+}
+
+pub fn run(config: &Config) -> Result<Report> {
+    let mut rng = Rng::seed(config.seed);
+    let model = Cruncher::new(config.dim, config.num_layers, &mut rng)?.to_device(&config.device)?;
+    let mut optimizer: Box<dyn Optimizer> = match config.optimizer.as_str() {
+        "adagrad" => Box::new(AdaGrad::new(&model, 1e-3)?),
+        "sgd" => Box::new(Sgd::new(&model, 1e-3)?),
+        other => return Err(Error::invalid("bench", format!("unknown optimizer {other:?} (adagrad or sgd)"))),
+    };
+    let x = Var::constant(Tensor::randn(&[config.batch, config.dim], DType::F32, &mut rng)?.to_device(&config.device)?);
+    let y = Var::constant(Tensor::randn(&[config.batch], DType::F32, &mut rng)?.to_device(&config.device)?);
+    let forward_backward = || -> Result<()> { mse_loss(&model.forward(&x)?, &y)?.backward() };
+
+    let counter = FlopCounter::start();
+    forward_backward()?;
+    let fb_count = counter.finish();
+    let counter = FlopCounter::start();
+    optimizer.step()?;
+    let opt_count = counter.finish();
+    optimizer.zero_grad();
+
+    let step = timing::time(&config.device, options(), || {
+        forward_backward()?;
+        optimizer.step()?;
+        optimizer.zero_grad();
+        Ok(())
+    })?;
+    let fb = timing::time(&config.device, options(), || {
+        forward_backward()?;
+        model.zero_grad();
+        Ok(())
+    })?;
+    let opt = timing::time_with_setup(&config.device, options(), forward_backward, |()| {
+        optimizer.step()?;
+        optimizer.zero_grad();
+        Ok(())
+    })?;
+
+    // Every product the step runs, alone.
+    let mut matmul_s = 0.0;
+    let mut replayed_flops = 0u64;
+    for ((m, k, ta), (k2, n, tb)) in step_matmuls(config.dim, config.num_layers, config.batch) {
+        debug_assert_eq!(k, k2);
+        let (a, b) = (operand(m, k, ta, &mut rng, &config.device)?, operand(k2, n, tb, &mut rng, &config.device)?);
+        let t: Timing = timing::time(&config.device, options(), || a.matmul(&b).map(drop))?;
+        matmul_s += t.median_s;
+        replayed_flops += 2 * (m * k * n) as u64;
+    }
+    let counted_matmul_flops = fb_count.by_op.get("matmul").copied().unwrap_or(0);
+    if replayed_flops != counted_matmul_flops {
+        return Err(Error::invalid("bench", format!("replayed {replayed_flops} matmul FLOPs but the step counted {counted_matmul_flops}")));
+    }
+    let peak = peaks::promised(&config.device, MathMode::Fp32).ok();
+    let step_flop_per_sec = counted_matmul_flops as f64 / step.median_s;
+    Ok(Report {
+        num_parameters: model.num_parameters(),
+        counted_matmul_flops,
+        six_b_p: 6 * (config.batch * model.num_parameters()) as u64,
+        counted_total_flops: fb_count.total() + opt_count.total(),
+        step_s: step.median_s,
+        step_spread: step.to_json(),
+        forward_backward_s: fb.median_s,
+        optimizer_s: opt.median_s,
+        matmul_s,
+        matmul_flop_per_sec: counted_matmul_flops as f64 / matmul_s,
+        overhead_fraction: (step.median_s - matmul_s) / step.median_s,
+        step_flop_per_sec,
+        promised_flop_per_sec: peak.as_ref().map(|p| p.flop_per_sec),
+        step_mfu: peak.as_ref().map(|p| p.mfu(step_flop_per_sec)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The replayed list has exactly the step's counted matmul FLOPs.
+    #[test]
+    fn replayed_matmuls_match_the_counted_step() {
+        let config = Config { dim: 16, num_layers: 2, batch: 4, ..Config::default() };
+        let list = step_matmuls(config.dim, config.num_layers, config.batch);
+        let flops: usize = list.iter().map(|((m, k, _), (_, n, _))| 2 * m * k * n).sum();
+        let p = Cruncher::expected_num_parameters(16, 2);
+        assert_eq!(flops, 6 * 4 * p - 2 * 4 * 16 * 16);
+    }
+}

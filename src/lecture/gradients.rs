@@ -1,0 +1,106 @@
+//! Gradients: what backward computes, and what it costs in FLOPs.
+
+use crate::autograd::Var;
+use crate::error::Result;
+use crate::flops::{FlopCount, FlopCounter};
+use crate::tensor::{DType, Tensor};
+use crate::timing::{self, TimingOptions};
+use crate::trace::{SectionCtx, Unit};
+
+/// Forward: compute a loss. Backward: compute the gradient of the loss with respect to each
+/// parameter, by the chain rule, from the loss back to the leaves.
+pub fn gradients_basics(cx: &mut SectionCtx) -> Result<()> {
+    let x = Var::constant(Tensor::from_data(&[1.0, 2.0, 3.0], DType::F32)?.to_device(&cx.device)?);
+    let w = Var::parameter(Tensor::from_data(&[1.0, 1.0, 1.0], DType::F32)?.to_device(&cx.device)?); // want a gradient
+    let pred_y = x.matmul(&w)?;
+    let loss = pred_y.sub_scalar(5.0)?.pow_scalar(2.0)?.mul_scalar(0.5)?;
+    cx.record("loss", loss.value().item()?, Unit::None)?;
+
+    loss.backward()?;
+    // ∂loss/∂w = (x·w − 5)·x = 1·x.
+    match w.grad() {
+        Some(g) => cx.record_tensor("w_grad", &g)?,
+        None => cx.record("w_grad", "none", Unit::None)?,
+    }
+    // Only leaves that asked for one get a gradient: not the data, not the intermediate.
+    cx.record("x_grad_is_none", x.grad().is_none(), Unit::None)?;
+    cx.record("pred_y_grad_is_none", pred_y.grad().is_none(), Unit::None)?;
+    Ok(())
+}
+
+fn matmul_flops(count: &FlopCount) -> u64 {
+    count.by_op.get("matmul").copied().unwrap_or(0)
+}
+
+/// A two-layer linear model x →w1→ h1 →w2→ h2, loss = mean(h2²). Forward: 2 FLOPs per
+/// (data point, parameter). Backward: 4, because each matmul needs two more of the same size.
+pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
+    let (b, d, k) = super::compute::linear_model_sizes(&cx.device);
+    cx.record("B", b, Unit::Count)?;
+    cx.record("D", d, Unit::Count)?;
+    cx.record("K", k, Unit::Count)?;
+    let x = Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?;
+    let w1 = Var::parameter(Tensor::randn(&[d, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
+    let w2 = Var::parameter(Tensor::randn(&[d, k], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
+    let forward = |x: &Var| -> Result<Var> {
+        let h1 = x.matmul(&w1)?;
+        let h2 = h1.matmul(&w2)?;
+        h2.pow_scalar(2.0)?.mean_all()
+    };
+
+    // Forward: two matmuls.
+    let num_forward_flops = (2 * b * d * d) + (2 * b * d * k);
+    cx.record("num_forward_flops", num_forward_flops, Unit::Flop)?;
+    let counter = FlopCounter::start();
+    let loss = forward(&Var::constant(x.clone()))?;
+    let counted = counter.finish();
+    cx.record("counted_forward_flops", matmul_flops(&counted), Unit::Flop)?;
+    // The elementwise square and the mean add one FLOP per element of h2: small next to matmuls.
+    cx.record("counted_forward_flops_all_ops", counted.forward, Unit::Flop)?;
+
+    // Backward, by the chain rule, one matmul per gradient:
+    let w2_grad_flops = 2 * b * d * k; // w2.grad = h1ᵀ @ h2.grad
+    let h1_grad_flops = 2 * b * d * k; // h1.grad = h2.grad @ w2ᵀ
+    let w1_grad_flops = 2 * b * d * d; // w1.grad = xᵀ @ h1.grad
+    let x_grad_flops = 2 * b * d * d; // x.grad = h1.grad @ w1ᵀ
+    let num_backward_flops = w2_grad_flops + h1_grad_flops + w1_grad_flops + x_grad_flops;
+    cx.record("num_backward_flops", num_backward_flops, Unit::Flop)?;
+    cx.record("backward_to_forward_ratio", num_backward_flops as f64 / num_forward_flops as f64, Unit::Ratio)?;
+
+    let counter = FlopCounter::start();
+    loss.backward()?;
+    let counted = counter.finish();
+    // x is data: nothing asked for its gradient, so the last matmul is never run.
+    cx.record("counted_backward_flops", matmul_flops(&counted), Unit::Flop)?;
+    cx.record("counted_backward_flops_all_ops", counted.backward, Unit::Flop)?;
+    cx.record("backward_flops_skipped", num_backward_flops as u64 - matmul_flops(&counted), Unit::Flop)?;
+    cx.record("skipped_explanation", "x needs no gradient, so backward skips x.grad = h1.grad @ w1ᵀ (2·B·D·D FLOPs)", Unit::None)?;
+
+    // With x requiring a gradient the count meets the formula.
+    w1.zero_grad();
+    w2.zero_grad();
+    let loss = forward(&Var::parameter(x.clone()))?;
+    let counter = FlopCounter::start();
+    loss.backward()?;
+    cx.record("counted_backward_flops_x_requires_grad", matmul_flops(&counter.finish()), Unit::Flop)?;
+
+    // Time both passes (the backward needs a fresh graph each time).
+    let forward_time = timing::time(&cx.device, TimingOptions::default(), || forward(&Var::constant(x.clone())).map(drop))?;
+    let backward_time = timing::time_with_setup(
+        &cx.device,
+        TimingOptions::default(),
+        || {
+            // Fresh gradients each time, so no accumulation (an extra add) is timed.
+            w1.zero_grad();
+            w2.zero_grad();
+            forward(&Var::constant(x.clone()))
+        },
+        |loss| loss.backward(),
+    )?;
+    cx.record("forward_time", forward_time.median_s, Unit::Seconds)?;
+    cx.record("forward_time_spread", forward_time.to_json(), Unit::None)?;
+    cx.record("backward_time", backward_time.median_s, Unit::Seconds)?;
+    cx.record("backward_time_spread", backward_time.to_json(), Unit::None)?;
+    cx.record("measured_backward_to_forward_ratio", backward_time.median_s / forward_time.median_s, Unit::Ratio)?;
+    Ok(())
+}

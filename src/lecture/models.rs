@@ -1,0 +1,97 @@
+//! Models: parameters, their initialisation, and a first custom model.
+
+use serde_json::json;
+
+use crate::autograd::Var;
+use crate::error::Result;
+use crate::nn::{Cruncher, Init, Module};
+use crate::rng::Rng;
+use crate::tensor::{DType, Tensor};
+use crate::trace::{SectionCtx, Unit};
+
+/// Standard deviation of a tensor's elements (population form).
+fn std_of(t: &Tensor) -> Result<f64> {
+    let v = t.to_vec_f64()?;
+    let n = v.len().max(1) as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    Ok((v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt())
+}
+
+/// Parameters are tensors the optimizer changes. How they start matters: with unit-variance
+/// weights every output of `x @ w` is a sum of input_dim terms and grows like √input_dim.
+pub fn module_parameters(cx: &mut SectionCtx) -> Result<()> {
+    let input_dim = 16384;
+    let output_dim = 32;
+    cx.record("input_dim", input_dim, Unit::Count)?;
+    cx.record("output_dim", output_dim, Unit::Count)?;
+    let x = Var::constant(Tensor::randn(&[input_dim], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
+
+    // w ~ N(0, 1): outputs of size about √input_dim = 128.
+    let w = Var::parameter(Init::Normal { std: 1.0 }.sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
+    let output = x.matmul(&w)?;
+    cx.record_tensor("output", output.value())?;
+    cx.record("output_std", std_of(output.value())?, Unit::None)?;
+    cx.record("expected_output_std", (input_dim as f64).sqrt(), Unit::None)?;
+
+    // w ~ N(0, 1/input_dim) (Xavier, up to a constant): outputs O(1).
+    let w = Var::parameter(Init::Xavier.sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
+    let output = x.matmul(&w)?;
+    cx.record_tensor("xavier_output", output.value())?;
+    cx.record("xavier_output_std", std_of(output.value())?, Unit::None)?;
+
+    // Truncated at ±3σ with σ = 1/√input_dim: no weight beyond 3/128.
+    let sigma = 1.0 / (input_dim as f64).sqrt();
+    let w = Init::TruncatedXavier.sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?;
+    cx.record("truncation_bound", 3.0 * sigma, Unit::None)?;
+    cx.record("truncated_min", w.min_all()?.item()?, Unit::None)?;
+    cx.record("truncated_max", w.max_all()?.item()?, Unit::None)?;
+    let output = x.matmul(&Var::parameter(w.to_device(&cx.device)?))?;
+    cx.record("truncated_output_std", std_of(output.value())?, Unit::None)?;
+    // The original passes a=-3, b=3 as absolute bounds with std 1/128: 3 is 384σ, so nothing
+    // is ever cut. Count how many of the untruncated Xavier weights lie beyond ±3 and ±3σ.
+    let untruncated = Init::Xavier.sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?.to_vec_f64()?;
+    let beyond = |bound: f64| untruncated.iter().filter(|v| v.abs() > bound).count();
+    cx.record("weights_beyond_absolute_3", beyond(3.0), Unit::Count)?;
+    cx.record("weights_beyond_3_sigma", beyond(3.0 * sigma), Unit::Count)?;
+    cx.record("num_weights", untruncated.len(), Unit::Count)?;
+
+    // For the chart: output std against input_dim, for both initialisations.
+    let chart = std_vs_input_dim(&mut cx.rng)?;
+    cx.record("output_std_vs_input_dim", chart, Unit::None)?;
+    Ok(())
+}
+
+/// Output std of `x @ w` for growing input_dim, with w ~ N(0, 1) and w ~ N(0, 1/input_dim),
+/// over a batch of 64 inputs × 32 outputs each (2048 samples per point).
+fn std_vs_input_dim(rng: &mut Rng) -> Result<serde_json::Value> {
+    let mut points = Vec::new();
+    for input_dim in [16usize, 64, 256, 1024, 4096, 16384] {
+        let x = Tensor::randn(&[64, input_dim], DType::F32, rng)?;
+        let normal = x.matmul(&Init::Normal { std: 1.0 }.sample(&[input_dim, 32], DType::F32, rng)?)?;
+        let xavier = x.matmul(&Init::Xavier.sample(&[input_dim, 32], DType::F32, rng)?)?;
+        points.push(json!({"input_dim": input_dim, "normal_std": std_of(&normal)?, "xavier_std": std_of(&xavier)?, "sqrt_input_dim": (input_dim as f64).sqrt()}));
+    }
+    Ok(serde_json::Value::Array(points))
+}
+
+/// A custom model: `num_layers` D×D linear layers and a final D×1 head.
+pub fn custom_model(cx: &mut SectionCtx) -> Result<()> {
+    let d = 64;
+    let num_layers = 2;
+    let model = Cruncher::new(d, num_layers, &mut cx.rng)?;
+    let params: Vec<serde_json::Value> =
+        model.named_parameters().iter().map(|(name, p)| json!({"name": name, "shape": p.shape(), "numel": p.value().numel()})).collect();
+    cx.record("param_sizes", serde_json::Value::Array(params), Unit::None)?;
+    cx.record("num_parameters", model.num_parameters(), Unit::Count)?;
+    cx.record("expected_num_parameters", Cruncher::expected_num_parameters(d, num_layers), Unit::Count)?;
+
+    // Move it to the run's device and run a batch through it.
+    let model = model.to_device(&cx.device)?;
+    cx.record("device", model.final_layer.weight.value().device().to_string(), Unit::None)?;
+    let b = 8;
+    let x = Var::constant(Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
+    let y = model.forward(&x)?;
+    cx.record("y_shape", y.shape().to_vec(), Unit::None)?;
+    cx.record_tensor("y", y.value())?;
+    Ok(())
+}
