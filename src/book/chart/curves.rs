@@ -16,7 +16,7 @@ fn len(data: &ChartData, name: &str) -> Result<usize, Cause> {
 /// A loss list as (step, loss) points, steps counted from 1.
 fn loss_series(data: &ChartData, name: &str, label: &str) -> Result<Series, Cause> {
     let losses = data.numbers(name)?;
-    Ok(Series { name: label.to_string(), points: losses.iter().enumerate().map(|(i, &l)| ((i + 1) as f64, l)).collect() })
+    Ok(Series::measured(label, losses.iter().enumerate().map(|(i, &l)| ((i + 1) as f64, l)).collect()))
 }
 
 fn loss_chart(series: Vec<Series>) -> Result<String, Cause> {
@@ -39,7 +39,7 @@ pub fn matmul_throughput(data: &ChartData) -> Result<String, Cause> {
         let point = (data.number(&format!("throughput_sweep.{i}.n"))?, data.number(&format!("throughput_sweep.{i}.flop_per_sec"))?);
         match series.iter_mut().find(|s| s.name == dtype) {
             Some(s) => s.points.push(point),
-            None => series.push(Series { name: dtype, points: vec![point] }),
+            None => series.push(Series::measured(dtype, vec![point])),
         }
     }
     let mut chart = LineChart::new(
@@ -61,9 +61,9 @@ pub fn matmul_throughput(data: &ChartData) -> Result<String, Cause> {
 /// with √input_dim for reference.
 pub fn init_std(data: &ChartData) -> Result<String, Cause> {
     let name = "output_std_vs_input_dim";
-    let mut normal = Series { name: "w ~ N(0, 1)".into(), points: Vec::new() };
-    let mut xavier = Series { name: "w ~ N(0, 1/input_dim)".into(), points: Vec::new() };
-    let mut sqrt = Series { name: "√input_dim".into(), points: Vec::new() };
+    let mut normal = Series::measured("w ~ N(0, 1)", Vec::new());
+    let mut xavier = Series::measured("w ~ N(0, 1/input_dim)", Vec::new());
+    let mut sqrt = Series { name: "√input_dim (formula)".into(), points: Vec::new(), reference: true };
     for i in 0..len(data, name)? {
         let dim = data.number(&format!("{name}.{i}.input_dim"))?;
         normal.points.push((dim, data.number(&format!("{name}.{i}.normal_std"))?));

@@ -93,6 +93,14 @@ pub struct Axis {
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    /// Drawn dashed and without markers: a formula or reference to compare with, not a measurement.
+    pub reference: bool,
+}
+
+impl Series {
+    pub fn measured(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series { name: name.into(), points, reference: false }
+    }
 }
 
 /// A horizontal line at `y` with a label, e.g. a datasheet peak.
@@ -184,6 +192,7 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
         let mut chart = drawing(
             ChartBuilder::on(root)
                 .margin(12)
+                .margin_right(36) // room for the last x label
                 .x_label_area_size(44)
                 .y_label_area_size(76)
                 .build_cartesian_2d(x_range.clone(), y_range.clone()),
@@ -215,8 +224,15 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
             ));
             drawing(chart.draw_series(std::iter::once(Text::new(label.clone(), (hi, *y), style))))?;
         }
-        for (i, (name, points)) in series.iter().enumerate() {
+        for (i, ((name, points), spec_series)) in series.iter().zip(&spec.series).enumerate() {
             let color = PALETTE[i % PALETTE.len()];
+            if spec_series.reference {
+                let dashed = DashedLineSeries::new(points.iter().copied(), 6, 4, color.stroke_width(2));
+                drawing(chart.draw_series(dashed))?
+                    .label(name.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+                continue;
+            }
             drawing(chart.draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2))))?
                 .label(name.clone())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
@@ -249,8 +265,8 @@ mod tests {
             Axis { label: "matrix size n (elements per side)".into(), scale: Scale::Log2 },
             Axis { label: "throughput (FLOP/s)".into(), scale: Scale::Log10 },
         );
-        chart.series.push(Series { name: "float32".into(), points: vec![(64.0, 1e9), (256.0, 3e10), (1024.0, 5e10), (2048.0, f64::NAN)] });
-        chart.series.push(Series { name: "bfloat16".into(), points: vec![(64.0, 2e9), (256.0, 6e10), (1024.0, 9e10)] });
+        chart.series.push(Series::measured("float32", vec![(64.0, 1e9), (256.0, 3e10), (1024.0, 5e10), (2048.0, f64::NAN)]));
+        chart.series.push(Series::measured("bfloat16", vec![(64.0, 2e9), (256.0, 6e10), (1024.0, 9e10)]));
         chart.references.push(Reference { label: "peak float32".into(), y: 1.2e11 });
         let svg = line_chart(&chart).expect("draws");
         assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
