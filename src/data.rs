@@ -110,6 +110,8 @@ pub fn get_batch(data: &TokenFile, batch_size: usize, sequence_length: usize, rn
     for &s in &starts {
         flat.extend(data.window(s, sequence_length)?);
     }
-    let inputs = Tensor::from_vec(flat, &[batch_size, sequence_length])?.to_device(device)?;
+    // To a GPU through pinned memory with an asynchronous copy (`pin_memory=True`,
+    // `non_blocking=True` in PyTorch); on the CPU this is the tensor itself.
+    let inputs = crate::device::to_device_pinned(&Tensor::from_vec(flat, &[batch_size, sequence_length])?, device)?;
     Ok(Batch { inputs, starts })
 }

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+const GIB: f64 = (1u64 << 30) as f64;
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{op}: shapes {lhs:?} and {rhs:?} are incompatible: {why}")]
@@ -58,6 +60,12 @@ pub enum Error {
 
     #[error("CUDA: {0}")]
     Cuda(String),
+
+    #[error(
+        "CUDA out of memory: asked for {requested} bytes ({:.3} GiB) with {free} bytes ({:.3} GiB) free of {total}",
+        *requested as f64 / GIB, *free as f64 / GIB
+    )]
+    CudaOutOfMemory { requested: usize, free: usize, total: usize },
 }
 
 impl Error {

@@ -31,6 +31,11 @@ impl Rng {
         self.inner.random_range(0..n.max(1))
     }
 
+    /// 64 uniformly random bits (a seed for a generator elsewhere, such as on a GPU).
+    pub fn next_u64(&mut self) -> u64 {
+        self.inner.random::<u64>()
+    }
+
     /// A new independent stream derived from this one (one per source of randomness).
     pub fn fork(&mut self) -> Rng {
         Rng { inner: ChaCha8Rng::seed_from_u64(self.inner.random::<u64>()) }

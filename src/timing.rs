@@ -2,8 +2,9 @@
 //! spread. The first calls pay for page faults, thread start-up and cache misses, so they are run
 //! and thrown away; the median of the rest ignores the odd slow repetition (another process, a
 //! timer interrupt), and the spread (min, quartiles, max) shows how much that mattered.
-//! On a GPU each repetition ends with a device synchronise: kernel launches return before the
-//! work is done.
+//! On a GPU each repetition is timed by CUDA events recorded on the stream around the work (the
+//! device's own clock; kernel launches return before the work is done, so a host clock would need
+//! a synchronise and would count launch latency), and waits for its end event.
 
 use std::time::{Duration, Instant};
 
@@ -89,12 +90,23 @@ pub fn time<F: FnMut() -> Result<()>>(device: &Device, options: TimingOptions, m
     let started = Instant::now();
     let mut samples = Vec::with_capacity(options.min_reps);
     while samples.len() < options.min_reps.max(1) || (samples.len() < options.max_reps && started.elapsed() < options.budget) {
-        let t = Instant::now();
-        f()?;
-        device::synchronize(device)?;
-        samples.push(t.elapsed().as_secs_f64());
+        samples.push(time_call(device, &mut f)?);
     }
     Ok(Timing::from_samples(&mut samples, options.warmup))
+}
+
+/// Seconds one call takes: CUDA events on a GPU, the host clock on the CPU (which runs
+/// synchronously).
+fn time_call(device: &Device, f: impl FnOnce() -> Result<()>) -> Result<f64> {
+    match device.cuda() {
+        Some(gpu) => device::cuda::timing::time_once(gpu, f),
+        None => {
+            let t = Instant::now();
+            f()?;
+            device::synchronize(device)?;
+            Ok(t.elapsed().as_secs_f64())
+        }
+    }
 }
 
 /// Like `time`, but each call first runs an untimed `setup` whose result the timed `f` consumes
@@ -114,10 +126,7 @@ where
     while samples.len() < options.min_reps.max(1) || (samples.len() < options.max_reps && started.elapsed() < options.budget) {
         let s = setup()?;
         device::synchronize(device)?;
-        let t = Instant::now();
-        f(s)?;
-        device::synchronize(device)?;
-        samples.push(t.elapsed().as_secs_f64());
+        samples.push(time_call(device, || f(s))?);
     }
     Ok(Timing::from_samples(&mut samples, options.warmup))
 }

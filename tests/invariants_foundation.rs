@@ -89,6 +89,17 @@ fn tensors_on_gpus() {
         } else {
             assert!(available, "{from}");
             assert_eq!(num(s, "memory_used"), 2.0 * 32.0 * 32.0 * 4.0, "{from}");
+            assert_eq!(num(s, "new_memory_allocated") - num(s, "memory_allocated"), num(s, "memory_used"), "{from}");
+            assert_eq!(num(s, "memory_allocated_after_free"), num(s, "memory_allocated"), "{from}: freeing gives the bytes back");
+            assert!(num(s, "num_gpus") >= 1.0, "{from}");
+            let props = val(s, "properties");
+            assert_eq!(props["name"].as_str(), Some(t.provenance.device.name.as_str()), "{from}");
+            assert!(props["multi_processor_count"].as_f64().is_some_and(|n| n > 0.0), "{from}");
+            assert_eq!(val(s, "y_device"), &json!("cuda:0"), "{from}");
+            // The driver works in pages: it never reports less than the tensors hold, unless its
+            // pool already had the room (then nothing new was reserved).
+            let driver = num(s, "driver_memory_used");
+            assert!(driver == 0.0 || driver >= num(s, "memory_used"), "{from}: driver delta {driver}");
         }
     });
 }

@@ -69,6 +69,14 @@ fn check_tensor_operations_flops(v: &Values, cpu: bool) {
     let (b, d, k) = (num(v, "B"), num(v, "D"), num(v, "K"));
     if cpu {
         assert_eq!((b, d, k), (1024.0, 256.0, 64.0));
+    } else {
+        // The lecture's GPU sizes, and TF32 beside fp32 and bf16.
+        assert_eq!((b, d, k), (16384.0, 32768.0, 8192.0));
+        let t = num(v, "tf32_actual_time");
+        let spread = val(v, "tf32_actual_time_spread");
+        assert!(t > 0.0 && spread["min_s"].as_f64().unwrap() <= t && t <= spread["max_s"].as_f64().unwrap(), "tf32: {t} {spread}");
+        assert!((num(v, "tf32_actual_flop_per_sec") - num(v, "actual_num_flops") / t).abs() <= 1e-6 * num(v, "tf32_actual_flop_per_sec"));
+        assert!(v.contains_key("tf32_mfu") || v.contains_key("tf32_mfu_unavailable_reason"), "no tf32_mfu and no reason");
     }
     assert_eq!(num(v, "actual_num_flops"), 2.0 * b * d * k);
     assert_eq!(num(v, "counted_num_flops"), num(v, "actual_num_flops"), "the FLOP counter must see 2·B·D·K");
@@ -151,7 +159,13 @@ fn check_note_about_randomness(v: &Values) {
     assert_ne!(floats(val(v, "x_seed_0")), floats(val(v, "x_seed_1")));
 }
 
-fn check_data_loading(v: &Values) {
+fn check_data_loading(v: &Values, cpu: bool) {
+    if !cpu {
+        // Host-to-device bandwidth measured both ways; the ratio is what the two figures give.
+        let (pageable, pinned) = (num(v, "h2d_pageable_bytes_per_sec"), num(v, "h2d_pinned_bytes_per_sec"));
+        assert!(pageable > 0.0 && pinned > 0.0);
+        assert!((num(v, "pinned_over_pageable") - pinned / pageable).abs() <= 1e-9 * pinned / pageable);
+    }
     assert_eq!(floats(val(v, "data")), (1..=10).map(f64::from).collect::<Vec<_>>());
     assert_eq!(val(v, "equal_to_original"), &Value::Bool(true));
     let x = val(v, "x").as_array().unwrap();
@@ -262,7 +276,7 @@ fn check(id: &str, v: &Values, cpu: bool) {
         "module_parameters" => check_module_parameters(v),
         "custom_model" => check_custom_model(v),
         "note_about_randomness" => check_note_about_randomness(v),
-        "data_loading" => check_data_loading(v),
+        "data_loading" => check_data_loading(v, cpu),
         "optimizer" => check_optimizer(v),
         "train_loop" => check_train_loop(v),
         "checkpointing" => check_checkpointing(v),

@@ -103,6 +103,7 @@ pub fn promised(device: &crate::device::Device, mode: MathMode) -> std::result::
             let m = crate::device::cpu::peak::measured(mode)?;
             Ok(PromisedPeak { flop_per_sec: m.flop_per_sec, kind: "measured", how: m.method })
         }
+        crate::device::Device::Cuda(c) => promised_by_name(&c.props().name, mode),
     }
 }
 

@@ -34,8 +34,10 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     cx.record("B", b, Unit::Count)?;
     cx.record("D", d, Unit::Count)?;
     cx.record("K", k, Unit::Count)?;
-    let x = Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?;
-    let w = Tensor::randn(&[d, k], DType::F32, &mut cx.rng)?.to_device(&cx.device)?;
+    // Random data, never zeros (a GPU multiplies zeros faster than real data), made where it is
+    // used: on a GPU the 2 GiB x is drawn on the device.
+    let x = Tensor::randn_on(&[b, d], DType::F32, &cx.device, &mut cx.rng)?;
+    let w = Tensor::randn_on(&[d, k], DType::F32, &cx.device, &mut cx.rng)?;
     // One multiply and one add for each (i, j, k) triple.
     let actual_num_flops = 2 * b * d * k;
     cx.record("actual_num_flops", actual_num_flops, Unit::Flop)?;
@@ -58,6 +60,27 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
             cx.record("mfu", peak.mfu(actual_flop_per_sec), Unit::Ratio)?;
         }
         Err(why) => cx.record("mfu_unavailable_reason", why, Unit::None)?,
+    }
+
+    // On a GPU, the same float32 tensors on the tensor cores as TF32 (inputs rounded to 10-bit
+    // mantissas, float32 accumulation): what `torch.backends.cuda.matmul.allow_tf32` switches on.
+    if cx.device.is_cuda() {
+        let was = cx.device.set_allow_tf32(true);
+        let tf32 = time_matmul(&cx.device, &x, &w);
+        cx.device.set_allow_tf32(was);
+        let tf32 = tf32?;
+        cx.record("tf32_actual_time", tf32.median_s, Unit::Seconds)?;
+        cx.record("tf32_actual_time_spread", tf32.to_json(), Unit::None)?;
+        let tf32_actual_flop_per_sec = tf32.flop_per_sec(actual_num_flops as u64);
+        cx.record("tf32_actual_flop_per_sec", tf32_actual_flop_per_sec, Unit::FlopPerSec)?;
+        match peaks::promised(&cx.device, MathMode::Tf32) {
+            Ok(peak) => {
+                cx.record("tf32_promised_flop_per_sec", peak.flop_per_sec, Unit::FlopPerSec)?;
+                cx.record("tf32_promised_peak_source", peak.how.clone(), Unit::None)?;
+                cx.record("tf32_mfu", peak.mfu(tf32_actual_flop_per_sec), Unit::Ratio)?;
+            }
+            Err(why) => cx.record("tf32_mfu_unavailable_reason", why, Unit::None)?,
+        }
     }
 
     // The same in bfloat16: half the bytes, and on most hardware a faster unit.
@@ -112,25 +135,31 @@ fn peak_json(peak: &std::result::Result<PromisedPeak, String>) -> serde_json::Va
     }
 }
 
-/// Square n×n·n×n products in fp32 and bf16: sizes, median time, FLOP/s and MFU, plus the
-/// promised peaks to draw as lines.
+/// Square n×n·n×n products in fp32 and bf16 (and tf32 on a GPU): sizes, median time, FLOP/s and
+/// MFU, plus the promised peaks to draw as lines.
 fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_json::Value)> {
     let sizes: &[usize] = if cx.device.is_cpu() { &[64, 128, 256, 512, 1024] } else { &[256, 512, 1024, 2048, 4096, 8192, 16384] };
-    let modes = [(DType::F32, MathMode::Fp32), (DType::BF16, MathMode::Bf16)];
+    let mut modes = vec![(DType::F32, MathMode::Fp32), (DType::BF16, MathMode::Bf16)];
+    if cx.device.is_cuda() {
+        modes.push((DType::F32, MathMode::Tf32));
+    }
     let peaks: Vec<_> = modes.iter().map(|&(_, m)| peaks::promised(&cx.device, m)).collect();
     let mut points = Vec::new();
     for &n in sizes {
-        let a = Tensor::randn(&[n, n], DType::F32, &mut cx.rng)?.to_device(&cx.device)?;
-        let b = Tensor::randn(&[n, n], DType::F32, &mut cx.rng)?.to_device(&cx.device)?;
+        let a = Tensor::randn_on(&[n, n], DType::F32, &cx.device, &mut cx.rng)?;
+        let b = Tensor::randn_on(&[n, n], DType::F32, &cx.device, &mut cx.rng)?;
         for ((dtype, mode), peak) in modes.iter().zip(&peaks) {
             let (a, b) = (a.to_dtype(*dtype)?, b.to_dtype(*dtype)?);
-            let t = timing::time(&cx.device, TimingOptions::quick(), || a.matmul(&b).map(drop))?;
+            let was = cx.device.set_allow_tf32(*mode == MathMode::Tf32);
+            let t = timing::time(&cx.device, TimingOptions::quick(), || a.matmul(&b).map(drop));
+            cx.device.set_allow_tf32(was);
+            let t = t?;
             let flops = 2 * n * n * n;
             let fps = t.flop_per_sec(flops as u64);
             let mfu = peak.as_ref().ok().map(|p| p.mfu(fps));
             points.push(json!({"dtype": mode.name(), "n": n, "flops": flops, "median_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s, "flop_per_sec": fps, "mfu": mfu}));
         }
     }
-    let peak_lines = json!({"fp32": peak_json(&peaks[0]), "bf16": peak_json(&peaks[1])});
-    Ok((serde_json::Value::Array(points), peak_lines))
+    let peak_lines: serde_json::Map<String, serde_json::Value> = modes.iter().zip(&peaks).map(|((_, m), p)| (m.name().to_string(), peak_json(p))).collect();
+    Ok((serde_json::Value::Array(points), serde_json::Value::Object(peak_lines)))
 }

@@ -39,9 +39,10 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     cx.record("B", b, Unit::Count)?;
     cx.record("D", d, Unit::Count)?;
     cx.record("K", k, Unit::Count)?;
-    let x = Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?;
-    let w1 = Var::parameter(Tensor::randn(&[d, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
-    let w2 = Var::parameter(Tensor::randn(&[d, k], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
+    // Drawn where they are used (on a GPU, w1 alone is 4 GiB: the host would take seconds).
+    let x = Tensor::randn_on(&[b, d], DType::F32, &cx.device, &mut cx.rng)?;
+    let w1 = Var::parameter(Tensor::randn_on(&[d, d], DType::F32, &cx.device, &mut cx.rng)?);
+    let w2 = Var::parameter(Tensor::randn_on(&[d, k], DType::F32, &cx.device, &mut cx.rng)?);
     let forward = |x: &Var| -> Result<Var> {
         let h1 = x.matmul(&w1)?;
         let h2 = h1.matmul(&w2)?;
@@ -84,11 +85,13 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     loss.backward()?;
     cx.record("counted_backward_flops_x_requires_grad", matmul_flops(&counter.finish()), Unit::Flop)?;
 
-    // Time both passes (the backward needs a fresh graph each time).
-    let forward_time = timing::time(&cx.device, TimingOptions::default(), || forward(&Var::constant(x.clone())).map(drop))?;
+    // Time both passes (the backward needs a fresh graph each time). At the GPU sizes one
+    // forward pass is 44 TFLOP in float32, about a second: a few repetitions suffice.
+    let options = if cx.device.is_cpu() { TimingOptions::default() } else { TimingOptions::quick() };
+    let forward_time = timing::time(&cx.device, options, || forward(&Var::constant(x.clone())).map(drop))?;
     let backward_time = timing::time_with_setup(
         &cx.device,
-        TimingOptions::default(),
+        options,
         || {
             // Fresh gradients each time, so no accumulation (an extra add) is timed.
             w1.zero_grad();

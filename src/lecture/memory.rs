@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use crate::device::cuda;
 use crate::error::Result;
 use crate::tensor::formats::{self, FloatFormat};
 use crate::tensor::{DType, Tensor};
@@ -88,13 +89,47 @@ pub fn tensors_memory(cx: &mut SectionCtx) -> Result<()> {
 /// Tensors start in CPU memory; using a GPU means copying them into its memory, and the
 /// allocator's count is how we see what that cost.
 pub fn tensors_on_gpus(cx: &mut SectionCtx) -> Result<()> {
-    let x = Tensor::zeros(&[32, 32], DType::F32)?;
+    let x = Tensor::zeros(&[32, 32], DType::F32)?; // on the CPU, like every new tensor
     cx.record("x_device", x.device().to_string(), Unit::None)?;
-    let on_gpu = !cx.device.is_cpu();
-    cx.record("cuda_available", on_gpu, Unit::None)?;
-    if !on_gpu {
+    let Some(gpu) = cx.device.cuda().cloned() else {
+        cx.record("cuda_available", false, Unit::None)?;
         let reason = cx.cuda_unavailable_reason.clone().unwrap_or_else(|| "not recorded".into());
         cx.record("cuda_unavailable_reason", reason, Unit::None)?;
-    }
+        return Ok(());
+    };
+    cx.record("cuda_available", true, Unit::None)?;
+    cx.record("num_gpus", cuda::device_count()?, Unit::Count)?;
+    let p = gpu.props();
+    let properties = json!({
+        "name": p.name, "total_memory": p.total_memory, "multi_processor_count": p.sm_count,
+        "compute_capability": format!("{}.{}", p.compute_capability.0, p.compute_capability.1),
+        "l2_cache_size": p.l2_cache_bytes,
+    });
+    cx.record("properties", properties, Unit::None)?;
+
+    // What the allocator counts (bytes held by live tensors), and what the driver reports free.
+    let memory_allocated = gpu.memory_stats().allocated;
+    cx.record("memory_allocated", memory_allocated, Unit::Bytes)?;
+    let (driver_free_before, _) = gpu.driver_memory()?;
+
+    let y = x.to_device(&cx.device)?; // move the CPU tensor to the GPU (a copy)
+    let z = Tensor::zeros_on(&[32, 32], DType::F32, &cx.device)?; // create one directly there
+    cx.record("y_device", y.device().to_string(), Unit::None)?;
+    cx.record("z_device", z.device().to_string(), Unit::None)?;
+    let new_memory_allocated = gpu.memory_stats().allocated;
+    cx.record("new_memory_allocated", new_memory_allocated, Unit::Bytes)?;
+    let memory_used = new_memory_allocated - memory_allocated;
+    cx.record("memory_used", memory_used, Unit::Bytes)?; // 2 x (32 x 32 x 4 bytes)
+
+    // The driver hands out memory in pages (2 MiB), and the stream-ordered pool behind each
+    // allocation keeps what it reserved for reuse: its free-memory drop is a different number.
+    let (driver_free_after, total) = gpu.driver_memory()?;
+    let driver_used = driver_free_before as i64 - driver_free_after as i64;
+    cx.record("driver_total_memory", total, Unit::Bytes)?;
+    cx.record("driver_memory_used", driver_used, Unit::Bytes)?;
+    cx.record("driver_over_allocator", driver_used as f64 / memory_used as f64, Unit::Ratio)?;
+    cx.record("stream_ordered_pool", gpu.context().has_async_alloc(), Unit::None)?;
+    drop((y, z));
+    cx.record("memory_allocated_after_free", gpu.memory_stats().allocated, Unit::Bytes)?;
     Ok(())
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::{LECTURE, SECTIONS, SectionDef};
-use crate::device::DeviceChoice;
+use crate::device::{Device, DeviceChoice};
 use crate::error::{Error, Result};
 use crate::trace::{self, DeviceInfo, Provenance, SCHEMA_VERSION, SectionCtx, SectionRecord, Trace, provenance};
 
@@ -41,14 +41,28 @@ pub fn run_section(def: &SectionDef, choice: &DeviceChoice, seed: u64) -> Result
 }
 
 pub fn device_info(choice: &DeviceChoice) -> DeviceInfo {
-    let host = provenance::host();
-    DeviceInfo {
-        kind: "cpu".into(),
-        name: host.cpu_model,
-        slug: choice.device.slug(),
-        memory_bytes: provenance::host_memory_bytes(),
-        cuda_unavailable_reason: choice.cuda_unavailable_reason.clone(),
-        details: Default::default(),
+    match &choice.device {
+        Device::Cpu => DeviceInfo {
+            kind: "cpu".into(),
+            name: provenance::host().cpu_model,
+            slug: choice.device.slug(),
+            memory_bytes: provenance::host_memory_bytes(),
+            cuda_unavailable_reason: choice.cuda_unavailable_reason.clone(),
+            details: Default::default(),
+        },
+        Device::Cuda(c) => {
+            let props = c.props();
+            let mut details = props.details();
+            details.insert("kernel_compile_seconds".into(), serde_json::json!(c.compile_seconds));
+            DeviceInfo {
+                kind: "cuda".into(),
+                name: props.name.clone(),
+                slug: props.slug(),
+                memory_bytes: Some(props.total_memory as u64),
+                cuda_unavailable_reason: None,
+                details,
+            }
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use crate::autograd::{Var, mse_loss};
 use crate::checkpoint;
 use crate::data::{self, TokenFile};
 use crate::device::Device;
+use crate::device::cuda;
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
 use crate::nn::{Cruncher, Module, ParamOptions};
@@ -82,6 +83,19 @@ pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
     cx.record("rows_consecutive", consecutive, Unit::None)?;
     if cx.device.is_cpu() {
         cx.record("pinned_memory", "not applicable: the batch already lives in host memory", Unit::None)?;
+    }
+    if let Some(gpu) = cx.device.cuda().cloned() {
+        // get_batch staged the batch in pinned (page-locked) host memory and copied it
+        // asynchronously. Why: the GPU reads pinned memory directly, while ordinary (pageable)
+        // memory must first be copied by the driver into a pinned buffer of its own.
+        cx.record("pinned_memory", "staged in pinned host memory, copied to the GPU asynchronously", Unit::None)?;
+        let bytes = 256usize << 20;
+        let pageable = cuda::timing::bench_host_to_device(&gpu.0, bytes, false, 1, 5)?;
+        let pinned = cuda::timing::bench_host_to_device(&gpu.0, bytes, true, 1, 5)?;
+        cx.record("h2d_bytes", bytes, Unit::Bytes)?;
+        cx.record("h2d_pageable_bytes_per_sec", pageable.bytes_per_sec, Unit::BytesPerSec)?;
+        cx.record("h2d_pinned_bytes_per_sec", pinned.bytes_per_sec, Unit::BytesPerSec)?;
+        cx.record("pinned_over_pageable", pinned.bytes_per_sec / pageable.bytes_per_sec, Unit::Ratio)?;
     }
 
     // Bad input: 10 bytes is not a whole number of int32 tokens; a sequence longer than the data.

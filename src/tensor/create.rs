@@ -86,10 +86,9 @@ impl Tensor {
         Tensor::from_cpu(T::wrap(values), shape)
     }
 
+    /// Made directly on `device` (on a GPU by a fill kernel: nothing is copied from the host).
     pub fn full_on(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
-        let n = shape.iter().product();
-        let buf = if value == 0.0 { CpuBuffer::zeros(dtype, n) } else { CpuBuffer::from_f64(dtype, std::iter::repeat_n(value, n)) };
-        Tensor::from_cpu(buf, shape)?.to_device(device)
+        crate::device::full(shape, value, dtype, device)
     }
 
     pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
@@ -123,6 +122,25 @@ impl Tensor {
     pub fn randn(shape: &[usize], dtype: DType, rng: &mut Rng) -> Result<Tensor> {
         let n: usize = shape.iter().product();
         Tensor::from_cpu(CpuBuffer::from_f64(dtype, (0..n).map(|_| rng.normal())), shape)
+    }
+
+    /// `randn` made on `device`. On the CPU it is `randn`; on a GPU the samples are drawn on the
+    /// device from a seed taken from `rng` (large GPU tensors would take seconds to draw on the
+    /// host), so they differ from the CPU's samples but follow the same distribution and are
+    /// reproducible from the same `rng` state.
+    pub fn randn_on(shape: &[usize], dtype: DType, device: &Device, rng: &mut Rng) -> Result<Tensor> {
+        match device {
+            Device::Cpu => Tensor::randn(shape, dtype, rng),
+            Device::Cuda(c) => crate::device::random_on_gpu(c, crate::device::cuda::ops::Distribution::Normal, shape, dtype, rng.next_u64()),
+        }
+    }
+
+    /// `rand` made on `device` (see `randn_on`).
+    pub fn rand_on(shape: &[usize], dtype: DType, device: &Device, rng: &mut Rng) -> Result<Tensor> {
+        match device {
+            Device::Cpu => Tensor::rand(shape, dtype, rng),
+            Device::Cuda(c) => crate::device::random_on_gpu(c, crate::device::cuda::ops::Distribution::Uniform, shape, dtype, rng.next_u64()),
+        }
     }
 
     /// Samples uniformly from [0, 1).

@@ -137,7 +137,9 @@ impl Tensor {
         }
         let cpu = self.to_device(&Device::Cpu)?;
         let guard = cpu.storage.read();
-        let Buffer::Cpu(buf) = &*guard;
+        let Buffer::Cpu(buf) = &*guard else {
+            return Err(Error::invalid("to_vec", "the copy to the CPU did not land in host memory"));
+        };
         Ok(with_cpu_buffer!(buf, v => go(v, &cpu.layout)))
     }
 
@@ -148,7 +150,9 @@ impl Tensor {
     fn map_elements<R>(&self, f: impl Fn(f64) -> R) -> Result<Vec<R>> {
         let cpu = self.to_device(&Device::Cpu)?;
         let guard = cpu.storage.read();
-        let Buffer::Cpu(buf) = &*guard;
+        let Buffer::Cpu(buf) = &*guard else {
+            return Err(Error::invalid("to_vec", "the copy to the CPU did not land in host memory"));
+        };
         Ok(with_cpu_buffer!(buf, v => {
             if let Some(range) = cpu.layout.contiguous_range() {
                 v[range].iter().map(|x| f(x.to_f64())).collect()
@@ -171,6 +175,8 @@ impl Tensor {
         let pos = self.layout.storage_index(index)?;
         let value = match &*self.storage.read() {
             Buffer::Cpu(buf) => buf.get_f64(pos),
+            // One element copied back from the GPU (synchronises).
+            Buffer::Cuda(buf) => Some(crate::device::cuda::get_f64(buf, pos)?),
         };
         value.ok_or_else(|| Error::invalid("get", format!("storage position {pos} out of range")))
     }
@@ -184,6 +190,7 @@ impl Tensor {
                     return Err(Error::invalid("set", format!("storage position {pos} out of range")));
                 }
             }
+            Buffer::Cuda(buf) => crate::device::cuda::set_f64(buf, pos, value)?,
         }
         Ok(())
     }

@@ -8,6 +8,7 @@ use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::dtype::{DType, Element};
 use crate::device::Device;
+use crate::device::cuda::CudaBuffer;
 
 /// Host memory for each dtype.
 #[derive(Debug, Clone)]
@@ -134,12 +135,22 @@ buffer_element!(i64, I64);
 #[derive(Debug)]
 pub enum Buffer {
     Cpu(CpuBuffer),
+    /// GPU memory, counted by the CUDA backend's allocator.
+    Cuda(CudaBuffer),
 }
 
 impl Buffer {
     pub fn len(&self) -> usize {
         match self {
             Buffer::Cpu(b) => b.len(),
+            Buffer::Cuda(b) => b.len(),
+        }
+    }
+
+    pub fn dtype(&self) -> DType {
+        match self {
+            Buffer::Cpu(b) => b.dtype(),
+            Buffer::Cuda(b) => b.dtype(),
         }
     }
 
@@ -159,9 +170,7 @@ pub struct Storage {
 
 impl Storage {
     pub fn new(buffer: Buffer, device: Device) -> Arc<Storage> {
-        let dtype = match &buffer {
-            Buffer::Cpu(b) => b.dtype(),
-        };
+        let dtype = buffer.dtype();
         Arc::new(Storage { dtype, device, data: RwLock::new(buffer) })
     }
 

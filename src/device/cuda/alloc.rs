@@ -1,0 +1,198 @@
+//! Device memory: every allocation of the CUDA backend goes through [`Allocator::alloc`], which
+//! counts the bytes asked for while the allocation lives. That count is what the lecture reads as
+//! "memory allocated" (PyTorch's `torch.cuda.memory_allocated`); the driver's own free/total
+//! figures sit beside it in [`super::CudaBackend::driver_memory`] and differ by allocation
+//! granularity and by what the driver and libraries keep for themselves.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, sys as drv};
+use half::{bf16, f16};
+
+use crate::error::{Error, Result};
+use crate::tensor::DType;
+
+/// Live and peak bytes, shared by every allocation of one backend.
+#[derive(Debug, Default)]
+pub struct Allocator {
+    live: AtomicUsize,
+    peak: AtomicUsize,
+    allocations: AtomicUsize,
+}
+
+/// A snapshot of the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Bytes held by live allocations (exactly what was asked for; no rounding).
+    pub allocated: usize,
+    /// The most that was ever live at once (since the last [`Allocator::reset_peak`]).
+    pub peak: usize,
+    /// Live allocations.
+    pub allocations: usize,
+}
+
+impl Allocator {
+    pub fn stats(&self) -> MemoryStats {
+        MemoryStats { allocated: self.live.load(Ordering::SeqCst), peak: self.peak.load(Ordering::SeqCst), allocations: self.allocations.load(Ordering::SeqCst) }
+    }
+
+    /// Starts a new peak measurement from what is live now.
+    pub fn reset_peak(&self) {
+        self.peak.store(self.live.load(Ordering::SeqCst), Ordering::SeqCst);
+    }
+
+    fn add(&self, bytes: usize) {
+        let now = self.live.fetch_add(bytes, Ordering::SeqCst) + bytes;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        self.allocations.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn sub(&self, bytes: usize) {
+        self.live.fetch_sub(bytes, Ordering::SeqCst);
+        self.allocations.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// `len` elements of `T`, uninitialised (every caller writes them all before reading).
+    /// Out of memory is [`Error::CudaOutOfMemory`], naming the bytes asked for and the bytes free.
+    pub fn alloc<T: DeviceRepr>(self: &Arc<Self>, stream: &Arc<CudaStream>, len: usize) -> Result<DeviceMem<T>> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| Error::invalid("cuda alloc", format!("{len} elements overflow a byte count")))?;
+        // The driver refuses zero-byte allocations; an empty tensor still gets a real (1-element)
+        // allocation so that every buffer has a valid address, but counts 0 bytes.
+        // SAFETY: uninitialised device memory; see the contract above.
+        let slice = match unsafe { stream.alloc::<T>(len.max(1)) } {
+            Ok(s) => s,
+            Err(e) if e.0 == drv::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY => {
+                let (free, total) = stream.context().mem_get_info().unwrap_or((0, 0));
+                return Err(Error::CudaOutOfMemory { requested: bytes, free, total });
+            }
+            Err(e) => return Err(super::driver_error(&format!("allocating {bytes} bytes"), e)),
+        };
+        self.add(bytes);
+        Ok(DeviceMem { slice, len, bytes, allocator: Arc::clone(self) })
+    }
+}
+
+/// One counted device allocation of `len` elements of `T`. Dropping it frees the memory (on the
+/// stream, after the work queued before) and takes its bytes off the count.
+pub struct DeviceMem<T> {
+    slice: CudaSlice<T>,
+    len: usize,
+    bytes: usize,
+    allocator: Arc<Allocator>,
+}
+
+impl<T> DeviceMem<T> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The device address of element 0.
+    pub fn device_ptr(&self) -> u64 {
+        // Event tracking is off (one stream), so the guard records nothing.
+        let (ptr, _guard) = self.slice.device_ptr(self.slice.stream());
+        ptr
+    }
+
+    pub fn slice(&self) -> &CudaSlice<T> {
+        &self.slice
+    }
+
+    pub fn slice_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.slice
+    }
+}
+
+impl<T> Drop for DeviceMem<T> {
+    fn drop(&mut self) {
+        self.allocator.sub(self.bytes);
+    }
+}
+
+impl<T> std::fmt::Debug for DeviceMem<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceMem({} elements, {} bytes at {:#x})", self.len, self.bytes, self.device_ptr())
+    }
+}
+
+/// Device memory for each dtype (the counterpart of `CpuBuffer`).
+#[derive(Debug)]
+pub enum CudaData {
+    F32(DeviceMem<f32>),
+    F16(DeviceMem<f16>),
+    BF16(DeviceMem<bf16>),
+    I32(DeviceMem<i32>),
+    I64(DeviceMem<i64>),
+}
+
+/// Runs `$body` with `$m` bound to the typed `DeviceMem` inside a `CudaData`, whatever its dtype.
+macro_rules! with_cuda_data {
+    ($data:expr, $m:ident => $body:expr) => {
+        match $data {
+            $crate::device::cuda::CudaData::F32($m) => $body,
+            $crate::device::cuda::CudaData::F16($m) => $body,
+            $crate::device::cuda::CudaData::BF16($m) => $body,
+            $crate::device::cuda::CudaData::I32($m) => $body,
+            $crate::device::cuda::CudaData::I64($m) => $body,
+        }
+    };
+}
+pub(crate) use with_cuda_data;
+
+/// A tensor's storage on the GPU: typed device memory and the backend that owns it.
+pub struct CudaBuffer {
+    pub(crate) data: CudaData,
+    pub(crate) backend: Arc<super::CudaBackend>,
+}
+
+impl std::fmt::Debug for CudaBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CudaBuffer({}, {:?})", self.dtype(), self.data)
+    }
+}
+
+impl CudaBuffer {
+    pub fn dtype(&self) -> DType {
+        match &self.data {
+            CudaData::F32(_) => DType::F32,
+            CudaData::F16(_) => DType::F16,
+            CudaData::BF16(_) => DType::BF16,
+            CudaData::I32(_) => DType::I32,
+            CudaData::I64(_) => DType::I64,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        with_cuda_data!(&self.data, m => m.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn nbytes(&self) -> usize {
+        with_cuda_data!(&self.data, m => m.bytes())
+    }
+
+    /// The device address of element 0.
+    pub fn device_ptr(&self) -> u64 {
+        with_cuda_data!(&self.data, m => m.device_ptr())
+    }
+
+    /// The address of element `index` (no bounds check: callers check layouts first).
+    pub fn element_ptr(&self, index: usize) -> u64 {
+        self.device_ptr() + (index * self.dtype().size_in_bytes()) as u64
+    }
+
+    pub fn backend(&self) -> &Arc<super::CudaBackend> {
+        &self.backend
+    }
+}

@@ -1,0 +1,300 @@
+//! The CUDA backend (cudarc): one context and stream on one GPU, an allocator that counts bytes
+//! exactly, cuBLAS for matmul, and the kernels from `kernels/` (compiled by NVRTC once per process)
+//! for everything else.
+//!
+//! All work goes to the device's default stream, so operations run in the order they were issued
+//! and cudarc's cross-stream event tracking is switched off (it would add two events to every
+//! allocation). Host reads (`to_vec`, `get`) synchronise.
+
+pub mod alloc;
+pub mod blas;
+pub mod kernels;
+pub mod launch;
+pub mod ops;
+mod props;
+mod tensor_ops;
+pub mod timing;
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cudarc::cublas::{CudaBlas, sys as blas_sys};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DeviceRepr, DriverError, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::Ptx;
+
+pub use alloc::{Allocator, CudaBuffer, CudaData, DeviceMem, MemoryStats};
+pub use blas::GemmMode;
+pub use props::{DeviceProps, slug};
+pub use tensor_ops::*;
+
+use crate::device::probe;
+use crate::error::{Error, Result};
+use crate::tensor::DType;
+use kernels::ParamSpec;
+use launch::{Arg, Launch};
+
+pub(crate) fn driver_error(what: &str, e: DriverError) -> Error {
+    Error::Cuda(format!("{what}: {e:?}"))
+}
+
+/// The backend: everything needed to run tensor ops on one GPU.
+pub struct CudaBackend {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    blas: Mutex<CudaBlas>,
+    functions: HashMap<String, (CudaFunction, Vec<ParamSpec>)>,
+    alloc: Arc<Allocator>,
+    props: DeviceProps,
+    allow_tf32: AtomicBool,
+    /// Synchronise after every launch so that a failing kernel is reported by name
+    /// (CS336_CUDA_SYNC_CHECK=1; the agreement tests set it).
+    check_each_launch: bool,
+    /// Seconds NVRTC took to compile the kernels when the backend opened.
+    pub compile_seconds: f64,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CudaBackend(cuda:{}, {})", self.props.ordinal, self.props.name)
+    }
+}
+
+/// The handle a `Device::Cuda` carries.
+#[derive(Clone)]
+pub struct CudaDevice(pub Arc<CudaBackend>);
+
+impl std::fmt::Debug for CudaDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+impl PartialEq for CudaDevice {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.props.ordinal == other.0.props.ordinal
+    }
+}
+
+impl std::ops::Deref for CudaDevice {
+    type Target = CudaBackend;
+    fn deref(&self) -> &CudaBackend {
+        &self.0
+    }
+}
+
+static OPENED: Mutex<Option<Arc<CudaBackend>>> = Mutex::new(None);
+
+/// The process's backend on GPU `ordinal` (opened on first use: context, cuBLAS, kernels compiled
+/// once per process), or why CUDA cannot be used. Never panics: libraries are probed before
+/// cudarc touches them, and a panic inside cudarc (a missing symbol in an old driver, say) is
+/// caught and reported as the reason.
+pub fn open(ordinal: usize) -> std::result::Result<CudaDevice, String> {
+    let mut opened = OPENED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(b) = opened.as_ref() {
+        return Ok(CudaDevice(Arc::clone(b)));
+    }
+    if let probe::CudaStatus::Unavailable(why) = probe::probe_libraries() {
+        return Err(why);
+    }
+    let attempt = std::panic::catch_unwind(AssertUnwindSafe(|| -> std::result::Result<Arc<CudaBackend>, String> {
+        let count = CudaContext::device_count().map_err(|e| format!("the CUDA driver could not be initialised ({e:?})"))?;
+        if count <= 0 {
+            return Err("the CUDA driver reports no device".to_string());
+        }
+        if ordinal >= count as usize {
+            return Err(format!("CUDA device {ordinal} was asked for, but the driver reports {count}"));
+        }
+        CudaBackend::new(ordinal).map(Arc::new).map_err(|e| format!("opening CUDA device {ordinal} failed: {e}"))
+    }));
+    match attempt {
+        Ok(Ok(backend)) => {
+            *opened = Some(Arc::clone(&backend));
+            Ok(CudaDevice(backend))
+        }
+        Ok(Err(why)) => Err(why),
+        Err(panic) => {
+            let msg = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "unknown panic".into());
+            Err(format!("the CUDA libraries failed while opening the device: {msg}"))
+        }
+    }
+}
+
+/// How many CUDA devices the driver reports (call after [`open`] succeeded).
+pub fn device_count() -> Result<usize> {
+    CudaContext::device_count().map(|n| n.max(0) as usize).map_err(|e| driver_error("cuDeviceGetCount", e))
+}
+
+impl CudaBackend {
+    fn new(ordinal: usize) -> Result<CudaBackend> {
+        let ctx = CudaContext::new(ordinal).map_err(|e| driver_error("creating the context", e))?;
+        // SAFETY: one stream only (below), so no allocation is ever used on a stream other than
+        // the one it was made on; nothing has been allocated yet.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+        let blas = CudaBlas::new(Arc::clone(&stream)).map_err(|e| Error::Cuda(format!("creating the cuBLAS handle: {e:?}")))?;
+        // Plain FP32 unless a call asks for TF32 through its compute type.
+        // SAFETY: a live handle.
+        unsafe { blas_sys::cublasSetMathMode(*blas.handle(), blas_sys::cublasMath_t::CUBLAS_DEFAULT_MATH) }
+            .result()
+            .map_err(|e| Error::Cuda(format!("cublasSetMathMode: {e:?}")))?;
+        let mut cublas_version = 0;
+        // SAFETY: a live handle and one out-parameter.
+        let cublas_version = unsafe { blas_sys::cublasGetVersion_v2(*blas.handle(), &mut cublas_version) }
+            .result()
+            .ok()
+            .map(|()| format!("{}.{}.{}", cublas_version / 10000, (cublas_version % 10000) / 100, cublas_version % 100));
+        let (major, minor) = ctx.compute_capability().map_err(|e| driver_error("reading the compute capability", e))?;
+        let arch = std::env::var("CS336_CUDA_ARCH").unwrap_or_else(|_| kernels::arch_for(major, minor));
+        let props = DeviceProps::read(&ctx, &arch, cublas_version)?;
+        let start = std::time::Instant::now();
+        let functions = load_kernels(&ctx, &arch)?;
+        let compile_seconds = start.elapsed().as_secs_f64();
+        Ok(CudaBackend {
+            ctx,
+            stream,
+            blas: Mutex::new(blas),
+            functions,
+            alloc: Arc::new(Allocator::default()),
+            props,
+            allow_tf32: AtomicBool::new(false),
+            check_each_launch: std::env::var("CS336_CUDA_SYNC_CHECK").is_ok_and(|v| v == "1"),
+            compile_seconds,
+        })
+    }
+
+    pub fn props(&self) -> &DeviceProps {
+        &self.props
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    pub fn sm_count(&self) -> u32 {
+        self.props.sm_count
+    }
+
+    /// Whether f32 matmuls use TF32 tensor cores (like `torch.backends.cuda.matmul.allow_tf32`);
+    /// off by default. Returns the previous setting.
+    pub fn set_allow_tf32(&self, on: bool) -> bool {
+        self.allow_tf32.swap(on, Ordering::SeqCst)
+    }
+
+    pub fn allow_tf32(&self) -> bool {
+        self.allow_tf32.load(Ordering::SeqCst)
+    }
+
+    /// Waits for all queued work.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(|e| driver_error("synchronising", e))
+    }
+
+    /// The allocator's live and peak bytes.
+    pub fn memory_stats(&self) -> MemoryStats {
+        self.alloc.stats()
+    }
+
+    pub fn reset_peak_memory(&self) {
+        self.alloc.reset_peak();
+    }
+
+    /// The driver's view: (free, total) bytes of device memory, after the queued work (and so
+    /// the queued frees) has finished.
+    pub fn driver_memory(&self) -> Result<(usize, usize)> {
+        self.synchronize()?;
+        self.ctx.mem_get_info().map_err(|e| driver_error("cuMemGetInfo", e))
+    }
+
+    /// `len` uninitialised elements of `T`, counted by the allocator.
+    pub fn alloc_raw<T: DeviceRepr>(&self, len: usize) -> Result<DeviceMem<T>> {
+        self.alloc.alloc::<T>(&self.stream, len)
+    }
+
+    /// A buffer of `len` uninitialised elements of `dtype` (callers write every element).
+    pub fn alloc(self: &Arc<Self>, dtype: DType, len: usize) -> Result<CudaBuffer> {
+        let data = match dtype {
+            DType::F32 => CudaData::F32(self.alloc_raw(len)?),
+            DType::F16 => CudaData::F16(self.alloc_raw(len)?),
+            DType::BF16 => CudaData::BF16(self.alloc_raw(len)?),
+            DType::I32 => CudaData::I32(self.alloc_raw(len)?),
+            DType::I64 => CudaData::I64(self.alloc_raw(len)?),
+        };
+        Ok(CudaBuffer { data, backend: Arc::clone(self) })
+    }
+
+    /// Whether a kernel of this name was compiled.
+    pub fn has_kernel(&self, name: &str) -> bool {
+        self.functions.contains_key(name)
+    }
+
+    /// Runs a planned launch after checking it against the kernel's parameter list.
+    pub fn launch(&self, l: &Launch) -> Result<()> {
+        let (func, params) = self.functions.get(&l.kernel).ok_or_else(|| Error::Cuda(format!("no kernel named {} in kernels/*.cu", l.kernel)))?;
+        l.check_against(params)?;
+        let mut builder = self.stream.launch_builder(func);
+        for arg in &l.args {
+            match arg {
+                Arg::Ptr(v) | Arg::U64(v) => builder.arg(v),
+                Arg::I64(v) => builder.arg(v),
+                Arg::U32(v) => builder.arg(v),
+                Arg::F32(v) => builder.arg(v),
+                Arg::Strided(v) => builder.arg(v),
+            };
+        }
+        let cfg = LaunchConfig { grid_dim: l.grid, block_dim: l.block, shared_mem_bytes: 0 };
+        // SAFETY: the arguments match the kernel's parameter list (checked above); the plans
+        // bounds-check every view against its buffer before addresses are handed out.
+        unsafe { builder.launch(cfg) }.map_err(|e| driver_error(&format!("launching {}", l.kernel), e))?;
+        if self.check_each_launch {
+            self.stream.synchronize().map_err(|e| driver_error(&format!("kernel {} failed", l.kernel), e))?;
+        }
+        Ok(())
+    }
+
+    /// The cuBLAS handle, locked (a handle must not be used by two threads at once).
+    fn blas(&self) -> Result<MutexGuard<'_, CudaBlas>> {
+        self.ctx.bind_to_thread().map_err(|e| driver_error("binding the context", e))?;
+        Ok(self.blas.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// Compiles every kernel file (in parallel: NVRTC compiles independent programs concurrently),
+/// loads the machine code, and looks up every kernel with its parameter list. With
+/// CS336_KERNEL_CACHE set to a folder, compiled files are kept there and reused by later
+/// processes (keyed by a hash of the source, options, architecture and NVRTC version).
+fn load_kernels(ctx: &Arc<CudaContext>, arch: &str) -> Result<HashMap<String, (CudaFunction, Vec<ParamSpec>)>> {
+    let cache = std::env::var_os("CS336_KERNEL_CACHE").map(std::path::PathBuf::from);
+    let compiled: Vec<Result<kernels::Compiled>> = std::thread::scope(|s| {
+        let handles: Vec<_> = kernels::SOURCES
+            .iter()
+            .map(|src| {
+                let cache = cache.clone();
+                s.spawn(move || match cache {
+                    Some(dir) => kernels::compile_cached(&dir, src.file, src.text, arch),
+                    None => kernels::compile(src.file, src.text, arch),
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::Cuda("an NVRTC compile thread panicked".into())))).collect()
+    });
+    let mut functions = HashMap::new();
+    for c in compiled {
+        let c = c?;
+        let image = match c.cubin {
+            Some(bin) => Ptx::from_binary(bin),
+            None => Ptx::from_src(c.ptx.clone()),
+        };
+        let module = ctx.load_module(image).map_err(|e| driver_error(&format!("loading kernels/{} ({})", c.file, c.arch), e))?;
+        for (name, params) in kernels::parse_entries(&c.ptx)? {
+            let func = module.load_function(&name).map_err(|e| driver_error(&format!("finding kernel {name}"), e))?;
+            functions.insert(name, (func, params));
+        }
+    }
+    Ok(functions)
+}
