@@ -4,6 +4,7 @@
 
 pub mod autograd;
 pub mod bench;
+pub mod book;
 pub mod checkpoint;
 pub mod data;
 pub mod device;

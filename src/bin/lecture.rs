@@ -129,6 +129,11 @@ fn real_main() -> Result<()> {
     let trace = done.context("the trace was not written; the previous one (if any) is unchanged")?;
     trace::save(&path, &trace)?;
     println!("Wrote {}", path.display());
+    if !cli.no_book {
+        let options = cs336::book::BuildOptions { trace: Some(path.clone()), trace_dir: path.parent().map(Path::to_path_buf), out_dir: None };
+        let index = cs336::book::build(&root().join("book"), &options).context("the trace was written, but the book did not build")?;
+        println!("Book: {}", index.display());
+    }
     Ok(())
 }
 
@@ -156,15 +161,10 @@ fn get(path: &Path, key: &str, whole_record: bool) -> Result<()> {
         let known: Vec<&str> = sec.values.keys().map(String::as_str).collect();
         bail!("{}: section `{section}` has no value `{name}` (it has: {})", path.display(), known.join(", "));
     };
-    let mut value = if whole_record { serde_json::to_value(rec)? } else { rec.value.clone() };
-    for step in parts {
-        let next = match &value {
-            serde_json::Value::Object(map) => map.get(step).cloned(),
-            serde_json::Value::Array(items) => step.parse::<usize>().ok().and_then(|i| items.get(i).cloned()),
-            _ => None,
-        };
-        value = next.with_context(|| format!("`{key}`: nothing at `{step}`"))?;
-    }
-    println!("{}", serde_json::to_string_pretty(&value)?);
+    let value = if whole_record { serde_json::to_value(rec)? } else { rec.value.clone() };
+    let steps: Vec<String> = parts.map(String::from).collect();
+    // The same walk the book uses for `{{value SECTION.NAME.PATH}}`.
+    let value = cs336::book::traces::walk(&value, &steps).map_err(|(step, what)| anyhow::anyhow!("`{key}`: nothing at `{step}` ({what})"))?;
+    println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }

@@ -1,0 +1,184 @@
+//! The float formats of `tensors_memory`: how each spends its bits, and which magnitudes it holds.
+
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::ChartData;
+use super::plot::{FG, PALETTE, Scale, drawing, svg, text_style, tick};
+use crate::book::format::{Format, format_value};
+use crate::book::problem::Cause;
+use crate::trace::{Unit, json_number};
+
+const SIGN: RGBColor = PALETTE[3];
+const EXPONENT: RGBColor = PALETTE[0];
+const MANTISSA: RGBColor = PALETTE[1];
+
+/// A format's name and field widths, from the recorded `bit_layouts` list.
+struct Layout {
+    name: String,
+    sign: u32,
+    exponent: u32,
+    mantissa: u32,
+}
+
+fn layouts(data: &ChartData) -> Result<Vec<Layout>, Cause> {
+    let list = data.value("bit_layouts")?.as_array().ok_or_else(|| data.bad("bit_layouts", "expected a list".into()))?;
+    let field = |i: usize, key: &str| -> Result<u32, Cause> {
+        let at = format!("bit_layouts.{i}.{key}");
+        u32::try_from(data.number(&at)? as i64).map_err(|_| data.bad(&at, "expected a bit count".into()))
+    };
+    (0..list.len())
+        .map(|i| {
+            let name = data.value(&format!("bit_layouts.{i}.name"))?;
+            let name = name.as_str().ok_or_else(|| data.bad(&format!("bit_layouts.{i}.name"), "expected a string".into()))?;
+            Ok(Layout { name: name.to_string(), sign: field(i, "sign")?, exponent: field(i, "exponent")?, mantissa: field(i, "mantissa")? })
+        })
+        .collect()
+}
+
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A chart with one horizontal row per name, the first at the top: row `i` is centred on
+/// y = `names.len() - 1 - i`. `draw` adds the rows' shapes.
+fn rows_chart(
+    names: &[String],
+    x: std::ops::Range<f64>,
+    x_desc: &str,
+    x_labels: usize,
+    x_fmt: &dyn Fn(&f64) -> String,
+    label: &str,
+    draw: impl FnOnce(&mut Chart<'_, '_>) -> Result<(), Cause>,
+) -> Result<String, Cause> {
+    let n = names.len();
+    let height = 80 + 48 * n as u32;
+    let y_name = |y: &f64| {
+        let row = (n as f64 - 1.0 - y).round();
+        if (row - (n as f64 - 1.0 - y)).abs() < 1e-6 && row >= 0.0 { names.get(row as usize).cloned().unwrap_or_default() } else { String::new() }
+    };
+    svg(760, height, label, |root| {
+        let mut chart = drawing(
+            ChartBuilder::on(root).margin(14).x_label_area_size(50).y_label_area_size(120).build_cartesian_2d(x, -0.5..n as f64 - 0.5),
+        )?;
+        drawing(
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .x_desc(x_desc)
+                .x_labels(x_labels)
+                .y_labels(n)
+                .x_label_formatter(x_fmt)
+                .y_label_formatter(&y_name)
+                .label_style(text_style(15))
+                .axis_desc_style(text_style(16))
+                .axis_style(FG.mix(0.6))
+                .bold_line_style(FG.mix(0.12))
+                .light_line_style(FG.mix(0.0))
+                .draw(),
+        )?;
+        draw(&mut chart)
+    })
+}
+
+/// The y of row `i` of `n` (first row on top).
+fn row_y(i: usize, n: usize) -> f64 {
+    (n - 1 - i) as f64
+}
+
+/// One row per format, most significant bit first, each field a bar with faint lines between
+/// its bits.
+pub fn bit_layouts(data: &ChartData) -> Result<String, Cause> {
+    let rows = layouts(data)?;
+    let widest = rows.iter().map(|r| r.sign + r.exponent + r.mantissa).max().unwrap_or(0);
+    if rows.is_empty() || widest == 0 {
+        return Err(data.bad("bit_layouts", "no formats recorded".into()));
+    }
+    let names: Vec<String> = rows.iter().map(|r| r.name.clone()).collect();
+    let x_fmt = |x: &f64| format!("{x:.0}");
+    let n = rows.len();
+    rows_chart(&names, 0.0..widest as f64, "bit position, most significant first (bits)", widest as usize / 4 + 1, &x_fmt, "bit layouts of the floating-point formats", |chart| {
+        for (i, row) in rows.iter().enumerate() {
+            let y = row_y(i, n);
+            let fields = [("sign", "s", row.sign, SIGN), ("exponent", "e", row.exponent, EXPONENT), ("mantissa", "m", row.mantissa, MANTISSA)];
+            let mut at = 0u32;
+            for (long, short, bits, color) in fields {
+                if bits == 0 {
+                    continue;
+                }
+                let (x0, x1) = (at as f64, (at + bits) as f64);
+                drawing(chart.draw_series(std::iter::once(Rectangle::new([(x0, y - 0.32), (x1, y + 0.32)], color.filled()))))?;
+                let separators = (at + 1..at + bits).map(|b| PathElement::new(vec![(b as f64, y - 0.32), (b as f64, y + 0.32)], WHITE.mix(0.55)));
+                drawing(chart.draw_series(separators))?;
+                // The name where it fits (about 8 px per character at this size), else a letter.
+                let fits = bits as usize * 19 >= (long.len() + 3) * 8;
+                let label = if fits { format!("{long} {bits}") } else { format!("{short}{bits}") };
+                let style = ("sans-serif", 15).into_font().color(&WHITE).pos(Pos::new(HPos::Center, VPos::Center));
+                drawing(chart.draw_series(std::iter::once(Text::new(label, ((x0 + x1) / 2.0, y), style))))?;
+                at += bits;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// A format's range: smallest subnormal, smallest normal and largest finite magnitude.
+struct Range {
+    name: String,
+    subnormal: f64,
+    normal: f64,
+    max: f64,
+}
+
+fn ranges(data: &ChartData) -> Result<Vec<Range>, Cause> {
+    let names: Vec<String> = data.names().filter(|n| n.ends_with("_info")).map(String::from).collect();
+    if names.is_empty() {
+        return Err(data.bad("*_info", "no format tables recorded".into()));
+    }
+    names
+        .iter()
+        .map(|n| {
+            Ok(Range {
+                name: n.trim_end_matches("_info").to_string(),
+                subnormal: data.number(&format!("{n}.smallest_subnormal"))?,
+                normal: data.number(&format!("{n}.smallest_normal"))?,
+                max: data.number(&format!("{n}.max"))?,
+            })
+        })
+        .collect()
+}
+
+/// The magnitude the lecture tries to store in float16 and bfloat16 (`fp16_1e_8`, `bf16_1e_8`).
+const PROBE: f64 = 1e-8;
+
+/// Horizontal bars on a log scale: faded over the subnormal range, solid from the smallest normal
+/// number to the largest, with a line at the lecture's probe value.
+pub fn dynamic_ranges(data: &ChartData) -> Result<String, Cause> {
+    let rows = ranges(data)?;
+    for r in &rows {
+        if !(r.subnormal > 0.0 && r.normal >= r.subnormal && r.max > r.normal && r.max.is_finite()) {
+            return Err(data.bad(&format!("{}_info", r.name), "smallest_subnormal ≤ smallest_normal < max must hold".into()));
+        }
+    }
+    let lo = rows.iter().map(|r| r.subnormal.log10()).fold(f64::INFINITY, f64::min).floor() - 2.0;
+    let hi = rows.iter().map(|r| r.max.log10()).fold(f64::NEG_INFINITY, f64::max).ceil() + 12.0;
+    let names: Vec<String> = rows.iter().map(|r| r.name.clone()).collect();
+    let x_fmt = |v: &f64| tick(*v, Scale::Log10);
+    let n = rows.len();
+    rows_chart(&names, lo..hi, "magnitude, log scale (unitless)", 10, &x_fmt, "dynamic ranges of the floating-point formats", |chart| {
+        for (i, r) in rows.iter().enumerate() {
+            let y = row_y(i, n);
+            let color = PALETTE[i % PALETTE.len()];
+            let bar = |from: f64, to: f64, style: ShapeStyle| Rectangle::new([(from.log10(), y - 0.3), (to.log10(), y + 0.3)], style);
+            drawing(chart.draw_series([bar(r.subnormal, r.normal, color.mix(0.35).filled()), bar(r.normal, r.max, color.filled())]))?;
+            let label = format!("max {}", format_value(&json_number(r.max), Unit::None, Format::Auto).unwrap_or_default());
+            let style = text_style(14).pos(Pos::new(HPos::Left, VPos::Center));
+            drawing(chart.draw_series(std::iter::once(Text::new(label, (r.max.log10() + 1.0, y), style))))?;
+        }
+        let probe = PROBE.log10();
+        let top = n as f64 - 0.5;
+        drawing(chart.draw_series(std::iter::once(PathElement::new(vec![(probe, -0.5), (probe, top)], FG.mix(0.7).stroke_width(1)))))?;
+        let style = text_style(14).pos(Pos::new(HPos::Left, VPos::Top));
+        drawing(chart.draw_series(std::iter::once(Text::new("1e-8, the probe value", (probe + 0.8, top), style))))?;
+        Ok(())
+    })
+}

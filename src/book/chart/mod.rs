@@ -1,0 +1,147 @@
+//! Charts drawn from trace data while the book builds, as inline SVG (plotters' SVG backend: no
+//! fonts needed, text is drawn by the browser). Text, axes and grid use `currentColor`, so a chart
+//! takes the page's text colour in every mdbook theme; series use mid-tone colours that read on
+//! light and dark backgrounds; the background is transparent.
+//!
+//! # Adding a chart
+//!
+//! 1. Write `fn my_chart(data: &ChartData) -> Result<String, Cause>` in a file of this folder.
+//!    Read values with `data.number("name")`, `data.numbers("name")` (a list) or
+//!    `data.value("name.path")`: a missing value fails the build with the value's name.
+//!    For x–y data (throughput against size, loss against step, std against dimension), fill a
+//!    [`plot::LineChart`] (linear or log axes, several series, horizontal reference lines such as a peak
+//!    FLOP/s) and return `plot::line_chart(&chart)`; for anything else draw with plotters inside
+//!    [`plot::svg`].
+//! 2. Add a [`ChartDef`] to [`CHARTS`]: an id, the section whose values it reads, and a caption.
+//! 3. Write `{{chart my_chart}}` on a line of its own in the section's chapter.
+//!
+//! The end-to-end test checks that every chart on every page parses as SVG.
+
+mod curves;
+mod float_formats;
+pub mod plot;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::directive::Address;
+use super::html::escape;
+use super::problem::Cause;
+use super::traces::Traces;
+use crate::trace::{SectionRecord, Trace, number_from_json};
+
+/// A chart the book can draw.
+pub struct ChartDef {
+    pub id: &'static str,
+    /// The section whose recorded values it draws.
+    pub section: &'static str,
+    pub caption: &'static str,
+    pub draw: fn(&ChartData) -> Result<String, Cause>,
+}
+
+/// Every chart, by id.
+pub const CHARTS: &[ChartDef] = &[
+    ChartDef {
+        id: "float_bit_layouts",
+        section: "tensors_memory",
+        caption: "How each floating-point format spends its bits: one sign bit, exponent bits (range), mantissa bits (precision).",
+        draw: float_formats::bit_layouts,
+    },
+    ChartDef {
+        id: "float_ranges",
+        section: "tensors_memory",
+        caption: "Magnitudes each format can hold, on a log scale: solid from the smallest normal number to the largest, \
+                  faded where only subnormal numbers (with fewer significant bits) remain.",
+        draw: float_formats::dynamic_ranges,
+    },
+    ChartDef {
+        id: "matmul_throughput",
+        section: "tensor_operations_flops",
+        caption: "Throughput of square matrix multiplications by size, in float32 and bfloat16, with the promised peaks as \
+                  horizontal lines. Small products cannot keep the arithmetic units busy.",
+        draw: curves::matmul_throughput,
+    },
+    ChartDef {
+        id: "init_std",
+        section: "module_parameters",
+        caption: "Spread of a linear layer's outputs as its input dimension grows: unit-variance weights grow like \
+                  √input_dim; weights scaled by 1/√input_dim stay near one.",
+        draw: curves::init_std,
+    },
+    ChartDef {
+        id: "train_losses",
+        section: "train_loop",
+        caption: "Loss at every step of the longer runs, for each optimizer and learning rate (same initial weights, same batches).",
+        draw: curves::train_losses,
+    },
+    ChartDef {
+        id: "mixed_precision_losses",
+        section: "mixed_precision_training",
+        caption: "The same regression trained in float32, entirely in bfloat16, and in mixed precision (same initial weights, same batches).",
+        draw: curves::mixed_precision_losses,
+    },
+];
+
+/// One section's values, for a chart to read.
+pub struct ChartData<'t> {
+    pub path: &'t Path,
+    pub trace: &'t Trace,
+    pub section: &'t SectionRecord,
+}
+
+impl ChartData<'_> {
+    /// The value at `name[.path]` in this chart's section.
+    pub fn value(&self, name_path: &str) -> Result<&Value, Cause> {
+        let mut parts = name_path.split('.');
+        let name = parts.next().unwrap_or_default().to_string();
+        let address = Address { section: self.section.id.clone(), name, path: parts.map(String::from).collect() };
+        Traces::resolve(self.path, self.trace, &address).map(|r| r.value)
+    }
+
+    /// A number (non-finite ones included).
+    pub fn number(&self, name_path: &str) -> Result<f64, Cause> {
+        let value = self.value(name_path)?;
+        number_from_json(value).ok_or_else(|| self.bad(name_path, format!("expected a number, found `{value}`")))
+    }
+
+    /// A list of numbers.
+    pub fn numbers(&self, name_path: &str) -> Result<Vec<f64>, Cause> {
+        let value = self.value(name_path)?;
+        let items = value.as_array().ok_or_else(|| self.bad(name_path, "expected a list of numbers".into()))?;
+        items.iter().map(|v| number_from_json(v).ok_or_else(|| self.bad(name_path, format!("`{v}` is not a number")))).collect()
+    }
+
+    /// Names of this section's values, in recording order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.section.values.keys().map(String::as_str)
+    }
+
+    pub fn bad(&self, name_path: &str, msg: String) -> Cause {
+        Cause::BadValue { trace: self.path.to_path_buf(), address: format!("{}.{name_path}", self.section.id), msg }
+    }
+}
+
+pub fn find(id: &str) -> Option<&'static ChartDef> {
+    CHARTS.iter().find(|c| c.id == id)
+}
+
+/// The chart as a captioned figure.
+pub fn render(id: &str, path: &Path, trace: &Trace) -> Result<String, Cause> {
+    let def = find(id).ok_or_else(|| Cause::UnknownChart {
+        id: id.to_string(),
+        known: CHARTS.iter().map(|c| c.id).collect::<Vec<_>>().join(", "),
+    })?;
+    let section = Traces::section(path, trace, def.section)?;
+    let svg = (def.draw)(&ChartData { path, trace, section }).map_err(|cause| match cause {
+        Cause::Chart { msg, .. } => Cause::Chart { id: id.to_string(), msg },
+        other => other,
+    })?;
+    let device = &trace.provenance.device;
+    Ok(format!(
+        "<figure class=\"lecture-chart\" id=\"chart-{id}\">{svg}<figcaption>{} <span class=\"lecture-muted\">Drawn from section <code>{}</code> of the {} trace.</span></figcaption></figure>",
+        escape(def.caption),
+        escape(def.section),
+        escape(&device.slug),
+    ))
+}

@@ -1,0 +1,290 @@
+//! Drawing helpers shared by the charts: an SVG canvas whose foreground follows the page's text
+//! colour, a palette for light and dark themes, and a general x–y line chart.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::book::format::{Format, format_value};
+use crate::book::problem::Cause;
+use crate::trace::{Unit, json_number};
+
+/// Stand-in colour for "the page's text colour": replaced by `currentColor` in the SVG text.
+pub const FG: RGBColor = RGBColor(0x01, 0x02, 0x03);
+const FG_HEX: &str = "#010203";
+
+/// Mid-tone colours that keep contrast on white and on mdbook's dark themes.
+pub const PALETTE: [RGBColor; 6] = [
+    RGBColor(0x3d, 0x8f, 0xd1), // blue
+    RGBColor(0xe0, 0x7b, 0x39), // orange
+    RGBColor(0x3a, 0xa6, 0x5b), // green
+    RGBColor(0xc8, 0x4f, 0x8a), // magenta
+    RGBColor(0x9b, 0x7b, 0xd9), // violet
+    RGBColor(0xc9, 0xa2, 0x27), // ochre
+];
+
+pub const FONT: &str = "sans-serif";
+
+pub fn text_style(size: u32) -> TextStyle<'static> {
+    (FONT, size).into_font().color(&FG)
+}
+
+fn chart_error(e: impl std::fmt::Display) -> Cause {
+    Cause::Chart { id: String::new(), msg: e.to_string() }
+}
+
+/// Draws on a `width`×`height` SVG canvas and returns the SVG as one line of text, sized by the
+/// page (it scales down on narrow screens) and coloured by the page's theme.
+pub fn svg(
+    width: u32,
+    height: u32,
+    label: &str,
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), Cause>,
+) -> Result<String, Cause> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (width, height)).into_drawing_area();
+        draw(&root)?;
+        root.present().map_err(chart_error)?;
+    }
+    // One line, so the markdown HTML block it sits in is not ended by a line break.
+    let out = out.replace('\n', "").replace(FG_HEX, "currentColor");
+    let size = format!("width=\"{width}\" height=\"{height}\"");
+    let attrs = format!("class=\"lecture-chart-svg\" role=\"img\" aria-label=\"{}\"", crate::book::html::escape(label));
+    if !out.contains(&size) {
+        return Err(chart_error("unexpected SVG header from plotters"));
+    }
+    Ok(out.replacen(&size, &attrs, 1))
+}
+
+/// Maps plotters' drawing errors into a chart cause.
+pub fn drawing<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, Cause> {
+    r.map_err(chart_error)
+}
+
+/// How an axis maps numbers to positions. Log axes span whole powers of their base and are
+/// labelled at them: powers of two suit sizes, powers of ten suit rates and losses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    Linear,
+    Log10,
+    Log2,
+}
+
+impl Scale {
+    fn base(self) -> Option<f64> {
+        match self {
+            Scale::Linear => None,
+            Scale::Log10 => Some(10.0),
+            Scale::Log2 => Some(2.0),
+        }
+    }
+}
+
+/// An axis of a line chart. The label names the quantity and its unit.
+#[derive(Debug, Clone)]
+pub struct Axis {
+    pub label: String,
+    pub scale: Scale,
+}
+
+/// One named line of (x, y) points. Non-finite points, and on a log axis non-positive ones, are
+/// left out of the drawing (a chapter that shows a diverged run says so in prose).
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    /// Drawn dashed and without markers: a formula or reference to compare with, not a measurement.
+    pub reference: bool,
+}
+
+impl Series {
+    pub fn measured(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series { name: name.into(), points, reference: false }
+    }
+}
+
+/// A horizontal line at `y` with a label, e.g. a datasheet peak.
+#[derive(Debug, Clone)]
+pub struct Reference {
+    pub label: String,
+    pub y: f64,
+}
+
+pub struct LineChart {
+    pub x: Axis,
+    pub y: Axis,
+    pub series: Vec<Series>,
+    pub references: Vec<Reference>,
+    /// A dot at every point (off for long curves such as losses per step).
+    pub markers: bool,
+    /// Where the legend goes: a corner the curves leave free.
+    pub legend: SeriesLabelPosition,
+    pub width: u32,
+    pub height: u32,
+}
+
+impl LineChart {
+    pub fn new(x: Axis, y: Axis) -> LineChart {
+        LineChart { x, y, series: Vec::new(), references: Vec::new(), markers: true, legend: SeriesLabelPosition::UpperLeft, width: 720, height: 400 }
+    }
+}
+
+/// A value's position on the axis: itself, or its logarithm (non-positive values have none).
+fn to_axis(v: f64, scale: Scale) -> Option<f64> {
+    match scale.base() {
+        _ if !v.is_finite() => None,
+        Some(base) if v > 0.0 => Some(v.log(base)),
+        Some(_) => None,
+        None => Some(v),
+    }
+}
+
+/// A tick label: on a log axis the power it stands for (`1e-8`, `0.1`, `1000`; `64`, `128`),
+/// otherwise the number with four significant digits.
+pub fn tick(v: f64, scale: Scale) -> String {
+    let x = match scale.base() {
+        Some(_) if v.fract() == 0.0 && scale == Scale::Log10 && !(-2.0..=4.0).contains(&v) => return format!("1e{v}"),
+        Some(base) => base.powf(v),
+        None => v,
+    };
+    format_value(&json_number(x), Unit::None, Format::Auto).unwrap_or_default()
+}
+
+/// The axis range: padded on a linear axis; whole powers on a log axis, so ticks fall on them.
+fn axis_range(lo: f64, hi: f64, scale: Scale) -> std::ops::Range<f64> {
+    if scale != Scale::Linear {
+        let (lo, hi) = (lo.floor(), hi.ceil());
+        return lo..if hi > lo { hi } else { lo + 1.0 };
+    }
+    if lo == hi {
+        return lo - 1.0..hi + 1.0;
+    }
+    let pad = (hi - lo) * 0.05;
+    lo - pad..hi + pad
+}
+
+/// On a log axis one label per power (plotters then picks whole powers), fewer when the range is
+/// wide.
+fn label_count(range: &std::ops::Range<f64>, scale: Scale) -> usize {
+    if scale == Scale::Linear { 8 } else { ((range.end - range.start).round() as usize + 1).clamp(2, 12) }
+}
+
+/// Draws a line chart: every series as a line with markers, references as dashed-looking faint
+/// lines with their labels, a legend, and axes labelled with their units.
+pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
+    let (xl, yl) = (spec.x.scale, spec.y.scale);
+    let series: Vec<(String, Vec<(f64, f64)>)> = spec
+        .series
+        .iter()
+        .map(|s| (s.name.clone(), s.points.iter().filter_map(|&(x, y)| Some((to_axis(x, xl)?, to_axis(y, yl)?))).collect()))
+        .collect();
+    let references: Vec<(String, f64)> = spec.references.iter().filter_map(|r| Some((r.label.clone(), to_axis(r.y, yl)?))).collect();
+    let xs = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0));
+    let ys = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)).chain(references.iter().map(|r| r.1));
+    let (x_lo, x_hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    let (y_lo, y_hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    if !x_lo.is_finite() || !y_lo.is_finite() {
+        return Err(chart_error("no finite points to draw"));
+    }
+    let (x_range, y_range) = (axis_range(x_lo, x_hi, xl), axis_range(y_lo, y_hi, yl));
+    let label = format!("{} against {}", spec.y.label, spec.x.label);
+    svg(spec.width, spec.height, &label, |root| {
+        let mut chart = drawing(
+            ChartBuilder::on(root)
+                .margin(12)
+                .margin_right(36) // room for the last x label
+                .x_label_area_size(44)
+                .y_label_area_size(76)
+                .build_cartesian_2d(x_range.clone(), y_range.clone()),
+        )?;
+        let x_fmt = |v: &f64| tick(*v, xl);
+        let y_fmt = |v: &f64| tick(*v, yl);
+        drawing(
+            chart
+                .configure_mesh()
+                .x_desc(spec.x.label.as_str())
+                .y_desc(spec.y.label.as_str())
+                .x_labels(label_count(&x_range, xl))
+                .y_labels(label_count(&y_range, yl))
+                .x_label_formatter(&x_fmt)
+                .y_label_formatter(&y_fmt)
+                .label_style(text_style(15))
+                .axis_desc_style(text_style(16))
+                .axis_style(FG)
+                .bold_line_style(FG.mix(0.12))
+                .light_line_style(FG.mix(0.04))
+                .draw(),
+        )?;
+        for (label, y) in &references {
+            let (lo, hi) = (chart.x_range().start, chart.x_range().end);
+            drawing(chart.draw_series(std::iter::once(PathElement::new(vec![(lo, *y), (hi, *y)], FG.mix(0.5).stroke_width(1)))))?;
+            let style = text_style(14).pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Right,
+                plotters::style::text_anchor::VPos::Bottom,
+            ));
+            drawing(chart.draw_series(std::iter::once(Text::new(label.clone(), (hi, *y), style))))?;
+        }
+        for (i, ((name, points), spec_series)) in series.iter().zip(&spec.series).enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            if spec_series.reference {
+                let dashed = DashedLineSeries::new(points.iter().copied(), 6, 4, color.stroke_width(2));
+                drawing(chart.draw_series(dashed))?
+                    .label(name.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+                continue;
+            }
+            drawing(chart.draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2))))?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+            if spec.markers {
+                drawing(chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled()))))?;
+            }
+        }
+        if !series.is_empty() {
+            drawing(
+                chart
+                    .configure_series_labels()
+                    .position(spec.legend.clone())
+                    .label_font(text_style(15))
+                    .border_style(FG.mix(0.4))
+                    .background_style(TRANSPARENT)
+                    .draw(),
+            )?;
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_chart_draws_series_references_and_units() {
+        let mut chart = LineChart::new(
+            Axis { label: "matrix size n (elements per side)".into(), scale: Scale::Log2 },
+            Axis { label: "throughput (FLOP/s)".into(), scale: Scale::Log10 },
+        );
+        chart.series.push(Series::measured("float32", vec![(64.0, 1e9), (256.0, 3e10), (1024.0, 5e10), (2048.0, f64::NAN)]));
+        chart.series.push(Series::measured("bfloat16", vec![(64.0, 2e9), (256.0, 6e10), (1024.0, 9e10)]));
+        chart.references.push(Reference { label: "peak float32".into(), y: 1.2e11 });
+        let svg = line_chart(&chart).expect("draws");
+        assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
+        assert!(!svg.contains('\n'));
+        assert!(!svg.contains(FG_HEX));
+        assert!(svg.contains("currentColor"));
+        for text in ["throughput (FLOP/s)", "matrix size n (elements per side)", "peak float32", "float32", "bfloat16"] {
+            assert!(svg.contains(&format!(">{text}<")), "missing text {text}");
+        }
+        // Log-axis ticks are written as the numbers they stand for, at whole powers.
+        assert!(svg.contains(">1e10<") && svg.contains(">1e11<"), "{svg}");
+        assert!(svg.contains(">64<") && svg.contains(">1024<"), "{svg}");
+        assert!(!svg.contains(">3.162e10<"), "no half-power ticks");
+    }
+
+    #[test]
+    fn a_chart_without_points_is_an_error() {
+        let chart = LineChart::new(Axis { label: "x".into(), scale: Scale::Log10 }, Axis { label: "y".into(), scale: Scale::Linear });
+        assert!(matches!(line_chart(&chart), Err(Cause::Chart { .. })));
+    }
+}

@@ -1,0 +1,89 @@
+//! The book: an mdbook preprocessor that replaces directives in the chapters with values, code
+//! and charts from a trace, and a function that builds the HTML book in-process.
+//!
+//! # Directives
+//!
+//! A directive is `{{KIND ARGS}}` in a chapter's prose (never inside code: a directive in a code
+//! block or in backticks is shown as written). `{{#…}}` is left to mdbook's own `links`
+//! preprocessor, which runs first.
+//!
+//! | Directive | Shows |
+//! |---|---|
+//! | `{{value SECTION.NAME[.PATH] [format=F] [unit=U] [trace=SLUG]}}` | one value, formatted by its unit (inline) |
+//! | `{{code SECTION [trace=SLUG]}}` | the section's function with each value beside the line that recorded it |
+//! | `{{chart ID [trace=SLUG]}}` | a chart from [`chart::CHARTS`] |
+//! | `{{provenance [trace=SLUG]}}` | device, commit, date and seed of the trace |
+//! | `{{compare SECTION.NAME[.PATH] [format=F] [unit=U]}}` | the value in every trace of the folder, device by device |
+//! | `{{if [not\|has] SECTION.NAME[.PATH]}}` … `{{else}}` … `{{end}}` | keeps the lines of the branch that holds |
+//!
+//! `PATH` walks into a recorded object or list: `tensors_memory.fp8_e4m3_info.max`,
+//! `tensor_slicing.row_0.1`, `optimizer.grads.layers.0.weight.0.0` (a key with dots, such as a
+//! parameter name, is matched whole). Formats (see [`format::Format`]): `auto` (by unit: `2.25 GiB`,
+//! `6.3e24 FLOP`, `160 ms`, `50%`, `40 billion`), `plain`, `int`, `sci[N]`, `eng[N]`, `si[N]`,
+//! `iec[N]`, `fixed[N]`, `percent[N]`, `json`. A number inside a recorded object has no unit of its
+//! own; `unit=FLOP/s` (or `bytes`, `FLOP`, `s`, `ratio`, `count`, `bytes/s`) gives it one. A list or
+//! object is shown as compact JSON; with an explicit format every number in it takes that form
+//! (`format=fixed1` on a list of losses). All but
+//! `value` stand alone on their line.
+//!
+//! # Which trace
+//!
+//! `trace=SLUG` reads `<trace-dir>/SLUG.json`. Without it a page reads the default trace:
+//! the one the `lecture` binary has just written when it builds the book, otherwise
+//! `trace` under `[preprocessor.lecture]` in `book.toml`: `newest` (the trace with the latest
+//! `created_at`), a slug, or a file. `trace-dir` defaults to `../trace/lecture_02` (relative
+//! to the book). mdbook's environment overrides work too:
+//! `MDBOOK_PREPROCESSOR__LECTURE__TRACE=nvidia-h200 mdbook serve book`.
+//!
+//! # Strictness
+//!
+//! The build fails, naming chapter, line, directive, cause and the command to run, when a
+//! directive is malformed, names a missing trace, section or value, or reads a section whose code
+//! changed after the trace recorded it (the section's `source_hash` differs from the hash of its
+//! function in this build).
+
+pub mod chart;
+pub mod code_view;
+pub mod directive;
+pub mod format;
+pub mod html;
+pub mod preprocessor;
+pub mod problem;
+pub mod render;
+pub mod traces;
+
+use std::path::{Path, PathBuf};
+
+pub use preprocessor::LecturePreprocessor;
+pub use problem::{Cause, Problem};
+
+use crate::error::{Error, Result};
+
+/// Where to build and which trace to use.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// The default trace for every page (else the book's `trace` setting).
+    pub trace: Option<PathBuf>,
+    /// The folder of traces that `compare` reads (else `trace-dir` of `book.toml`).
+    pub trace_dir: Option<PathBuf>,
+    /// The HTML's folder (else `build-dir` of `book.toml`, relative to the book).
+    pub out_dir: Option<PathBuf>,
+}
+
+/// Builds the HTML book at `book_root` in-process and returns the path of its `index.html`.
+pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf> {
+    let failed = |e: anyhow::Error| match e.downcast::<Error>() {
+        Ok(ours) => ours,
+        Err(other) => Error::BookBuild { root: book_root.to_path_buf(), msg: format!("{other:#}") },
+    };
+    let mut book = mdbook_driver::MDBook::load(book_root).map_err(failed)?;
+    if let Some(dir) = &options.out_dir {
+        book.config.build.build_dir = dir.clone();
+    }
+    // Replaces the `[preprocessor.lecture]` command from book.toml (same name) with this
+    // process's own preprocessor: no second process, no second compile.
+    book.with_preprocessor(LecturePreprocessor { trace: options.trace.clone(), trace_dir: options.trace_dir.clone() });
+    book.build().map_err(failed)?;
+    let index = book.build_dir_for("html").join("index.html");
+    Ok(std::path::absolute(&index).unwrap_or(index))
+}

@@ -1,0 +1,79 @@
+//! The mdbook preprocessor: reads `[preprocessor.lecture]` from `book.toml`, renders every
+//! chapter, and fails with every problem in the book at once.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use mdbook_preprocessor::book::{Book, BookItem};
+use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
+
+use super::problem::Problem;
+use super::render::render_chapter;
+use super::traces::{TraceChoice, Traces, clean};
+
+/// The name in `[preprocessor.lecture]`.
+pub const NAME: &str = "lecture";
+
+/// Where traces are, relative to the book's root, unless `trace-dir` says otherwise.
+pub const DEFAULT_TRACE_DIR: &str = "../trace/lecture_02";
+
+/// Renders the lecture's directives. `trace` and `trace_dir` override the book's settings (the
+/// `lecture` binary passes the trace it has just written and the folder it wrote it to).
+#[derive(Debug, Clone, Default)]
+pub struct LecturePreprocessor {
+    pub trace: Option<PathBuf>,
+    pub trace_dir: Option<PathBuf>,
+}
+
+/// The settings under `[preprocessor.lecture]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub trace_dir: PathBuf,
+    pub default: TraceChoice,
+}
+
+impl Settings {
+    pub fn read(ctx: &PreprocessorContext) -> anyhow::Result<Settings> {
+        let key = |k: &str| format!("preprocessor.{NAME}.{k}");
+        let dir: Option<String> = ctx.config.get(&key("trace-dir")).with_context(|| format!("reading `{}` in book.toml", key("trace-dir")))?;
+        let choice: Option<String> = ctx.config.get(&key("trace")).with_context(|| format!("reading `{}` in book.toml", key("trace")))?;
+        let resolve = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { clean(&ctx.root.join(p)) };
+        let default = match choice.as_deref().map(TraceChoice::parse) {
+            Some(TraceChoice::File(p)) => TraceChoice::File(resolve(&p)),
+            Some(other) => other,
+            None => TraceChoice::Newest,
+        };
+        Ok(Settings { trace_dir: resolve(Path::new(dir.as_deref().unwrap_or(DEFAULT_TRACE_DIR))), default })
+    }
+}
+
+impl Preprocessor for LecturePreprocessor {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn run(&self, ctx: &PreprocessorContext, mut book: Book) -> anyhow::Result<Book> {
+        let settings = Settings::read(ctx)?;
+        let default = match &self.trace {
+            Some(path) => TraceChoice::File(path.clone()),
+            None => settings.default,
+        };
+        let dir = self.trace_dir.as_ref().unwrap_or(&settings.trace_dir);
+        let mut traces = Traces::new(dir, default);
+        let mut problems = Vec::new();
+        book.for_each_mut(|item| {
+            let BookItem::Chapter(chapter) = item else { return };
+            let Some(path) = chapter.path.clone() else { return };
+            match render_chapter(&chapter.content, &mut traces) {
+                Ok(content) => chapter.content = content,
+                Err(found) => problems.extend(found.into_iter().map(|(line, directive, cause)| Problem {
+                    chapter: ctx.config.book.src.join(&path),
+                    line,
+                    directive,
+                    cause,
+                })),
+            }
+        });
+        if problems.is_empty() { Ok(book) } else { Err(crate::Error::Book(problems).into()) }
+    }
+}

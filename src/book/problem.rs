@@ -1,0 +1,155 @@
+//! Why a directive could not be rendered, and what to run about it. The book build collects every
+//! problem in every chapter and fails with all of them: no value is ever left blank.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use super::directive::SYNTAX;
+
+/// The command that (re)records one section.
+pub fn rerun(section: &str) -> String {
+    format!("cargo run --release --bin lecture -- --section {section}")
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Cause {
+    #[error("malformed directive: {0}")]
+    Malformed(String),
+
+    #[error("no trace file {}", path.display())]
+    MissingTrace { path: PathBuf },
+
+    #[error("trace folder {} holds no trace (`*.json`)", dir.display())]
+    NoTraces { dir: PathBuf },
+
+    #[error("cannot read trace: {0}")]
+    BadTrace(String),
+
+    #[error("trace {} has no section `{section}`", trace.display())]
+    MissingSection { trace: PathBuf, section: String },
+
+    #[error("section `{section}` is not part of this lecture (sections: {known})")]
+    UnknownSection { section: String, known: String },
+
+    #[error("trace {} section `{section}` has no value `{name}` (it records: {known})", trace.display())]
+    MissingValue { trace: PathBuf, section: String, name: String, known: String },
+
+    #[error("trace {}: `{address}` has nothing at `{step}` ({what})", trace.display())]
+    MissingPath { trace: PathBuf, address: String, step: String, what: String },
+
+    #[error(
+        "section `{section}` changed since trace {} recorded it (the trace holds the hash of older source)",
+        trace.display()
+    )]
+    Stale { trace: PathBuf, section: String, device: String },
+
+    #[error("`{address}` in trace {}: {msg}", trace.display())]
+    BadValue { trace: PathBuf, address: String, msg: String },
+
+    #[error("unknown chart `{id}` (charts: {known})")]
+    UnknownChart { id: String, known: String },
+
+    #[error("chart `{id}` could not be drawn: {msg}")]
+    Chart { id: String, msg: String },
+
+    #[error("{0}")]
+    Structure(String),
+}
+
+impl Cause {
+    /// What the author or reader should do.
+    pub fn fix(&self) -> String {
+        match self {
+            Cause::Malformed(_) | Cause::Structure(_) => format!(
+                "directives look like {SYNTAX}; block directives stand alone on their line; to show `{{{{` literally, put it in backticks or write `\\{{{{`"
+            ),
+            Cause::MissingTrace { .. } | Cause::NoTraces { .. } => {
+                "run `cargo run --release --bin lecture` (on the device the trace is named after) to write it".into()
+            }
+            Cause::BadTrace(_) => "re-run `cargo run --release --bin lecture` to write a fresh trace".into(),
+            Cause::MissingSection { section, .. } => format!("run `{}` to record it", rerun(section)),
+            Cause::UnknownSection { .. } => "fix the section id in the directive (`cargo run --release --bin lecture -- --list` lists them)".into(),
+            Cause::MissingValue { section, name, .. } => format!(
+                "fix the name in the directive, or record `{name}` in section `{section}` and run `{}`",
+                rerun(section)
+            ),
+            Cause::MissingPath { .. } => "fix the path after the value's name".into(),
+            Cause::Stale { section, device, .. } => format!("run `{}` on {device} to record it again", rerun(section)),
+            Cause::BadValue { .. } => "use a format that fits the value, or address a part of it".into(),
+            Cause::UnknownChart { .. } => "fix the chart id (charts are listed in src/book/chart/mod.rs)".into(),
+            Cause::Chart { .. } => "check the section's recorded values; re-run the section if they are missing".into(),
+        }
+    }
+}
+
+/// A cause, located: chapter, line and the directive as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    /// The chapter's file, relative to the book's `src` folder.
+    pub chapter: PathBuf,
+    pub line: usize,
+    pub directive: String,
+    pub cause: Cause,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: `{}`: {}\n    fix: {}", self.chapter.display(), self.line, self.directive, self.cause, self.cause.fix())
+    }
+}
+
+/// How many places a repeated cause lists before "and N more".
+const PLACES_SHOWN: usize = 4;
+
+/// Writes a list of problems. Problems with the same cause (a missing trace fails every directive
+/// that reads it) are written once, with the places they occur.
+pub fn report(problems: &[Problem]) -> String {
+    let mut groups: Vec<(String, Vec<&Problem>)> = Vec::new();
+    for p in problems {
+        let cause = p.cause.to_string();
+        match groups.iter_mut().find(|(c, _)| *c == cause) {
+            Some((_, members)) => members.push(p),
+            None => groups.push((cause, vec![p])),
+        }
+    }
+    let mut text = format!("the book has {} problem(s):", problems.len());
+    for (cause, members) in groups {
+        text.push_str("\n  ");
+        if let [only] = members.as_slice() {
+            text.push_str(&only.to_string().replace('\n', "\n  "));
+            continue;
+        }
+        text.push_str(&format!("{cause}\n    in {} directives: ", members.len()));
+        let places: Vec<String> =
+            members.iter().take(PLACES_SHOWN).map(|p| format!("{}:{} `{}`", p.chapter.display(), p.line, p.directive)).collect();
+        text.push_str(&places.join(", "));
+        if members.len() > PLACES_SHOWN {
+            text.push_str(&format!(" and {} more", members.len() - PLACES_SHOWN));
+        }
+        text.push_str(&format!("\n    fix: {}", members[0].cause.fix()));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(line: usize, cause: Cause) -> Problem {
+        Problem { chapter: PathBuf::from("src/a.md"), line, directive: format!("{{{{value x.y{line}}}}}"), cause }
+    }
+
+    #[test]
+    fn repeated_causes_are_reported_once_with_their_places() {
+        let missing = Cause::MissingTrace { path: PathBuf::from("trace/lecture_02/gpu.json") };
+        let mut problems: Vec<Problem> = (1..=6).map(|l| problem(l, missing.clone())).collect();
+        problems.push(problem(9, Cause::Malformed("unknown directive `x`".into())));
+        let text = report(&problems);
+        assert_eq!(text.matches("no trace file trace/lecture_02/gpu.json").count(), 1, "{text}");
+        assert!(text.contains("in 6 directives: src/a.md:1 `{{value x.y1}}`, src/a.md:2"), "{text}");
+        assert!(text.contains("and 2 more"), "{text}");
+        assert!(text.contains("src/a.md:9: `{{value x.y9}}`: malformed directive: unknown directive `x`"), "{text}");
+        assert_eq!(text.matches("fix: ").count(), 2);
+        assert!(text.starts_with("the book has 7 problem(s):"));
+    }
+}

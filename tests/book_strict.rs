@@ -1,0 +1,146 @@
+//! The book refuses to build rather than show a blank, a stale number or an unescaped string.
+
+mod common;
+
+use common::{Workspace, fresh_trace, only_problem};
+use cs336::book::Cause;
+
+#[test]
+fn a_script_in_a_trace_string_renders_inert() {
+    let mut trace = fresh_trace().clone();
+    let section = trace.sections.iter_mut().find(|s| s.id == "tensor_slicing").expect("section");
+    let script = "<script>alert('x')</script> *not emphasis* [not](a-link)";
+    section.values.get_mut("view_error").expect("value").value = serde_json::json!(script);
+    let ws = Workspace::new();
+    let path = ws.write_trace("cpu", &trace);
+    let html = ws
+        .build_chapter(&path, "Message: {{value tensor_slicing.view_error}}\n\n{{code tensor_slicing}}\n\n{{compare tensor_slicing.view_error}}\n")
+        .expect("builds");
+    let start = html.find("<main>").expect("page body");
+    let body = &html[start..start + html[start..].find("</main>").expect("page body ends")];
+    assert!(!body.contains("<script"), "a script tag reached the page");
+    // In prose, beside the code (text and tooltip) and in the comparison.
+    assert!(body.matches("&lt;script&gt;alert(").count() >= 3, "{body}");
+    assert!(!html.contains("<em>not emphasis</em>") && html.contains("*not emphasis*"));
+    assert!(!html.contains("<a href=\"a-link\""));
+}
+
+#[test]
+fn directives_in_code_are_left_alone() {
+    let ws = Workspace::new();
+    let path = ws.write_trace("cpu", fresh_trace());
+    let html = ws
+        .build_chapter(&path, "Inline `{{value nope.nope}}`.\n\n```text\n{{code nope}}\n```\n\nValue: {{value tensor_storage.index}}.\n")
+        .expect("builds: code is not read for directives");
+    assert!(html.contains("{{value nope.nope}}") && html.contains("{{code nope}}"));
+    assert!(html.contains(">6</span>"));
+}
+
+#[test]
+fn a_missing_trace_fails_with_its_path() {
+    let ws = Workspace::new();
+    let path = ws.write_trace("cpu", fresh_trace());
+    let p = only_problem(ws.build_chapter(&path, "x {{value tensors_memory.bytes trace=nvidia-h999}}\n"));
+    assert!(matches!(p.cause, Cause::MissingTrace { .. }), "{p}");
+    let text = p.to_string();
+    assert!(text.starts_with("src/chapter.md:1: `{{value tensors_memory.bytes trace=nvidia-h999}}`: no trace file "), "{text}");
+    assert!(text.contains("nvidia-h999.json") && text.contains("cargo run --release --bin lecture"), "{text}");
+}
+
+#[test]
+fn a_missing_section_fails_and_says_what_to_run() {
+    let mut trace = fresh_trace().clone();
+    trace.sections.retain(|s| s.id != "tensor_matmul");
+    let ws = Workspace::new();
+    let path = ws.write_trace("cpu", &trace);
+    let p = only_problem(ws.build_chapter(&path, "\n\n{{value tensor_matmul.y_0_0}}\n"));
+    assert!(matches!(p.cause, Cause::MissingSection { .. }), "{p}");
+    assert_eq!(p.line, 3);
+    let text = p.to_string();
+    assert!(text.contains("has no section `tensor_matmul`"), "{text}");
+    assert!(text.contains("cargo run --release --bin lecture -- --section tensor_matmul"), "{text}");
+
+    let p = only_problem(ws.build_chapter(&path, "{{value no_such_section.x}}\n"));
+    assert!(matches!(p.cause, Cause::UnknownSection { .. }), "{p}");
+    assert!(p.to_string().contains("`no_such_section` is not part of this lecture"));
+}
+
+#[test]
+fn a_missing_value_fails_naming_it_and_what_exists() {
+    let ws = Workspace::new();
+    let path = ws.write_trace("cpu", fresh_trace());
+    let p = only_problem(ws.build_chapter(&path, "{{value tensors_memory.bytez}}\n"));
+    let text = p.to_string();
+    assert!(matches!(p.cause, Cause::MissingValue { .. }), "{p}");
+    assert!(text.contains("section `tensors_memory` has no value `bytez`") && text.contains("numel, element_size, bytes"), "{text}");
+
+    let p = only_problem(ws.build_chapter(&path, "{{value tensors_memory.fp8_e4m3_info.maxx}}\n"));
+    let text = p.to_string();
+    assert!(matches!(p.cause, Cause::MissingPath { .. }), "{p}");
+    assert!(text.contains("nothing at `maxx`") && text.contains("max"), "{text}");
+
+    let p = only_problem(ws.build_chapter(&path, "{{value tensor_slicing.row_0.7}}\n"));
+    assert!(p.to_string().contains("a list of 3 item(s)"), "{p}");
+}
+
+#[test]
+fn a_stale_section_fails_and_says_what_to_run() {
+    let mut trace = fresh_trace().clone();
+    let section = trace.sections.iter_mut().find(|s| s.id == "tensors_memory").expect("section");
+    section.source_hash = "0".repeat(64);
+    let ws = Workspace::new();
+    let path = ws.write_trace("cpu", &trace);
+    for chapter in ["{{value tensors_memory.bytes}}\n", "{{code tensors_memory}}\n", "{{chart float_ranges}}\n", "{{compare tensors_memory.bytes}}\n"] {
+        let p = only_problem(ws.build_chapter(&path, chapter));
+        assert!(matches!(p.cause, Cause::Stale { .. }), "{chapter}: {p}");
+        let text = p.to_string();
+        assert!(text.contains("section `tensors_memory` changed since trace"), "{text}");
+        assert!(text.contains("run `cargo run --release --bin lecture -- --section tensors_memory` on the device that wrote it"), "{text}");
+    }
+}
+
+#[test]
+fn malformed_directives_fail_with_the_reason() {
+    let ws = Workspace::new();
+    let path = ws.write_trace("cpu", fresh_trace());
+    let cases = [
+        ("{{valeu tensors_memory.bytes}}\n", "unknown directive `valeu`"),
+        ("{{value tensors_memory.bytes\n", "not closed by `}}`"),
+        ("See {{code tensors_memory}} here.\n", "must stand alone on its line"),
+        ("{{value tensors_memory.bytes format=kilo}}\n", "unknown format `kilo`"),
+        ("{{value tensors_memory.dtype format=sci}}\n", "needs a number"),
+        ("{{chart no_such_chart}}\n", "unknown chart `no_such_chart`"),
+        ("{{if tensors_on_gpus.cuda_available}}\ntext\n", "never closed"),
+        ("{{end}}\n", "without an open"),
+        ("{{if tensors_memory.bytes}}\nx\n{{end}}\n", "needs true or false"),
+    ];
+    for (chapter, expected) in cases {
+        let p = only_problem(ws.build_chapter(&path, chapter));
+        let text = p.to_string();
+        assert!(text.contains(expected), "{chapter:?} gave: {text}");
+        assert!(text.contains("fix: "), "{text}");
+    }
+}
+
+#[test]
+fn every_problem_in_a_chapter_is_reported_at_once() {
+    let ws = Workspace::new();
+    let path = ws.write_trace("cpu", fresh_trace());
+    let problems = ws.build_chapter(&path, "{{value a.b}}\n{{value tensors_memory.nope}}\n{{bogus}}\n").expect_err("fails");
+    let lines: Vec<usize> = problems.iter().map(|p| p.line).collect();
+    assert_eq!(lines, [1, 2, 3]);
+}
+
+#[test]
+fn branches_keep_only_the_lines_that_hold() {
+    let ws = Workspace::new();
+    let path = ws.write_trace("cpu", fresh_trace());
+    let chapter = "A\n{{if tensors_on_gpus.cuda_available}}\nGPU {{value tensors_on_gpus.memory_used}}\n{{else}}\nCPU {{value tensors_on_gpus.x_device}}\n{{end}}\n\
+                   {{if has tensors_on_gpus.memory_used}}\nhas\n{{end}}\n{{if not tensors_on_gpus.cuda_available}}\nnot\n{{end}}\nZ\n";
+    let html = ws.build_chapter(&path, chapter).expect("builds: the GPU branch is not evaluated on a CPU trace");
+    let start = html.find("<main>").expect("page body");
+    let body = &html[start..start + html[start..].find("</main>").expect("page body ends")];
+    // The directive lines and the untaken branches are gone; the rest joins into one paragraph.
+    assert!(body.contains("<p>A\nCPU <span") && body.contains(">cpu</span>\nnot\nZ</p>"), "{body}");
+    assert!(!body.contains("GPU") && !body.contains("has"), "{body}");
+}
