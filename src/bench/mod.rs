@@ -1,6 +1,6 @@
 //! Benchmarks that print ratios against a reference measured in the same run (never absolute
-//! thresholds: machines differ); none of this is a test. `bench` (matmul-overhead, cpu-matmul)
-//! and `bench_train` (train_step).
+//! thresholds: machines differ); none of this is a test. Driven by `src/bin/bench.rs`:
+//! `matmul-overhead`, `cpu-matmul` and `train-step`.
 
 pub mod cpu_matmul;
 pub mod overhead;

@@ -1,5 +1,5 @@
-//! Benchmarks (not tests): `bench matmul-overhead` and `bench cpu-matmul [--with-reference]`.
-//! See README.md, "Benchmarks".
+//! Benchmarks (not tests): `bench matmul-overhead`, `bench cpu-matmul [--with-reference]` and
+//! `bench train-step`. See README.md, "Benchmarks".
 
 use std::time::Duration;
 
@@ -26,6 +26,25 @@ enum Command {
         #[arg(long)]
         with_reference: bool,
     },
+    /// A Cruncher training step against its own matmuls timed alone, in the same process
+    /// (goal: autograd + optimizer ≤ 25 % of the step).
+    TrainStep(TrainStep),
+}
+
+#[derive(Args)]
+struct TrainStep {
+    #[arg(long, default_value_t = 1024)]
+    dim: usize,
+    #[arg(long, default_value_t = 4)]
+    layers: usize,
+    #[arg(long, default_value_t = 256)]
+    batch: usize,
+    /// adagrad or sgd
+    #[arg(long, default_value = "adagrad")]
+    optimizer: String,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -63,6 +82,29 @@ fn main() -> anyhow::Result<()> {
             bench::set_threads(c.threads)?;
             bench::cpu_matmul::run(budget, c.threads, with_reference)?;
         }
+        Command::TrainStep(t) => train_step(t)?,
+    }
+    Ok(())
+}
+
+fn train_step(cli: TrainStep) -> anyhow::Result<()> {
+    use cs336::bench::train_step::{self, Config};
+    let config = Config { dim: cli.dim, num_layers: cli.layers, batch: cli.batch, optimizer: cli.optimizer, ..Config::default() };
+    let r = train_step::run(&config)?;
+    if cli.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(());
+    }
+    println!("Cruncher(dim={}, num_layers={}), batch {}, {} ({} parameters)", config.dim, config.num_layers, config.batch, config.optimizer, r.num_parameters);
+    println!("  matmul FLOPs per step (counted)  {:.4e}   (6·B·P = {:.4e}; the data's gradient is skipped)", r.counted_matmul_flops as f64, r.six_b_p as f64);
+    println!("  step (median)                     {:.3} ms", r.step_s * 1e3);
+    println!("    forward + backward              {:.3} ms", r.forward_backward_s * 1e3);
+    println!("    optimizer update                {:.3} ms", r.optimizer_s * 1e3);
+    println!("  the step's matmuls alone          {:.3} ms   ({:.3e} FLOP/s)", r.matmul_s * 1e3, r.matmul_flop_per_sec);
+    println!("  overhead (step − matmuls) / step  {:.1} %   (goal ≤ 25 %)", r.overhead_fraction * 100.0);
+    match (r.promised_flop_per_sec, r.step_mfu) {
+        (Some(p), Some(m)) => println!("  step throughput                   {:.3e} FLOP/s = MFU {:.3} of {:.3e}", r.step_flop_per_sec, m, p),
+        _ => println!("  step throughput                   {:.3e} FLOP/s (no promised peak)", r.step_flop_per_sec),
     }
     Ok(())
 }

@@ -46,21 +46,10 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     cx.record("counted_num_flops", counter.finish().total(), Unit::Flop)?;
     cx.record("y_shape", y.shape().to_vec(), Unit::None)?;
 
-    // Wall-clock time: warm up, repeat, take the median (the spread is kept too).
+    // Wall-clock time: warm up, repeat, take the median (the spread is kept too). MFU = what we
+    // achieved / what the hardware promises (dense, for this dtype).
     let fp32 = time_matmul(&cx.device, &x, &w)?;
-    cx.record("actual_time", fp32.median_s, Unit::Seconds)?;
-    cx.record("actual_time_spread", fp32.to_json(), Unit::None)?;
-    let actual_flop_per_sec = fp32.flop_per_sec(actual_num_flops as u64);
-    cx.record("actual_flop_per_sec", actual_flop_per_sec, Unit::FlopPerSec)?;
-    // MFU = what we achieved / what the hardware promises (dense, for this dtype).
-    match peaks::promised(&cx.device, MathMode::Fp32) {
-        Ok(peak) => {
-            cx.record("promised_flop_per_sec", peak.flop_per_sec, Unit::FlopPerSec)?;
-            cx.record("promised_peak_source", peak.how.clone(), Unit::None)?;
-            cx.record("mfu", peak.mfu(actual_flop_per_sec), Unit::Ratio)?;
-        }
-        Err(why) => cx.record("mfu_unavailable_reason", why, Unit::None)?,
-    }
+    record_speed(cx, "", MathMode::Fp32, &fp32, actual_num_flops)?;
 
     // On a GPU, the same float32 tensors on the tensor cores as TF32 (inputs rounded to 10-bit
     // mantissas, float32 accumulation): what `torch.backends.cuda.matmul.allow_tf32` switches on.
@@ -68,35 +57,17 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
         let was = cx.device.set_allow_tf32(true);
         let tf32 = time_matmul(&cx.device, &x, &w);
         cx.device.set_allow_tf32(was);
-        let tf32 = tf32?;
-        cx.record("tf32_actual_time", tf32.median_s, Unit::Seconds)?;
-        cx.record("tf32_actual_time_spread", tf32.to_json(), Unit::None)?;
-        let tf32_actual_flop_per_sec = tf32.flop_per_sec(actual_num_flops as u64);
-        cx.record("tf32_actual_flop_per_sec", tf32_actual_flop_per_sec, Unit::FlopPerSec)?;
-        match peaks::promised(&cx.device, MathMode::Tf32) {
-            Ok(peak) => {
-                cx.record("tf32_promised_flop_per_sec", peak.flop_per_sec, Unit::FlopPerSec)?;
-                cx.record("tf32_promised_peak_source", peak.how.clone(), Unit::None)?;
-                cx.record("tf32_mfu", peak.mfu(tf32_actual_flop_per_sec), Unit::Ratio)?;
-            }
-            Err(why) => cx.record("tf32_mfu_unavailable_reason", why, Unit::None)?,
-        }
+        record_speed(cx, "tf32_", MathMode::Tf32, &tf32?, actual_num_flops)?;
     }
 
     // The same in bfloat16: half the bytes, and on most hardware a faster unit.
     let (x16, w16) = (x.to_dtype(DType::BF16)?, w.to_dtype(DType::BF16)?);
     let bf16 = time_matmul(&cx.device, &x16, &w16)?;
-    cx.record("bf16_actual_time", bf16.median_s, Unit::Seconds)?;
-    cx.record("bf16_actual_time_spread", bf16.to_json(), Unit::None)?;
-    let bf16_actual_flop_per_sec = bf16.flop_per_sec(actual_num_flops as u64);
-    cx.record("bf16_actual_flop_per_sec", bf16_actual_flop_per_sec, Unit::FlopPerSec)?;
-    match peaks::promised(&cx.device, MathMode::Bf16) {
-        Ok(peak) => {
-            cx.record("bf16_promised_flop_per_sec", peak.flop_per_sec, Unit::FlopPerSec)?;
-            cx.record("bf16_promised_peak_source", peak.how.clone(), Unit::None)?;
-            cx.record("bf16_mfu", peak.mfu(bf16_actual_flop_per_sec), Unit::Ratio)?;
-        }
-        Err(why) => cx.record("bf16_mfu_unavailable_reason", why, Unit::None)?,
+    record_speed(cx, "bf16_", MathMode::Bf16, &bf16, actual_num_flops)?;
+    if cx.device.is_cpu() {
+        // Which instructions did the bfloat16 work: AVX512_BF16 dot products, or a widening to
+        // float32 (then bfloat16 cannot beat float32).
+        cx.record("bf16_matmul_isa", cpu::bf16_matmul_isa(), Unit::None)?;
     }
     // On a CPU, the textbook peak for comparison with the measured one.
     if cx.device.is_cpu() {
@@ -113,6 +84,25 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
 /// The lecture's sizes on a GPU; on a CPU sizes that keep the run short.
 pub(crate) fn linear_model_sizes(device: &Device) -> (usize, usize, usize) {
     if device.is_cpu() { (1024, 256, 64) } else { (16384, 32768, 8192) }
+}
+
+/// Records a timed product under the lecture's names, prefixed by precision ("" for float32,
+/// "tf32_", "bf16_"): time and spread, FLOP/s, and the promised peak with the MFU against it (or
+/// why there is none).
+#[track_caller]
+fn record_speed(cx: &mut SectionCtx, prefix: &str, mode: MathMode, timing: &Timing, flops: usize) -> Result<()> {
+    cx.record(&format!("{prefix}actual_time"), timing.median_s, Unit::Seconds)?;
+    cx.record(&format!("{prefix}actual_time_spread"), timing.to_json(), Unit::None)?;
+    let achieved = timing.flop_per_sec(flops as u64);
+    cx.record(&format!("{prefix}actual_flop_per_sec"), achieved, Unit::FlopPerSec)?;
+    match peaks::promised(&cx.device, mode) {
+        Ok(peak) => {
+            cx.record(&format!("{prefix}promised_flop_per_sec"), peak.flop_per_sec, Unit::FlopPerSec)?;
+            cx.record(&format!("{prefix}promised_peak_source"), peak.how.clone(), Unit::None)?;
+            cx.record(&format!("{prefix}mfu"), peak.mfu(achieved), Unit::Ratio)
+        }
+        Err(why) => cx.record(&format!("{prefix}mfu_unavailable_reason"), why, Unit::None),
+    }
 }
 
 fn time_matmul(device: &Device, x: &Tensor, w: &Tensor) -> Result<Timing> {

@@ -15,12 +15,12 @@ use crate::trace::{self, DeviceInfo, Provenance, SCHEMA_VERSION, SectionCtx, Sec
 pub struct SectionError {
     pub id: &'static str,
     #[source]
-    pub source: Error,
+    pub source: Box<Error>,
 }
 
 /// Runs one section and returns its record.
 pub fn run_section(def: &SectionDef, choice: &DeviceChoice, seed: u64) -> Result<SectionRecord, SectionError> {
-    let fail = |source| SectionError { id: def.id, source };
+    let fail = |source| SectionError { id: def.id, source: Box::new(source) };
     let code = trace::source::function_source(def.source, def.id)
         .ok_or_else(|| fail(Error::invalid("section", format!("function `{}` not found in {}", def.id, def.file))))?;
     let mut cx = SectionCtx::new(def.id, def.file, choice, seed);
@@ -48,7 +48,8 @@ pub fn device_info(choice: &DeviceChoice) -> DeviceInfo {
             slug: choice.device.slug(),
             memory_bytes: provenance::host_memory_bytes(),
             cuda_unavailable_reason: choice.cuda_unavailable_reason.clone(),
-            details: Default::default(),
+            // Which instructions the CPU's bfloat16 matmul uses on this host.
+            details: [("bf16_matmul_isa".to_string(), serde_json::json!(crate::device::cpu::bf16_matmul_isa()))].into_iter().collect(),
         },
         Device::Cuda(c) => {
             let props = c.props();

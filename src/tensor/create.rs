@@ -155,7 +155,8 @@ impl Tensor {
         // A NaN or infinite mean or std passed the old checks and then never produced a sample
         // inside [a, b]: the loop below spun forever. They are refused here.
         let finite = mean.is_finite() && std.is_finite();
-        if !finite || !(std > 0.0) || !(a < b) || mean + 8.0 * std < a || mean - 8.0 * std > b {
+        let ordered = a < b; // false for NaN bounds too
+        if !finite || std <= 0.0 || !ordered || mean + 8.0 * std < a || mean - 8.0 * std > b {
             return Err(Error::invalid("trunc_normal", format!("need finite mean, finite std > 0 and a < b with [a, b] overlapping the distribution; got mean {mean}, std {std}, a {a}, b {b}")));
         }
         let n: usize = shape.iter().product();

@@ -37,10 +37,8 @@ pub struct Tensor {
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Tensor(shape={:?}, dtype={}, device={}", self.shape(), self.dtype(), self.device())?;
-        if self.numel() <= 16 && self.device().is_cpu() {
-            if let Ok(v) = self.to_vec_f64() {
-                write!(f, ", data={v:?}")?;
-            }
+        if self.numel() <= 16 && self.device().is_cpu() && let Ok(v) = self.to_vec_f64() {
+            write!(f, ", data={v:?}")?;
         }
         f.write_str(")")
     }

@@ -64,8 +64,8 @@ impl UnaryOp {
             UnaryOp::MulScalar(s) => x * s as f32,
             UnaryOp::DivScalar(s) => x / s as f32,
             // Exact special cases, as PyTorch has: x² is one multiply, x^0.5 is sqrt.
-            UnaryOp::PowScalar(p) if p == 2.0 => x * x,
-            UnaryOp::PowScalar(p) if p == 0.5 => x.sqrt(),
+            UnaryOp::PowScalar(2.0) => x * x,
+            UnaryOp::PowScalar(0.5) => x.sqrt(),
             UnaryOp::PowScalar(p) => x.powf(p as f32),
         }
     }

@@ -86,10 +86,10 @@ fn matching_brace(text: &str, open: usize) -> Option<usize> {
                 // A char literal ('x', '\n', '{') rather than a lifetime ('a).
                 if bytes.get(i + 1) == Some(&b'\\') {
                     i = text[i + 2..].find('\'').map_or(bytes.len(), |n| i + 2 + n);
-                } else if let Some(c) = text[i + 1..].chars().next() {
-                    if text[i + 1 + c.len_utf8()..].starts_with('\'') {
-                        i += c.len_utf8() + 1;
-                    }
+                } else if let Some(c) = text[i + 1..].chars().next()
+                    && text[i + 1 + c.len_utf8()..].starts_with('\'')
+                {
+                    i += c.len_utf8() + 1;
                 }
             }
             _ => {}

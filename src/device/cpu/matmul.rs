@@ -45,12 +45,10 @@ fn plan(la: &Layout, lb: &Layout) -> Plan {
     let b_mat = Mat { offset: lb.offset, rs: lb.strides[nd - 2] as isize, cs: lb.strides[nd - 1] as isize };
 
     let b_shared = lb.strides[..nd - 2].iter().zip(batch).all(|(&s, &size)| s == 0 || size == 1);
-    if b_shared {
-        if let Some(row_stride) = merged_stride(&la.shape[..nd - 1], &la.strides[..nd - 1]) {
-            let rows: usize = la.shape[..nd - 1].iter().product();
-            let a = Mat { rs: row_stride as isize, ..a_rows };
-            return Plan { m: rows, n, k, pairs: vec![(a, b_mat)] };
-        }
+    if b_shared && let Some(row_stride) = merged_stride(&la.shape[..nd - 1], &la.strides[..nd - 1]) {
+        let rows: usize = la.shape[..nd - 1].iter().product();
+        let a = Mat { rs: row_stride as isize, ..a_rows };
+        return Plan { m: rows, n, k, pairs: vec![(a, b_mat)] };
     }
     let count: usize = batch.iter().product();
     let mut pairs = Vec::with_capacity(count);

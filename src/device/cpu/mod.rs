@@ -99,7 +99,7 @@ pub fn reduce(op: ReduceOp, buf: &CpuBuffer, layout: &Layout, dims: &[usize]) ->
     if run == 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) {
         return Err(Error::invalid(op.name(), format!("cannot take the {} over an empty dimension (shape {:?})", op.name(), layout.shape)));
     }
-    let out_len = if run == 0 { layout.shape.iter().enumerate().filter(|(d, _)| !dims.contains(d)).map(|(_, &n)| n).product() } else { layout.numel() / run };
+    let out_len = layout.numel().checked_div(run).unwrap_or_else(|| layout.shape.iter().enumerate().filter(|(d, _)| !dims.contains(d)).map(|(_, &n)| n).product());
     fn go<T: BufferElement>(op: ReduceOp, v: &[T], walk: &Layout, run: usize, out_len: usize) -> Result<CpuBuffer> {
         if !T::DTYPE.is_float() && op == ReduceOp::Mean {
             return Err(needs_float("mean", T::DTYPE));
