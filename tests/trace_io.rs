@@ -126,3 +126,25 @@ fn a_missing_file_names_the_path() {
     let err = trace::load(Path::new("/nonexistent/cpu.json")).expect_err("missing");
     assert!(err.to_string().contains("/nonexistent/cpu.json"), "{err}");
 }
+
+fn failing_section(_cx: &mut cs336::trace::SectionCtx) -> cs336::Result<()> {
+    cs336::Tensor::ones(&[2, 3], cs336::DType::F32)?.matmul(&cs336::Tensor::ones(&[2, 3], cs336::DType::F32)?)?;
+    Ok(())
+}
+
+static FAILING: cs336::lecture::SectionDef = cs336::lecture::SectionDef {
+    id: "failing_section",
+    title: "A section that fails",
+    file: "tests/trace_io.rs",
+    source: include_str!("trace_io.rs"),
+    run: failing_section,
+};
+
+#[test]
+fn a_failing_section_is_named_with_its_cause() {
+    let choice = cs336::device::choose(cs336::device::DeviceRequest::Cpu).expect("cpu");
+    let before = common::fresh_trace().clone();
+    let err = cs336::lecture::run::run_lecture(&[&FAILING], &choice, 0, Path::new("."), Some(before), |_| {}).expect_err("fails");
+    let msg = err.to_string();
+    assert!(msg.contains("section `failing_section` failed") && msg.contains("matmul") && msg.contains("[2, 3]"), "{msg}");
+}
