@@ -7,19 +7,33 @@ use crate::error::{Error, Result};
 use crate::nn::Module;
 use crate::tensor::Tensor;
 
+/// What every optimizer keeps: the parameters it updates (by name), the learning rate and the
+/// number of updates taken.
+pub struct ParamGroup {
+    params: Vec<(String, Var)>,
+    lr: f64,
+    steps: u64,
+}
+
+impl ParamGroup {
+    fn new(op: &'static str, model: &dyn Module, lr: f64) -> Result<ParamGroup> {
+        if !(lr.is_finite() && lr >= 0.0) {
+            return Err(Error::invalid(op, format!("learning rate must be a finite number ≥ 0, got {lr}")));
+        }
+        Ok(ParamGroup { params: model.named_parameters(), lr, steps: 0 })
+    }
+}
+
 pub trait Optimizer {
     /// "sgd" or "adagrad" (stored in checkpoints).
     fn name(&self) -> &'static str;
 
-    /// One update of every parameter that has a gradient (parameters without one are skipped,
-    /// as in PyTorch).
-    fn step(&mut self) -> Result<()>;
+    fn group(&self) -> &ParamGroup;
+    fn group_mut(&mut self) -> &mut ParamGroup;
 
-    fn lr(&self) -> f64;
-    fn set_lr(&mut self, lr: f64);
-
-    /// The parameters this optimizer updates, by name.
-    fn params(&self) -> &[(String, Var)];
+    /// Updates parameter number `index` in place from its gradient: the rule that tells
+    /// optimizers apart.
+    fn update(&self, index: usize, param: &Tensor, grad: &Tensor) -> Result<()>;
 
     /// State tensors by name, e.g. `layers.0.weight.g2` (shared storage: writing into them
     /// restores state).
@@ -28,9 +42,37 @@ pub trait Optimizer {
     /// Hyperparameters by name (stored in checkpoints as metadata).
     fn hyperparameters(&self) -> Vec<(&'static str, f64)>;
 
+    /// One update of every parameter that has a gradient (parameters without one are skipped,
+    /// as in PyTorch).
+    fn step(&mut self) -> Result<()> {
+        for (i, (_, p)) in self.group().params.iter().enumerate() {
+            if let Some(g) = p.grad() {
+                self.update(i, p.value(), &g)?;
+            }
+        }
+        self.group_mut().steps += 1;
+        Ok(())
+    }
+
+    fn lr(&self) -> f64 {
+        self.group().lr
+    }
+    fn set_lr(&mut self, lr: f64) {
+        self.group_mut().lr = lr;
+    }
+
+    /// The parameters this optimizer updates, by name.
+    fn params(&self) -> &[(String, Var)] {
+        &self.group().params
+    }
+
     /// Updates taken so far.
-    fn steps_taken(&self) -> u64;
-    fn set_steps_taken(&mut self, steps: u64);
+    fn steps_taken(&self) -> u64 {
+        self.group().steps
+    }
+    fn set_steps_taken(&mut self, steps: u64) {
+        self.group_mut().steps = steps;
+    }
 
     /// Forgets every parameter's gradient (`zero_grad(set_to_none=True)`).
     fn zero_grad(&self) {
@@ -43,24 +85,14 @@ pub trait Optimizer {
     }
 }
 
-fn check_lr(op: &'static str, lr: f64) -> Result<()> {
-    if !(lr.is_finite() && lr >= 0.0) {
-        return Err(Error::invalid(op, format!("learning rate must be a finite number ≥ 0, got {lr}")));
-    }
-    Ok(())
-}
-
 /// `p ← p − lr · ∂L/∂p`. No state.
 pub struct Sgd {
-    params: Vec<(String, Var)>,
-    lr: f64,
-    steps: u64,
+    group: ParamGroup,
 }
 
 impl Sgd {
     pub fn new(model: &dyn Module, lr: f64) -> Result<Sgd> {
-        check_lr("SGD", lr)?;
-        Ok(Sgd { params: model.named_parameters(), lr, steps: 0 })
+        Ok(Sgd { group: ParamGroup::new("SGD", model, lr)? })
     }
 }
 
@@ -68,37 +100,20 @@ impl Optimizer for Sgd {
     fn name(&self) -> &'static str {
         "sgd"
     }
-
-    fn step(&mut self) -> Result<()> {
-        for (_, p) in &self.params {
-            if let Some(g) = p.grad() {
-                p.value().sgd_update_(&g, self.lr)?;
-            }
-        }
-        self.steps += 1;
-        Ok(())
+    fn group(&self) -> &ParamGroup {
+        &self.group
     }
-
-    fn lr(&self) -> f64 {
-        self.lr
+    fn group_mut(&mut self) -> &mut ParamGroup {
+        &mut self.group
     }
-    fn set_lr(&mut self, lr: f64) {
-        self.lr = lr;
-    }
-    fn params(&self) -> &[(String, Var)] {
-        &self.params
+    fn update(&self, _index: usize, param: &Tensor, grad: &Tensor) -> Result<()> {
+        param.sgd_update_(grad, self.group.lr)
     }
     fn state(&self) -> Vec<(String, Tensor)> {
         Vec::new()
     }
     fn hyperparameters(&self) -> Vec<(&'static str, f64)> {
-        vec![("lr", self.lr)]
-    }
-    fn steps_taken(&self) -> u64 {
-        self.steps
-    }
-    fn set_steps_taken(&mut self, steps: u64) {
-        self.steps = steps;
+        vec![("lr", self.group.lr)]
     }
 }
 
@@ -106,11 +121,9 @@ impl Optimizer for Sgd {
 /// gradients take smaller steps. One state tensor (`g2`) per parameter, the parameter's size and
 /// dtype, allocated up front so its memory shows from the start.
 pub struct AdaGrad {
-    params: Vec<(String, Var)>,
+    group: ParamGroup,
     g2: Vec<Tensor>,
-    lr: f64,
     eps: f64,
-    steps: u64,
 }
 
 impl AdaGrad {
@@ -118,10 +131,9 @@ impl AdaGrad {
     pub const EPS: f64 = 1e-5;
 
     pub fn new(model: &dyn Module, lr: f64) -> Result<AdaGrad> {
-        check_lr("AdaGrad", lr)?;
-        let params = model.named_parameters();
-        let g2 = params.iter().map(|(_, p)| p.value().zeros_like()).collect::<Result<_>>()?;
-        Ok(AdaGrad { params, g2, lr, eps: AdaGrad::EPS, steps: 0 })
+        let group = ParamGroup::new("AdaGrad", model, lr)?;
+        let g2 = group.params.iter().map(|(_, p)| p.value().zeros_like()).collect::<Result<_>>()?;
+        Ok(AdaGrad { group, g2, eps: AdaGrad::EPS })
     }
 
     pub fn eps(&self) -> f64 {
@@ -130,7 +142,7 @@ impl AdaGrad {
 
     /// The running sum of squared gradients of parameter `name`.
     pub fn g2(&self, name: &str) -> Option<&Tensor> {
-        self.params.iter().position(|(n, _)| n == name).map(|i| &self.g2[i])
+        self.group.params.iter().position(|(n, _)| n == name).map(|i| &self.g2[i])
     }
 }
 
@@ -138,36 +150,19 @@ impl Optimizer for AdaGrad {
     fn name(&self) -> &'static str {
         "adagrad"
     }
-
-    fn step(&mut self) -> Result<()> {
-        for ((_, p), g2) in self.params.iter().zip(&self.g2) {
-            if let Some(g) = p.grad() {
-                p.value().adagrad_update_(g2, &g, self.lr, self.eps)?;
-            }
-        }
-        self.steps += 1;
-        Ok(())
+    fn group(&self) -> &ParamGroup {
+        &self.group
     }
-
-    fn lr(&self) -> f64 {
-        self.lr
+    fn group_mut(&mut self) -> &mut ParamGroup {
+        &mut self.group
     }
-    fn set_lr(&mut self, lr: f64) {
-        self.lr = lr;
-    }
-    fn params(&self) -> &[(String, Var)] {
-        &self.params
+    fn update(&self, index: usize, param: &Tensor, grad: &Tensor) -> Result<()> {
+        param.adagrad_update_(&self.g2[index], grad, self.group.lr, self.eps)
     }
     fn state(&self) -> Vec<(String, Tensor)> {
-        self.params.iter().zip(&self.g2).map(|((n, _), g2)| (format!("{n}.g2"), g2.clone())).collect()
+        self.group.params.iter().zip(&self.g2).map(|((n, _), g2)| (format!("{n}.g2"), g2.clone())).collect()
     }
     fn hyperparameters(&self) -> Vec<(&'static str, f64)> {
-        vec![("lr", self.lr), ("eps", self.eps)]
-    }
-    fn steps_taken(&self) -> u64 {
-        self.steps
-    }
-    fn set_steps_taken(&mut self, steps: u64) {
-        self.steps = steps;
+        vec![("lr", self.group.lr), ("eps", self.eps)]
     }
 }
