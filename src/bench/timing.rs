@@ -62,13 +62,15 @@ pub struct Sample {
     pub count: usize,
 }
 
-/// Median seconds of each contender. One untimed warm-up call each, then turns of about
+/// Median seconds of each contender. Three untimed warm-up calls each (the fastest sizes the turns), then turns of about
 /// `budget.turn` each until every contender has enough samples.
 pub fn in_turns(budget: Budget, contenders: &mut [Contender<'_>]) -> anyhow::Result<Vec<Sample>> {
     let mut per_turn = Vec::with_capacity(contenders.len());
     for f in contenders.iter_mut() {
-        let first = f(1)?.first().copied().unwrap_or(0.0);
-        per_turn.push(((budget.turn.as_secs_f64() / first.max(1e-9)) as usize).clamp(1, 1000));
+        // Size the turns from a warm call: a first call that pays for cold caches or sleeping
+        // threads would make that contender's turns short, and short turns are mostly warm-up.
+        let warm = f(3)?.into_iter().fold(f64::INFINITY, f64::min);
+        per_turn.push(((budget.turn.as_secs_f64() / warm.max(1e-9)) as usize).clamp(1, 1000));
     }
     let mut samples = vec![Vec::new(); contenders.len()];
     loop {
@@ -115,7 +117,7 @@ mod tests {
         let s = in_turns(budget, &mut [&mut fa, &mut fb]).unwrap();
         assert!(s.iter().all(|x| (5..=7).contains(&x.count)), "{s:?}");
         drop((fa, fb));
-        assert_eq!(a, s[0].count + 1, "one warm-up call plus the samples");
-        assert_eq!(b, s[1].count + 1);
+        assert_eq!(a, s[0].count + 3, "three warm-up calls plus the samples");
+        assert_eq!(b, s[1].count + 3);
     }
 }
