@@ -70,6 +70,13 @@ impl Timing {
     }
 }
 
+/// The median of raw samples (sorts them); NaN when there are none. Every timing in the project
+/// reports this one.
+pub fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    quantile(samples, 0.5)
+}
+
 /// Linear interpolation between order statistics of a sorted slice.
 fn quantile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -83,16 +90,7 @@ fn quantile(sorted: &[f64], p: f64) -> f64 {
 /// Times `f` on `device`: `warmup` discarded calls, then between `min_reps` and `max_reps` timed
 /// calls (as many as fit the budget), each ending with a synchronise.
 pub fn time<F: FnMut() -> Result<()>>(device: &Device, options: TimingOptions, mut f: F) -> Result<Timing> {
-    for _ in 0..options.warmup {
-        f()?;
-        device::synchronize(device)?;
-    }
-    let started = Instant::now();
-    let mut samples = Vec::with_capacity(options.min_reps);
-    while samples.len() < options.min_reps.max(1) || (samples.len() < options.max_reps && started.elapsed() < options.budget) {
-        samples.push(time_call(device, &mut f)?);
-    }
-    Ok(Timing::from_samples(&mut samples, options.warmup))
+    time_with_setup(device, options, || Ok(()), |()| f())
 }
 
 /// Seconds one call takes: CUDA events on a GPU, the host clock on the CPU (which runs

@@ -27,17 +27,7 @@ impl Default for Budget {
     }
 }
 
-pub fn median(samples: &mut [f64]) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    let n = samples.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        samples[n / 2]
-    } else {
-        (samples[n / 2 - 1] + samples[n / 2]) / 2.0
-    }
-}
+pub use crate::timing::median;
 
 /// Something to time: called with a count, it runs that many timed calls and returns each one's
 /// seconds (a contender in another process times itself).

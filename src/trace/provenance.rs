@@ -5,13 +5,18 @@ use std::process::Command;
 
 use super::schema::{GitInfo, HostInfo};
 
-/// First value of `key` in a `key : value` file such as /proc/cpuinfo.
-fn proc_field(path: &str, key: &str) -> Option<String> {
+/// First value of `key` in a file of `key<sep>value` lines (/proc/cpuinfo uses ':', os-release
+/// '=' with optional quotes).
+fn file_field(path: &str, sep: char, key: &str) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     text.lines().find_map(|line| {
-        let (k, v) = line.split_once(':')?;
-        (k.trim() == key).then(|| v.trim().to_string())
+        let (k, v) = line.split_once(sep)?;
+        (k.trim() == key).then(|| v.trim().trim_matches('"').to_string())
     })
+}
+
+fn proc_field(path: &str, key: &str) -> Option<String> {
+    file_field(path, ':', key)
 }
 
 pub fn host() -> HostInfo {
@@ -60,7 +65,7 @@ fn simd_features() -> Vec<String> {
 }
 
 pub fn os() -> String {
-    let pretty = proc_field_eq("/etc/os-release", "PRETTY_NAME");
+    let pretty = file_field("/etc/os-release", '=', "PRETTY_NAME");
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| s.trim().to_string());
     let mut parts = vec![pretty.unwrap_or_else(|| std::env::consts::OS.to_string())];
     if let Some(k) = kernel {
@@ -70,13 +75,6 @@ pub fn os() -> String {
     parts.join(", ")
 }
 
-fn proc_field_eq(path: &str, key: &str) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines().find_map(|line| {
-        let (k, v) = line.split_once('=')?;
-        (k.trim() == key).then(|| v.trim().trim_matches('"').to_string())
-    })
-}
 
 /// Commit and dirty flag of the tree at `root`, asked of git at run time; falls back to the
 /// commit embedded at build time when there is no git or no repository (e.g. a copied tree).

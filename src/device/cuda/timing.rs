@@ -26,9 +26,7 @@ pub struct Timing {
 impl Timing {
     pub fn from_seconds(mut times: Vec<f64>) -> Timing {
         let raw = times.clone();
-        times.sort_by(f64::total_cmp);
-        let n = times.len();
-        let median = if n == 0 { f64::NAN } else if n % 2 == 1 { times[n / 2] } else { 0.5 * (times[n / 2 - 1] + times[n / 2]) };
+        let median = crate::timing::median(&mut times);
         Timing { median_s: median, min_s: times.first().copied().unwrap_or(f64::NAN), max_s: times.last().copied().unwrap_or(f64::NAN), times_s: raw }
     }
 }
