@@ -9,7 +9,8 @@ fn committed_cpu_trace_matches_the_current_sections() {
     let trace = cs336::trace::load(&path).unwrap_or_else(|e| panic!("{e}"));
     let mut stale = Vec::new();
     for def in cs336::lecture::SECTIONS {
-        let code = cs336::trace::source::function_source(def.source, def.id).unwrap_or_else(|| panic!("{} has no function {}", def.file, def.id));
+        let code =
+            cs336::trace::source::function_source(def.source, def.id).unwrap_or_else(|e| panic!("{}: {e}", def.file));
         match trace.section(def.id) {
             None => stale.push(format!("{} (missing)", def.id)),
             Some(s) if s.source_hash != code.hash() => stale.push(format!("{} (code changed)", def.id)),

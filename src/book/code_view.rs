@@ -18,7 +18,7 @@ const MAX_SHOWN_CHARS: usize = 44;
 pub fn render(path: &Path, trace: &Trace, section_id: &str) -> Result<String, Cause> {
     let record = Traces::section(path, trace, section_id)?;
     let code = lecture::find(section_id)
-        .and_then(|def| function_source(def.source, def.id))
+        .and_then(|def| function_source(def.source, def.id).ok())
         .ok_or_else(|| Cause::BadTrace(format!("no source for section `{section_id}`")))?;
     let lines: Vec<&str> = code.text.lines().collect();
 
@@ -46,7 +46,10 @@ pub fn render(path: &Path, trace: &Trace, section_id: &str) -> Result<String, Ca
         let number = code.start_line as usize + i;
         html.push_str(&format!("<span class=\"lecture-ln\">{number}</span>"));
         if beside[i].is_empty() {
-            html.push_str(&format!("<code class=\"lang-rust lecture-wide\">{}</code>", escape(line)));
+            html.push_str(&format!(
+                "<code class=\"lang-rust lecture-wide\">{}</code>",
+                escape(line)
+            ));
         } else {
             html.push_str(&format!("<code class=\"lang-rust\">{}</code>", escape(line)));
             html.push_str(&values_cell(&beside[i]));
@@ -55,7 +58,13 @@ pub fn render(path: &Path, trace: &Trace, section_id: &str) -> Result<String, Ca
     html.push_str("</div>");
     if !elsewhere.is_empty() {
         html.push_str("<div class=\"lecture-code-foot\">Recorded by helpers outside this function: ");
-        html.push_str(&elsewhere.iter().map(|(n, v)| format!("{} = {}", escape(n), escape(v))).collect::<Vec<_>>().join("; "));
+        html.push_str(
+            &elsewhere
+                .iter()
+                .map(|(n, v)| format!("{} = {}", escape(n), escape(v)))
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
         html.push_str("</div>");
     }
     html.push_str("</div>");
@@ -66,8 +75,16 @@ fn values_cell(values: &[(String, String)]) -> String {
     let mut cell = String::from("<span class=\"lecture-lv\">");
     for (name, text) in values {
         let short = shorten(text);
-        let title = if short == *text { String::new() } else { format!(" title=\"{}\"", escape(text)) };
-        cell.push_str(&format!("<span{title}><span class=\"lecture-lv-name\">{}</span> = {}</span>", escape(name), escape(&short)));
+        let title = if short == *text {
+            String::new()
+        } else {
+            format!(" title=\"{}\"", escape(text))
+        };
+        cell.push_str(&format!(
+            "<span{title}><span class=\"lecture-lv-name\">{}</span> = {}</span>",
+            escape(name),
+            escape(&short)
+        ));
     }
     cell.push_str("</span>");
     cell
@@ -77,9 +94,9 @@ fn values_cell(values: &[(String, String)]) -> String {
 /// numbers.
 fn shown_value(record: &ValueRecord) -> String {
     match &record.value {
-        serde_json::Value::Array(_) | serde_json::Value::Object(_) => {
-            compact_with(&record.value, &|v| number_from_json(v).map(short_number).unwrap_or_else(|| v.to_string()))
-        }
+        serde_json::Value::Array(_) | serde_json::Value::Object(_) => compact_with(&record.value, &|v| {
+            number_from_json(v).map(short_number).unwrap_or_else(|| v.to_string())
+        }),
         v => format_value(v, record.unit, Format::Auto).unwrap_or_else(|_| v.to_string()),
     }
 }

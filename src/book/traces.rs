@@ -54,7 +54,12 @@ pub struct Traces {
 
 impl Traces {
     pub fn new(dir: &Path, default: TraceChoice) -> Traces {
-        Traces { dir: clean(dir), default, loaded: HashMap::new(), default_path: None }
+        Traces {
+            dir: clean(dir),
+            default,
+            loaded: HashMap::new(),
+            default_path: None,
+        }
     }
 
     /// The file a directive reads: the named trace, or the page default.
@@ -76,8 +81,12 @@ impl Traces {
             TraceChoice::File(path) => Ok(clean(&path)),
             TraceChoice::Newest => {
                 let all = self.all()?;
-                let newest = all.iter().max_by(|a, b| a.1.provenance.created_at.cmp(&b.1.provenance.created_at));
-                newest.map(|(p, _)| p.clone()).ok_or_else(|| Cause::NoTraces { dir: self.dir.clone() })
+                let newest = all
+                    .iter()
+                    .max_by(|a, b| a.1.provenance.created_at.cmp(&b.1.provenance.created_at));
+                newest
+                    .map(|(p, _)| p.clone())
+                    .ok_or_else(|| Cause::NoTraces { dir: self.dir.clone() })
             }
         }
     }
@@ -88,9 +97,13 @@ impl Traces {
             return done.clone();
         }
         let result = if path.is_file() {
-            trace::load(path).map(Arc::new).map_err(|e| Cause::BadTrace(e.to_string()))
+            trace::load(path)
+                .map(Arc::new)
+                .map_err(|e| Cause::BadTrace(e.to_string()))
         } else {
-            Err(Cause::MissingTrace { path: path.to_path_buf() })
+            Err(Cause::MissingTrace {
+                path: path.to_path_buf(),
+            })
         };
         self.loaded.insert(path.to_path_buf(), result.clone());
         result
@@ -114,11 +127,16 @@ impl Traces {
     pub fn section<'t>(path: &Path, trace: &'t Trace, id: &str) -> Result<&'t SectionRecord, Cause> {
         let Some(def) = lecture::find(id) else {
             let known: Vec<&str> = SECTIONS.iter().map(|s| s.id).collect();
-            return Err(Cause::UnknownSection { section: id.to_string(), known: known.join(", ") });
+            return Err(Cause::UnknownSection {
+                section: id.to_string(),
+                known: known.join(", "),
+            });
         };
-        let record = trace.section(id).ok_or_else(|| Cause::MissingSection { trace: path.to_path_buf(), section: id.to_string() })?;
-        let current = function_source(def.source, def.id)
-            .ok_or_else(|| Cause::BadTrace(format!("the function `{id}` was not found in {}", def.file)))?;
+        let record = trace.section(id).ok_or_else(|| Cause::MissingSection {
+            trace: path.to_path_buf(),
+            section: id.to_string(),
+        })?;
+        let current = function_source(def.source, def.id).map_err(|e| Cause::BadTrace(format!("{}: {e}", def.file)))?;
         if current.hash() != record.source_hash {
             let device = &trace.provenance.device;
             return Err(Cause::Stale {
@@ -165,11 +183,24 @@ pub fn walk<'v>(value: &'v Value, path: &[String]) -> Result<&'v Value, (String,
                     }
                 }
             }
-            Err(first_error.unwrap_or_else(|| (step.clone(), format!("keys: {}", map.keys().map(String::as_str).collect::<Vec<_>>().join(", ")))))
+            Err(first_error.unwrap_or_else(|| {
+                (
+                    step.clone(),
+                    format!(
+                        "keys: {}",
+                        map.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                    ),
+                )
+            }))
         }
         Value::Array(items) => {
             let item = step.parse::<usize>().ok().and_then(|i| items.get(i));
-            let item = item.ok_or_else(|| (step.clone(), format!("a list of {} item(s), indexed from 0", items.len())))?;
+            let item = item.ok_or_else(|| {
+                (
+                    step.clone(),
+                    format!("a list of {} item(s), indexed from 0", items.len()),
+                )
+            })?;
             walk(item, &path[1..])
         }
         other => Err((step.clone(), format!("`{other}` has no parts"))),
@@ -202,13 +233,17 @@ mod tests {
 
     #[test]
     fn walks_objects_lists_and_dotted_keys() {
-        let v = serde_json::json!({"max": 448, "rows": [[1, 2], [3, 4]], "layers.0.weight": [[5, 6]], "layers": {"n": 7}});
+        let v =
+            serde_json::json!({"max": 448, "rows": [[1, 2], [3, 4]], "layers.0.weight": [[5, 6]], "layers": {"n": 7}});
         assert_eq!(walk(&v, &steps("max")), Ok(&serde_json::json!(448)));
         assert_eq!(walk(&v, &steps("rows.1.0")), Ok(&serde_json::json!(3)));
         assert_eq!(walk(&v, &steps("layers.0.weight.0.1")), Ok(&serde_json::json!(6)));
         assert_eq!(walk(&v, &steps("layers.n")), Ok(&serde_json::json!(7)));
         let (step, what) = walk(&v, &steps("rows.2")).unwrap_err();
-        assert_eq!((step.as_str(), what.as_str()), ("2", "a list of 2 item(s), indexed from 0"));
+        assert_eq!(
+            (step.as_str(), what.as_str()),
+            ("2", "a list of 2 item(s), indexed from 0")
+        );
         assert_eq!(walk(&v, &steps("nope")).unwrap_err().0, "nope");
         assert!(walk(&v, &steps("max.x")).unwrap_err().1.contains("has no parts"));
     }

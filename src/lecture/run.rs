@@ -20,9 +20,12 @@ pub struct SectionError {
 
 /// Runs one section and returns its record.
 pub fn run_section(def: &SectionDef, choice: &DeviceChoice, seed: u64) -> Result<SectionRecord, SectionError> {
-    let fail = |source| SectionError { id: def.id, source: Box::new(source) };
+    let fail = |source| SectionError {
+        id: def.id,
+        source: Box::new(source),
+    };
     let code = trace::source::function_source(def.source, def.id)
-        .ok_or_else(|| fail(Error::invalid("section", format!("function `{}` not found in {}", def.id, def.file))))?;
+        .map_err(|e| fail(Error::invalid("section", format!("{}: {e}", def.file))))?;
     let mut cx = SectionCtx::new(def.id, def.file, choice, seed);
     let start = Instant::now();
     (def.run)(&mut cx).map_err(fail)?;
@@ -49,7 +52,12 @@ pub fn device_info(choice: &DeviceChoice) -> DeviceInfo {
             memory_bytes: provenance::host_memory_bytes(),
             cuda_unavailable_reason: choice.cuda_unavailable_reason.clone(),
             // Which instructions the CPU's bfloat16 matmul uses on this host.
-            details: [("bf16_matmul_isa".to_string(), serde_json::json!(crate::device::cpu::bf16_matmul_isa()))].into_iter().collect(),
+            details: [(
+                "bf16_matmul_isa".to_string(),
+                serde_json::json!(crate::device::cpu::bf16_matmul_isa()),
+            )]
+            .into_iter()
+            .collect(),
         },
         Device::Cuda(c) => {
             let props = c.props();
@@ -90,7 +98,11 @@ pub fn run_lecture(
     previous: Option<Trace>,
     mut on_done: impl FnMut(&SectionRecord),
 ) -> Result<Trace, SectionError> {
-    let to_run: Vec<&SectionDef> = if selected.is_empty() { SECTIONS.iter().collect() } else { selected.to_vec() };
+    let to_run: Vec<&SectionDef> = if selected.is_empty() {
+        SECTIONS.iter().collect()
+    } else {
+        selected.to_vec()
+    };
     let provenance = provenance(choice, seed, root);
     let mut fresh = Vec::new();
     for def in to_run {
@@ -109,5 +121,10 @@ pub fn run_lecture(
     // Lecture order; sections this build no longer knows go last, unchanged.
     let rank = |id: &str| SECTIONS.iter().position(|s| s.id == id).unwrap_or(usize::MAX);
     sections.sort_by_key(|s| rank(&s.id));
-    Ok(Trace { schema_version: SCHEMA_VERSION, lecture: LECTURE.to_string(), provenance, sections })
+    Ok(Trace {
+        schema_version: SCHEMA_VERSION,
+        lecture: LECTURE.to_string(),
+        provenance,
+        sections,
+    })
 }
