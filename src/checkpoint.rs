@@ -48,18 +48,33 @@ impl View for &Raw {
 }
 
 fn file_err(path: &Path, msg: impl Into<String>) -> Error {
-    Error::File { path: path.to_path_buf(), msg: msg.into() }
+    Error::File {
+        path: path.to_path_buf(),
+        msg: msg.into(),
+    }
 }
 
 fn to_raw(t: &Tensor) -> Result<Raw> {
     let data: Vec<u8> = match t.dtype() {
         DType::F32 => t.to_vec::<f32>()?.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        DType::BF16 => t.to_vec::<bf16>()?.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
-        DType::F16 => t.to_vec::<f16>()?.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
+        DType::BF16 => t
+            .to_vec::<bf16>()?
+            .iter()
+            .flat_map(|x| x.to_bits().to_le_bytes())
+            .collect(),
+        DType::F16 => t
+            .to_vec::<f16>()?
+            .iter()
+            .flat_map(|x| x.to_bits().to_le_bytes())
+            .collect(),
         DType::I32 => t.to_vec::<i32>()?.iter().flat_map(|x| x.to_le_bytes()).collect(),
         DType::I64 => t.to_vec::<i64>()?.iter().flat_map(|x| x.to_le_bytes()).collect(),
     };
-    Ok(Raw { dtype: st_dtype(t.dtype()), shape: t.shape().to_vec(), data })
+    Ok(Raw {
+        dtype: st_dtype(t.dtype()),
+        shape: t.shape().to_vec(),
+        data,
+    })
 }
 
 fn st_dtype(d: DType) -> Dtype {
@@ -82,11 +97,24 @@ fn from_raw(path: &Path, name: &str, dtype: Dtype, shape: &[usize], data: &[u8])
     }
     match dtype {
         Dtype::F32 => Tensor::from_vec(words::<4>(data).map(f32::from_le_bytes).collect::<Vec<_>>(), shape),
-        Dtype::BF16 => Tensor::from_vec(words::<2>(data).map(|w| bf16::from_bits(u16::from_le_bytes(w))).collect::<Vec<_>>(), shape),
-        Dtype::F16 => Tensor::from_vec(words::<2>(data).map(|w| f16::from_bits(u16::from_le_bytes(w))).collect::<Vec<_>>(), shape),
+        Dtype::BF16 => Tensor::from_vec(
+            words::<2>(data)
+                .map(|w| bf16::from_bits(u16::from_le_bytes(w)))
+                .collect::<Vec<_>>(),
+            shape,
+        ),
+        Dtype::F16 => Tensor::from_vec(
+            words::<2>(data)
+                .map(|w| f16::from_bits(u16::from_le_bytes(w)))
+                .collect::<Vec<_>>(),
+            shape,
+        ),
         Dtype::I32 => Tensor::from_vec(words::<4>(data).map(i32::from_le_bytes).collect::<Vec<_>>(), shape),
         Dtype::I64 => Tensor::from_vec(words::<8>(data).map(i64::from_le_bytes).collect::<Vec<_>>(), shape),
-        other => Err(file_err(path, format!("tensor `{name}` has dtype {other:?}, which this library does not use"))),
+        other => Err(file_err(
+            path,
+            format!("tensor `{name}` has dtype {other:?}, which this library does not use"),
+        )),
     }
 }
 
@@ -108,13 +136,19 @@ fn digest<'a>(tensors: impl Iterator<Item = (&'a str, Dtype, &'a [usize], &'a [u
 /// Every tensor a checkpoint of this model and optimizer holds, by file name.
 fn named_tensors(model: &dyn Module, optimizer: &dyn Optimizer) -> Vec<(String, Tensor)> {
     let params = model.state_dict().into_iter().map(|(n, t)| (format!("model.{n}"), t));
-    let state = optimizer.state().into_iter().map(|(n, t)| (format!("optimizer.{n}"), t));
+    let state = optimizer
+        .state()
+        .into_iter()
+        .map(|(n, t)| (format!("optimizer.{n}"), t));
     params.chain(state).collect()
 }
 
 /// The checkpoint as bytes (what `save` writes).
 pub fn to_bytes(model: &dyn Module, optimizer: &dyn Optimizer, step: u64) -> Result<Vec<u8>> {
-    let raws: Vec<(String, Raw)> = named_tensors(model, optimizer).into_iter().map(|(n, t)| Ok((n, to_raw(&t)?))).collect::<Result<_>>()?;
+    let raws: Vec<(String, Raw)> = named_tensors(model, optimizer)
+        .into_iter()
+        .map(|(n, t)| Ok((n, to_raw(&t)?)))
+        .collect::<Result<_>>()?;
     let mut meta = HashMap::new();
     meta.insert("format".to_string(), FORMAT.to_string());
     meta.insert("version".to_string(), VERSION.to_string());
@@ -124,7 +158,13 @@ pub fn to_bytes(model: &dyn Module, optimizer: &dyn Optimizer, step: u64) -> Res
         // `{:?}` prints the shortest string that reads back as the same f64.
         meta.insert(format!("optimizer.{k}"), format!("{v:?}"));
     }
-    meta.insert("sha256".to_string(), digest(raws.iter().map(|(n, r)| (n.as_str(), r.dtype, r.shape.as_slice(), r.data.as_slice()))));
+    meta.insert(
+        "sha256".to_string(),
+        digest(
+            raws.iter()
+                .map(|(n, r)| (n.as_str(), r.dtype, r.shape.as_slice(), r.data.as_slice())),
+        ),
+    );
     safetensors::tensor::serialize(raws.iter().map(|(n, r)| (n.as_str(), r)), Some(meta))
         .map_err(|e| Error::invalid("checkpoint", format!("cannot serialise: {e}")))
 }
@@ -151,23 +191,52 @@ struct Parsed {
 }
 
 fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed> {
-    let bad = |e: safetensors::SafeTensorError| file_err(path, format!("not a readable safetensors checkpoint (truncated or corrupt?): {e}"));
+    let bad = |e: safetensors::SafeTensorError| {
+        file_err(
+            path,
+            format!("not a readable safetensors checkpoint (truncated or corrupt?): {e}"),
+        )
+    };
     let (_, header) = SafeTensors::read_metadata(bytes).map_err(bad)?;
     let st = SafeTensors::deserialize(bytes).map_err(bad)?;
     let metadata: BTreeMap<String, String> = header.metadata().clone().unwrap_or_default().into_iter().collect();
-    let get = |key: &str| metadata.get(key).ok_or_else(|| file_err(path, format!("metadata has no `{key}`: not a checkpoint written by this library")));
+    let get = |key: &str| {
+        metadata.get(key).ok_or_else(|| {
+            file_err(
+                path,
+                format!("metadata has no `{key}`: not a checkpoint written by this library"),
+            )
+        })
+    };
     if get("format")? != FORMAT {
-        return Err(file_err(path, format!("metadata `format` is {:?}, expected {FORMAT:?}", metadata["format"])));
+        return Err(file_err(
+            path,
+            format!("metadata `format` is {:?}, expected {FORMAT:?}", metadata["format"]),
+        ));
     }
     if get("version")? != VERSION {
-        return Err(file_err(path, format!("checkpoint version {} is not supported (this build reads version {VERSION})", metadata["version"])));
+        return Err(file_err(
+            path,
+            format!(
+                "checkpoint version {} is not supported (this build reads version {VERSION})",
+                metadata["version"]
+            ),
+        ));
     }
-    let step: u64 = get("step")?.parse().map_err(|_| file_err(path, format!("metadata `step` is {:?}, not a step number", metadata["step"])))?;
+    let step: u64 = get("step")?.parse().map_err(|_| {
+        file_err(
+            path,
+            format!("metadata `step` is {:?}, not a step number", metadata["step"]),
+        )
+    })?;
     let expected_digest = get("sha256")?.clone();
     let views = st.tensors();
     let actual = digest(views.iter().map(|(n, v)| (n.as_str(), v.dtype(), v.shape(), v.data())));
     if actual != expected_digest {
-        return Err(file_err(path, "corrupt: the tensors' bytes do not match the checksum stored in the file"));
+        return Err(file_err(
+            path,
+            "corrupt: the tensors' bytes do not match the checksum stored in the file",
+        ));
     }
     let mut tensors = BTreeMap::new();
     let mut listing = Vec::new();
@@ -177,7 +246,12 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed> {
         tensors.insert(name.clone(), t);
     }
     listing.sort();
-    let info = CheckpointInfo { step, optimizer: get("optimizer")?.clone(), metadata, tensors: listing };
+    let info = CheckpointInfo {
+        step,
+        optimizer: get("optimizer")?.clone(),
+        metadata,
+        tensors: listing,
+    };
     Ok(Parsed { info, tensors })
 }
 
@@ -197,25 +271,61 @@ pub fn inspect(path: &Path) -> Result<CheckpointInfo> {
 pub fn load(path: &Path, model: &dyn Module, optimizer: &mut dyn Optimizer) -> Result<u64> {
     let parsed = parse(path, &read(path)?)?;
     if parsed.info.optimizer != optimizer.name() {
-        return Err(file_err(path, format!("holds {} state, but the optimizer to restore is {}", parsed.info.optimizer, optimizer.name())));
+        return Err(file_err(
+            path,
+            format!(
+                "holds {} state, but the optimizer to restore is {}",
+                parsed.info.optimizer,
+                optimizer.name()
+            ),
+        ));
     }
     let targets = named_tensors(model, optimizer);
     for (name, target) in &targets {
-        let found = parsed.tensors.get(name).ok_or_else(|| file_err(path, format!("has no tensor `{name}`: it was saved from a different model or optimizer")))?;
+        let found = parsed.tensors.get(name).ok_or_else(|| {
+            file_err(
+                path,
+                format!("has no tensor `{name}`: it was saved from a different model or optimizer"),
+            )
+        })?;
         if found.shape() != target.shape() {
-            return Err(file_err(path, format!("tensor `{name}` has shape {:?}, but the model expects {:?}: it was saved from a model of another shape", found.shape(), target.shape())));
+            return Err(file_err(
+                path,
+                format!(
+                    "tensor `{name}` has shape {:?}, but the model expects {:?}: it was saved from a model of another shape",
+                    found.shape(),
+                    target.shape()
+                ),
+            ));
         }
         if found.dtype() != target.dtype() {
-            return Err(file_err(path, format!("tensor `{name}` is {}, but the model's is {}", found.dtype(), target.dtype())));
+            return Err(file_err(
+                path,
+                format!(
+                    "tensor `{name}` is {}, but the model's is {}",
+                    found.dtype(),
+                    target.dtype()
+                ),
+            ));
         }
     }
     if let Some(extra) = parsed.tensors.keys().find(|k| !targets.iter().any(|(n, _)| n == *k)) {
-        return Err(file_err(path, format!("has a tensor `{extra}` that this model and optimizer do not have: it was saved from a different model")));
+        return Err(file_err(
+            path,
+            format!(
+                "has a tensor `{extra}` that this model and optimizer do not have: it was saved from a different model"
+            ),
+        ));
     }
     for (name, target) in &targets {
         target.copy_from(&parsed.tensors[name].to_device(target.device())?)?;
     }
-    if let Some(lr) = parsed.info.metadata.get("optimizer.lr").and_then(|v| v.parse::<f64>().ok()) {
+    if let Some(lr) = parsed
+        .info
+        .metadata
+        .get("optimizer.lr")
+        .and_then(|v| v.parse::<f64>().ok())
+    {
         optimizer.set_lr(lr);
     }
     optimizer.set_steps_taken(parsed.info.step);

@@ -34,7 +34,9 @@ impl TokenFile {
         if !len.is_multiple_of(TOKEN_BYTES) {
             return Err(Error::File {
                 path: path.to_path_buf(),
-                msg: format!("{len} bytes is not a whole number of int32 tokens (4 bytes each): the file is truncated or not a token file"),
+                msg: format!(
+                    "{len} bytes is not a whole number of int32 tokens (4 bytes each): the file is truncated or not a token file"
+                ),
             });
         }
         // An empty file cannot be mapped; it simply has no tokens.
@@ -45,7 +47,10 @@ impl TokenFile {
             // the process, the documented caveat of every file mapping (we never write it).
             Some(unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?)
         };
-        Ok(TokenFile { path: path.to_path_buf(), map })
+        Ok(TokenFile {
+            path: path.to_path_buf(),
+            map,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -73,15 +78,28 @@ impl TokenFile {
 
     /// Tokens `start..start + len`, decoded (only those pages are read from disk).
     pub fn window(&self, start: usize, len: usize) -> Result<Vec<i32>> {
-        let bytes = self.bytes().get(start * TOKEN_BYTES..(start + len) * TOKEN_BYTES).ok_or_else(|| Error::File {
-            path: self.path.clone(),
-            msg: format!("tokens {start}..{} requested but the file has {}", start + len, self.len()),
-        })?;
-        Ok(bytes.chunks_exact(TOKEN_BYTES).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+        let bytes = self
+            .bytes()
+            .get(start * TOKEN_BYTES..(start + len) * TOKEN_BYTES)
+            .ok_or_else(|| Error::File {
+                path: self.path.clone(),
+                msg: format!(
+                    "tokens {start}..{} requested but the file has {}",
+                    start + len,
+                    self.len()
+                ),
+            })?;
+        Ok(bytes
+            .chunks_exact(TOKEN_BYTES)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
     }
 
     pub fn to_vec(&self) -> Vec<i32> {
-        self.bytes().chunks_exact(TOKEN_BYTES).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+        self.bytes()
+            .chunks_exact(TOKEN_BYTES)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect()
     }
 }
 
@@ -95,17 +113,32 @@ pub struct Batch {
 /// `batch_size` windows of `sequence_length` consecutive tokens at random starts. A start is
 /// drawn from 0..=len−L−1, so the token after each window (the next-token target) exists: the
 /// data needs at least L+1 tokens.
-pub fn get_batch(data: &TokenFile, batch_size: usize, sequence_length: usize, rng: &mut Rng, device: &Device) -> Result<Batch> {
+pub fn get_batch(
+    data: &TokenFile,
+    batch_size: usize,
+    sequence_length: usize,
+    rng: &mut Rng,
+    device: &Device,
+) -> Result<Batch> {
     if sequence_length == 0 || batch_size == 0 {
-        return Err(Error::invalid("get_batch", format!("batch size and sequence length must be positive (got {batch_size} × {sequence_length})")));
+        return Err(Error::invalid(
+            "get_batch",
+            format!("batch size and sequence length must be positive (got {batch_size} × {sequence_length})"),
+        ));
     }
     if data.len() < sequence_length + 1 {
         return Err(Error::File {
             path: data.path.clone(),
-            msg: format!("has {} tokens; a sequence of length {sequence_length} needs at least {} (the window plus its next token)", data.len(), sequence_length + 1),
+            msg: format!(
+                "has {} tokens; a sequence of length {sequence_length} needs at least {} (the window plus its next token)",
+                data.len(),
+                sequence_length + 1
+            ),
         });
     }
-    let starts: Vec<usize> = (0..batch_size).map(|_| rng.below(data.len() - sequence_length)).collect();
+    let starts: Vec<usize> = (0..batch_size)
+        .map(|_| rng.below(data.len() - sequence_length))
+        .collect();
     let mut flat = Vec::with_capacity(batch_size * sequence_length);
     for &s in &starts {
         flat.extend(data.window(s, sequence_length)?);

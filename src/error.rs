@@ -10,19 +10,36 @@ const GIB: f64 = (1u64 << 30) as f64;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{op}: shapes {lhs:?} and {rhs:?} are incompatible: {why}")]
-    ShapeMismatch { op: &'static str, lhs: Vec<usize>, rhs: Vec<usize>, why: String },
+    ShapeMismatch {
+        op: &'static str,
+        lhs: Vec<usize>,
+        rhs: Vec<usize>,
+        why: String,
+    },
 
     #[error("{op}: dtypes {lhs} and {rhs} differ (convert one with `to_dtype` first)")]
-    DTypeMismatch { op: &'static str, lhs: &'static str, rhs: &'static str },
+    DTypeMismatch {
+        op: &'static str,
+        lhs: &'static str,
+        rhs: &'static str,
+    },
 
     #[error("{op}: dtype {dtype} is not supported here ({why})")]
-    UnsupportedDType { op: &'static str, dtype: &'static str, why: &'static str },
+    UnsupportedDType {
+        op: &'static str,
+        dtype: &'static str,
+        why: &'static str,
+    },
 
     #[error(
         "{op}: tensor with shape {shape:?} and strides {strides:?} is not contiguous; \
          call `.contiguous()` first (it copies)"
     )]
-    NotContiguous { op: &'static str, shape: Vec<usize>, strides: Vec<usize> },
+    NotContiguous {
+        op: &'static str,
+        shape: Vec<usize>,
+        strides: Vec<usize>,
+    },
 
     #[error("{op}: {msg}")]
     InvalidArgument { op: &'static str, msg: String },
@@ -41,7 +58,14 @@ pub enum Error {
         "dimension `{name}`: expected size {expected} ({bound_by}) but the tensor with shape {shape:?} \
          checked as \"{names}\" has size {actual}"
     )]
-    DimSize { name: String, expected: usize, actual: usize, shape: Vec<usize>, names: String, bound_by: String },
+    DimSize {
+        name: String,
+        expected: usize,
+        actual: usize,
+        shape: Vec<usize>,
+        names: String,
+        bound_by: String,
+    },
 
     #[error("{path}: {msg}")]
     File { path: PathBuf, msg: String },
@@ -65,7 +89,11 @@ pub enum Error {
         "CUDA out of memory: asked for {requested} bytes ({:.3} GiB) with {free} bytes ({:.3} GiB) free of {total}",
         *requested as f64 / GIB, *free as f64 / GIB
     )]
-    CudaOutOfMemory { requested: usize, free: usize, total: usize },
+    CudaOutOfMemory {
+        requested: usize,
+        free: usize,
+        total: usize,
+    },
 }
 
 impl Error {
@@ -74,10 +102,18 @@ impl Error {
     }
 
     pub(crate) fn shape(op: &'static str, lhs: &[usize], rhs: &[usize], why: impl Into<String>) -> Self {
-        Error::ShapeMismatch { op, lhs: lhs.to_vec(), rhs: rhs.to_vec(), why: why.into() }
+        Error::ShapeMismatch {
+            op,
+            lhs: lhs.to_vec(),
+            rhs: rhs.to_vec(),
+            why: why.into(),
+        }
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
 }

@@ -76,12 +76,21 @@ impl FlopCounter {
             id
         });
         FRAMES.with(|f| f.borrow_mut().push((id, FlopCount::default())));
-        FlopCounter { id, _not_send: std::marker::PhantomData }
+        FlopCounter {
+            id,
+            _not_send: std::marker::PhantomData,
+        }
     }
 
     /// What has been counted so far, without closing the counter.
     pub fn peek(&self) -> FlopCount {
-        FRAMES.with(|f| f.borrow().iter().find(|(id, _)| *id == self.id).map(|(_, c)| c.clone()).unwrap_or_default())
+        FRAMES.with(|f| {
+            f.borrow()
+                .iter()
+                .find(|(id, _)| *id == self.id)
+                .map(|(_, c)| c.clone())
+                .unwrap_or_default()
+        })
     }
 
     pub fn finish(self) -> FlopCount {
@@ -104,7 +113,10 @@ pub struct PhaseGuard {
 
 pub fn enter_phase(phase: Phase) -> PhaseGuard {
     let previous = PHASE.with(|p| p.replace(phase));
-    PhaseGuard { previous, _not_send: std::marker::PhantomData }
+    PhaseGuard {
+        previous,
+        _not_send: std::marker::PhantomData,
+    }
 }
 
 impl Drop for PhaseGuard {

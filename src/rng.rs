@@ -13,7 +13,9 @@ pub struct Rng {
 
 impl Rng {
     pub fn seed(seed: u64) -> Rng {
-        Rng { inner: ChaCha8Rng::seed_from_u64(seed) }
+        Rng {
+            inner: ChaCha8Rng::seed_from_u64(seed),
+        }
     }
 
     /// A standard normal sample.
@@ -38,6 +40,8 @@ impl Rng {
 
     /// A new independent stream derived from this one (one per source of randomness).
     pub fn fork(&mut self) -> Rng {
-        Rng { inner: ChaCha8Rng::seed_from_u64(self.inner.random::<u64>()) }
+        Rng {
+            inner: ChaCha8Rng::seed_from_u64(self.inner.random::<u64>()),
+        }
     }
 }

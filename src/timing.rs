@@ -25,14 +25,24 @@ pub struct TimingOptions {
 
 impl Default for TimingOptions {
     fn default() -> Self {
-        TimingOptions { warmup: 3, min_reps: 10, max_reps: 200, budget: Duration::from_millis(400) }
+        TimingOptions {
+            warmup: 3,
+            min_reps: 10,
+            max_reps: 200,
+            budget: Duration::from_millis(400),
+        }
     }
 }
 
 impl TimingOptions {
     /// Fewer repetitions, for operations that take a large fraction of a second each.
     pub fn quick() -> Self {
-        TimingOptions { warmup: 1, min_reps: 3, max_reps: 30, budget: Duration::from_millis(150) }
+        TimingOptions {
+            warmup: 1,
+            min_reps: 3,
+            max_reps: 30,
+            budget: Duration::from_millis(150),
+        }
     }
 }
 
@@ -66,7 +76,15 @@ impl Timing {
     pub fn from_samples(samples: &mut [f64], warmup: usize) -> Timing {
         samples.sort_by(f64::total_cmp);
         let q = |p: f64| quantile(samples, p);
-        Timing { median_s: q(0.5), min_s: q(0.0), q1_s: q(0.25), q3_s: q(0.75), max_s: q(1.0), reps: samples.len(), warmup }
+        Timing {
+            median_s: q(0.5),
+            min_s: q(0.0),
+            q1_s: q(0.25),
+            q3_s: q(0.75),
+            max_s: q(1.0),
+            reps: samples.len(),
+            warmup,
+        }
     }
 }
 
@@ -109,7 +127,12 @@ fn time_call(device: &Device, f: impl FnOnce() -> Result<()>) -> Result<f64> {
 
 /// Like `time`, but each call first runs an untimed `setup` whose result the timed `f` consumes
 /// (a backward pass needs a fresh forward graph every time).
-pub fn time_with_setup<S, Setup, F>(device: &Device, options: TimingOptions, mut setup: Setup, mut f: F) -> Result<Timing>
+pub fn time_with_setup<S, Setup, F>(
+    device: &Device,
+    options: TimingOptions,
+    mut setup: Setup,
+    mut f: F,
+) -> Result<Timing>
 where
     Setup: FnMut() -> Result<S>,
     F: FnMut(S) -> Result<()>,
@@ -121,7 +144,9 @@ where
     }
     let started = Instant::now();
     let mut samples = Vec::with_capacity(options.min_reps);
-    while samples.len() < options.min_reps.max(1) || (samples.len() < options.max_reps && started.elapsed() < options.budget) {
+    while samples.len() < options.min_reps.max(1)
+        || (samples.len() < options.max_reps && started.elapsed() < options.budget)
+    {
         let s = setup()?;
         device::synchronize(device)?;
         samples.push(time_call(device, || f(s))?);
@@ -137,7 +162,10 @@ mod tests {
     fn summary_statistics_of_known_samples() {
         let mut s = vec![5.0, 1.0, 4.0, 2.0, 3.0];
         let t = Timing::from_samples(&mut s, 0);
-        assert_eq!((t.min_s, t.q1_s, t.median_s, t.q3_s, t.max_s), (1.0, 2.0, 3.0, 4.0, 5.0));
+        assert_eq!(
+            (t.min_s, t.q1_s, t.median_s, t.q3_s, t.max_s),
+            (1.0, 2.0, 3.0, 4.0, 5.0)
+        );
         assert_eq!(t.flop_per_sec(6), 2.0);
         let mut even = vec![1.0, 2.0, 3.0, 10.0];
         assert_eq!(Timing::from_samples(&mut even, 0).median_s, 2.5);
@@ -146,7 +174,12 @@ mod tests {
     #[test]
     fn runs_warmup_and_at_least_min_reps() {
         let mut calls = 0;
-        let opts = TimingOptions { warmup: 2, min_reps: 5, max_reps: 5, budget: Duration::ZERO };
+        let opts = TimingOptions {
+            warmup: 2,
+            min_reps: 5,
+            max_reps: 5,
+            budget: Duration::ZERO,
+        };
         let t = time(&Device::Cpu, opts, || {
             calls += 1;
             Ok(())

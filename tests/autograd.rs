@@ -17,7 +17,12 @@ fn randn(shape: &[usize], rng: &mut Rng) -> Tensor {
 
 /// Values in [0.5, 2): safe as denominators and as bases of fractional powers.
 fn positive(shape: &[usize], rng: &mut Rng) -> Tensor {
-    Tensor::rand(shape, DType::F32, rng).unwrap().mul_scalar(1.5).unwrap().add_scalar(0.5).unwrap()
+    Tensor::rand(shape, DType::F32, rng)
+        .unwrap()
+        .mul_scalar(1.5)
+        .unwrap()
+        .add_scalar(0.5)
+        .unwrap()
 }
 
 fn check(name: &str, inputs: &[(Tensor, bool)], f: impl Fn(&[Var]) -> Result<Var>) {
@@ -30,30 +35,58 @@ fn check(name: &str, inputs: &[(Tensor, bool)], f: impl Fn(&[Var]) -> Result<Var
 #[test]
 fn matmul_2d() {
     let mut r = Rng::seed(1);
-    check("matmul", &[(randn(&[3, 4], &mut r), true), (randn(&[4, 5], &mut r), true)], |v| v[0].matmul(&v[1]));
+    check(
+        "matmul",
+        &[(randn(&[3, 4], &mut r), true), (randn(&[4, 5], &mut r), true)],
+        |v| v[0].matmul(&v[1]),
+    );
 }
 
 #[test]
 fn matmul_batched_with_broadcast_weight() {
     let mut r = Rng::seed(2);
     // [2, 3, 4, 5] @ [5, 2]: the weight is shared by all 6 batch elements, so its gradient sums them.
-    check("batched matmul", &[(randn(&[2, 3, 4, 5], &mut r), true), (randn(&[5, 2], &mut r), true)], |v| v[0].matmul(&v[1]));
+    check(
+        "batched matmul",
+        &[(randn(&[2, 3, 4, 5], &mut r), true), (randn(&[5, 2], &mut r), true)],
+        |v| v[0].matmul(&v[1]),
+    );
 }
 
 #[test]
 fn matmul_batched_both_sides_broadcast() {
     let mut r = Rng::seed(3);
     // [2, 1, 3, 4] @ [5, 4, 2] -> [2, 5, 3, 2]: both operands broadcast over a batch dimension.
-    check("broadcast matmul", &[(randn(&[2, 1, 3, 4], &mut r), true), (randn(&[5, 4, 2], &mut r), true)], |v| v[0].matmul(&v[1]));
+    check(
+        "broadcast matmul",
+        &[(randn(&[2, 1, 3, 4], &mut r), true), (randn(&[5, 4, 2], &mut r), true)],
+        |v| v[0].matmul(&v[1]),
+    );
 }
 
 #[test]
 fn matmul_with_vectors() {
     let mut r = Rng::seed(4);
-    check("vector @ matrix", &[(randn(&[4], &mut r), true), (randn(&[4, 3], &mut r), true)], |v| v[0].matmul(&v[1]));
-    check("matrix @ vector", &[(randn(&[3, 4], &mut r), true), (randn(&[4], &mut r), true)], |v| v[0].matmul(&v[1]));
-    check("vector @ vector", &[(randn(&[4], &mut r), true), (randn(&[4], &mut r), true)], |v| v[0].matmul(&v[1]));
-    check("batched @ vector", &[(randn(&[2, 3, 4], &mut r), true), (randn(&[4], &mut r), true)], |v| v[0].matmul(&v[1]));
+    check(
+        "vector @ matrix",
+        &[(randn(&[4], &mut r), true), (randn(&[4, 3], &mut r), true)],
+        |v| v[0].matmul(&v[1]),
+    );
+    check(
+        "matrix @ vector",
+        &[(randn(&[3, 4], &mut r), true), (randn(&[4], &mut r), true)],
+        |v| v[0].matmul(&v[1]),
+    );
+    check(
+        "vector @ vector",
+        &[(randn(&[4], &mut r), true), (randn(&[4], &mut r), true)],
+        |v| v[0].matmul(&v[1]),
+    );
+    check(
+        "batched @ vector",
+        &[(randn(&[2, 3, 4], &mut r), true), (randn(&[4], &mut r), true)],
+        |v| v[0].matmul(&v[1]),
+    );
 }
 
 #[test]
@@ -62,8 +95,12 @@ fn elementwise_binary_with_broadcasting() {
     let (a, b) = (randn(&[3, 4], &mut r), randn(&[4], &mut r));
     check("add", &[(a.clone(), true), (b.clone(), true)], |v| v[0].add(&v[1]));
     check("sub", &[(a.clone(), true), (b.clone(), true)], |v| v[0].sub(&v[1]));
-    check("mul", &[(a.clone(), true), (randn(&[3, 1], &mut r), true)], |v| v[0].mul(&v[1]));
-    check("div", &[(a, true), (positive(&[3, 1], &mut r), true)], |v| v[0].div(&v[1]));
+    check("mul", &[(a.clone(), true), (randn(&[3, 1], &mut r), true)], |v| {
+        v[0].mul(&v[1])
+    });
+    check("div", &[(a, true), (positive(&[3, 1], &mut r), true)], |v| {
+        v[0].div(&v[1])
+    });
 }
 
 #[test]
@@ -77,7 +114,9 @@ fn scalar_forms_and_powers() {
     check("neg", &[(a.clone(), true)], |v| v[0].neg());
     check("square", &[(a.clone(), true)], |v| v[0].square());
     check("pow 3", &[(a, true)], |v| v[0].pow_scalar(3.0));
-    check("pow 1.5", &[(positive(&[2, 3], &mut r), true)], |v| v[0].pow_scalar(1.5));
+    check("pow 1.5", &[(positive(&[2, 3], &mut r), true)], |v| {
+        v[0].pow_scalar(1.5)
+    });
 }
 
 #[test]
@@ -87,7 +126,9 @@ fn reductions() {
     check("sum all", &[(a.clone(), true)], |v| v[0].sum_all());
     check("mean all", &[(a.clone(), true)], |v| v[0].mean_all());
     check("sum dim 1", &[(a.clone(), true)], |v| v[0].sum(&[1], false));
-    check("sum dims 0,2 keepdim", &[(a.clone(), true)], |v| v[0].sum(&[0, -1], true));
+    check("sum dims 0,2 keepdim", &[(a.clone(), true)], |v| {
+        v[0].sum(&[0, -1], true)
+    });
     check("mean dim -1", &[(a.clone(), true)], |v| v[0].mean(&[-1], false));
     check("mean dim 0 keepdim", &[(a, true)], |v| v[0].mean(&[0], true));
 }
@@ -102,14 +143,24 @@ fn views() {
     let w2 = Var::constant(randn(&[3, 2], &mut r));
     check("transpose", &[(a.clone(), true)], |v| v[0].transpose(1, 2)?.matmul(&w2));
     check("t", &[(randn(&[3, 5], &mut r), true)], |v| v[0].t()?.matmul(&w2));
-    check("unsqueeze/squeeze", &[(randn(&[3, 1], &mut r), true)], |v| v[0].squeeze(-1)?.unsqueeze(0)?.mul_scalar(2.0));
+    check("unsqueeze/squeeze", &[(randn(&[3, 1], &mut r), true)], |v| {
+        v[0].squeeze(-1)?.unsqueeze(0)?.mul_scalar(2.0)
+    });
 }
 
 #[test]
 fn mse_loss_both_arguments() {
     let mut r = Rng::seed(10);
-    check("mse", &[(randn(&[5], &mut r), true), (randn(&[5], &mut r), true)], |v| mse_loss(&v[0], &v[1]));
-    let bad = mse_loss(&Var::constant(randn(&[5], &mut r)), &Var::constant(randn(&[5, 1], &mut r))).unwrap_err();
+    check(
+        "mse",
+        &[(randn(&[5], &mut r), true), (randn(&[5], &mut r), true)],
+        |v| mse_loss(&v[0], &v[1]),
+    );
+    let bad = mse_loss(
+        &Var::constant(randn(&[5], &mut r)),
+        &Var::constant(randn(&[5, 1], &mut r)),
+    )
+    .unwrap_err();
     assert!(bad.to_string().contains("same shape"), "{bad}");
 }
 
@@ -118,16 +169,30 @@ fn cast_round_trip_keeps_gradient_dtype() {
     let mut r = Rng::seed(11);
     let w = Var::parameter(randn(&[4, 3], &mut r));
     let x = Var::constant(randn(&[2, 4], &mut r).to_dtype(DType::BF16).unwrap());
-    let y = x.matmul(&w.to_dtype(DType::BF16).unwrap()).unwrap().to_dtype(DType::F32).unwrap();
+    let y = x
+        .matmul(&w.to_dtype(DType::BF16).unwrap())
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap();
     y.sum_all().unwrap().backward().unwrap();
     let g = w.grad().unwrap();
     assert_eq!(g.dtype(), DType::F32);
     // ∂/∂w of Σ x·w is xᵀ·1: every column equals the column sums of x (computed in bf16).
-    let xs = x.value().to_dtype(DType::F32).unwrap().sum(&[0], false).unwrap().to_vec_f64().unwrap();
+    let xs = x
+        .value()
+        .to_dtype(DType::F32)
+        .unwrap()
+        .sum(&[0], false)
+        .unwrap()
+        .to_vec_f64()
+        .unwrap();
     let gv = g.to_vec_f64().unwrap();
     for i in 0..4 {
         for j in 0..3 {
-            assert!((gv[i * 3 + j] - xs[i]).abs() <= 1e-2 * xs[i].abs().max(1.0), "{gv:?} vs {xs:?}");
+            assert!(
+                (gv[i * 3 + j] - xs[i]).abs() <= 1e-2 * xs[i].abs().max(1.0),
+                "{gv:?} vs {xs:?}"
+            );
         }
     }
 }
@@ -138,7 +203,13 @@ fn gradients_basics_example() {
     let x = Var::constant(Tensor::from_data(&[1.0, 2.0, 3.0], DType::F32).unwrap());
     let w = Var::parameter(Tensor::from_data(&[1.0, 1.0, 1.0], DType::F32).unwrap());
     let pred = x.matmul(&w).unwrap();
-    let loss = pred.sub_scalar(5.0).unwrap().pow_scalar(2.0).unwrap().mul_scalar(0.5).unwrap();
+    let loss = pred
+        .sub_scalar(5.0)
+        .unwrap()
+        .pow_scalar(2.0)
+        .unwrap()
+        .mul_scalar(0.5)
+        .unwrap();
     assert_eq!(loss.value().item().unwrap(), 0.5);
     loss.backward().unwrap();
     assert_eq!(w.grad().unwrap().to_vec_f64().unwrap(), vec![1.0, 2.0, 3.0]);
@@ -160,7 +231,11 @@ fn retained_intermediate_gradient_and_accumulation() {
     let pred = run();
     assert_eq!(pred.grad().unwrap().item().unwrap(), 1.0); // ∂loss/∂pred = pred − 5 = 1
     run();
-    assert_eq!(w.grad().unwrap().to_vec_f64().unwrap(), vec![2.0, 4.0, 6.0], "gradients accumulate");
+    assert_eq!(
+        w.grad().unwrap().to_vec_f64().unwrap(),
+        vec![2.0, 4.0, 6.0],
+        "gradients accumulate"
+    );
     w.zero_grad();
     assert!(w.grad().is_none());
 }
@@ -174,14 +249,19 @@ fn backward_twice_through_one_graph_is_an_error() {
     assert!(err.contains("already used"), "{err}");
     let not_scalar = w.square().unwrap().backward().unwrap_err().to_string();
     assert!(not_scalar.contains("scalar"), "{not_scalar}");
-    let constant = Var::constant(Tensor::ones(&[1], DType::F32).unwrap()).backward().unwrap_err().to_string();
+    let constant = Var::constant(Tensor::ones(&[1], DType::F32).unwrap())
+        .backward()
+        .unwrap_err()
+        .to_string();
     assert!(constant.contains("requires a gradient"), "{constant}");
 }
 
 #[test]
 fn a_value_used_twice_gets_both_gradients() {
     let mut r = Rng::seed(12);
-    check("x * x + x", &[(randn(&[4], &mut r), true)], |v| v[0].mul(&v[0])?.add(&v[0]));
+    check("x * x + x", &[(randn(&[4], &mut r), true)], |v| {
+        v[0].mul(&v[0])?.add(&v[0])
+    });
 }
 
 /// x →w1→ h1 →w2→ h2: backward runs one matmul per parameter gradient plus one per intermediate
@@ -205,7 +285,10 @@ fn backward_flops_skip_inputs_that_need_no_gradient() {
         assert_eq!(forward.by_op["matmul"], forward_formula);
         let skipped = if x_requires_grad { 0 } else { (2 * b * d * d) as u64 };
         assert_eq!(backward.by_op["matmul"], 2 * forward_formula - skipped);
-        assert_eq!(backward.forward, 0, "backward FLOPs are attributed to the backward phase");
+        assert_eq!(
+            backward.forward, 0,
+            "backward FLOPs are attributed to the backward phase"
+        );
         assert!(backward.backward >= backward.by_op["matmul"]);
         assert_eq!(x.grad().is_some(), x_requires_grad);
     }

@@ -24,7 +24,10 @@ fn trained(dim: usize, layers: usize, seed: u64) -> (Cruncher, AdaGrad) {
     let mut opt = AdaGrad::new(&model, 0.01).unwrap();
     let x = cs336::autograd::Var::constant(Tensor::randn(&[3, dim], DType::F32, &mut rng).unwrap());
     let y = cs336::autograd::Var::constant(Tensor::randn(&[3], DType::F32, &mut rng).unwrap());
-    cs336::autograd::mse_loss(&model.forward(&x).unwrap(), &y).unwrap().backward().unwrap();
+    cs336::autograd::mse_loss(&model.forward(&x).unwrap(), &y)
+        .unwrap()
+        .backward()
+        .unwrap();
     opt.step().unwrap();
     opt.zero_grad();
     (model, opt)
@@ -38,7 +41,12 @@ fn saved(dir: &Path) -> (std::path::PathBuf, Cruncher, AdaGrad) {
 }
 
 fn all_bits(model: &dyn Module, opt: &dyn Optimizer) -> Vec<Vec<u32>> {
-    model.state_dict().iter().chain(opt.state().iter()).map(|(_, t)| bits(t)).collect()
+    model
+        .state_dict()
+        .iter()
+        .chain(opt.state().iter())
+        .map(|(_, t)| bits(t))
+        .collect()
 }
 
 #[test]
@@ -61,11 +69,32 @@ fn checkpoint_is_a_plain_safetensors_file() {
     let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
     let mut names = st.names();
     names.sort();
-    assert_eq!(names, vec!["model.final.weight", "model.layers.0.weight", "model.layers.1.weight", "optimizer.final.weight.g2", "optimizer.layers.0.weight.g2", "optimizer.layers.1.weight.g2"]);
+    assert_eq!(
+        names,
+        vec![
+            "model.final.weight",
+            "model.layers.0.weight",
+            "model.layers.1.weight",
+            "optimizer.final.weight.g2",
+            "optimizer.layers.0.weight.g2",
+            "optimizer.layers.1.weight.g2"
+        ]
+    );
     let w = st.tensor("model.layers.1.weight").unwrap();
     assert_eq!((w.dtype(), w.shape()), (safetensors::Dtype::F32, &[8usize, 8][..]));
-    let expected: Vec<u8> = model.layers[1].weight.value().to_vec::<f32>().unwrap().iter().flat_map(|x| x.to_le_bytes()).collect();
-    assert_eq!(w.data(), &expected[..], "little-endian f32, row-major, as any reader expects");
+    let expected: Vec<u8> = model.layers[1]
+        .weight
+        .value()
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    assert_eq!(
+        w.data(),
+        &expected[..],
+        "little-endian f32, row-major, as any reader expects"
+    );
     let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
     let meta = meta.metadata().clone().unwrap();
     assert_eq!(meta["step"], "7");
@@ -73,7 +102,9 @@ fn checkpoint_is_a_plain_safetensors_file() {
 }
 
 fn load_err(path: &Path, model: &dyn Module, opt: &mut dyn Optimizer) -> String {
-    checkpoint::load(path, model, opt).expect_err("loading must fail").to_string()
+    checkpoint::load(path, model, opt)
+        .expect_err("loading must fail")
+        .to_string()
 }
 
 #[test]
@@ -86,7 +117,10 @@ fn truncated_checkpoint() {
     for cut in [0, 4, 8, 100, bytes.len() / 2, bytes.len() - 1] {
         std::fs::write(&path, &bytes[..cut]).unwrap();
         let e = load_err(&path, &model, &mut opt);
-        assert!(e.contains("ckpt.safetensors") && e.contains("truncated or corrupt"), "cut at {cut}: {e}");
+        assert!(
+            e.contains("ckpt.safetensors") && e.contains("truncated or corrupt"),
+            "cut at {cut}: {e}"
+        );
     }
     assert_eq!(before, all_bits(&model, &opt), "a failed load changes nothing");
 }
@@ -114,13 +148,19 @@ fn checkpoint_for_another_shape() {
     let (path, _, _) = saved(dir.path());
     let (wide, mut wide_opt) = trained(16, 2, 5);
     let e = load_err(&path, &wide, &mut wide_opt);
-    assert!(e.contains("model.layers.0.weight") && e.contains("[8, 8]") && e.contains("[16, 16]"), "{e}");
+    assert!(
+        e.contains("model.layers.0.weight") && e.contains("[8, 8]") && e.contains("[16, 16]"),
+        "{e}"
+    );
     let (deeper, mut deeper_opt) = trained(8, 3, 5);
     let e = load_err(&path, &deeper, &mut deeper_opt);
     assert!(e.contains("model.layers.2.weight"), "{e}");
     let (shallow, mut shallow_opt) = trained(8, 1, 5);
     let e = load_err(&path, &shallow, &mut shallow_opt);
-    assert!(e.contains("model.layers.1.weight") && e.contains("different model"), "{e}");
+    assert!(
+        e.contains("model.layers.1.weight") && e.contains("different model"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -129,7 +169,10 @@ fn checkpoint_for_another_optimizer_or_dtype() {
     let (path, model, _) = saved(dir.path());
     let mut sgd = Sgd::new(&model, 0.1).unwrap();
     assert!(load_err(&path, &model, &mut sgd).contains("adagrad state, but the optimizer to restore is sgd"));
-    let options = cs336::nn::ParamOptions { dtype: DType::BF16, ..Default::default() };
+    let options = cs336::nn::ParamOptions {
+        dtype: DType::BF16,
+        ..Default::default()
+    };
     let bf16 = Cruncher::with_options(8, 2, &options, &mut Rng::seed(3)).unwrap();
     let mut bf16_opt = AdaGrad::new(&bf16, 0.01).unwrap();
     assert!(load_err(&path, &bf16, &mut bf16_opt).contains("is float32, but the model's is bfloat16"));
@@ -148,7 +191,11 @@ fn saving_replaces_atomically() {
     let (path, model, opt) = saved(dir.path());
     checkpoint::save(&path, &model, &opt, 8).unwrap();
     assert_eq!(checkpoint::inspect(&path).unwrap().step, 8);
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains(".tmp-")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+        .collect();
     assert!(leftovers.is_empty(), "no temporary files remain");
 }
 
@@ -159,7 +206,10 @@ fn token_file_of_odd_length() {
         let path = dir.path().join(format!("odd{len}.bin"));
         std::fs::write(&path, vec![7u8; len]).unwrap();
         let e = TokenFile::open(&path).err().expect("odd length must fail").to_string();
-        assert!(e.contains(&format!("odd{len}.bin")) && e.contains(&format!("{len} bytes")) && e.contains("int32"), "{e}");
+        assert!(
+            e.contains(&format!("odd{len}.bin")) && e.contains(&format!("{len} bytes")) && e.contains("int32"),
+            "{e}"
+        );
     }
     let empty = dir.path().join("empty.bin");
     std::fs::write(&empty, []).unwrap();
@@ -175,8 +225,13 @@ fn batch_longer_than_the_data() {
     let mut rng = Rng::seed(0);
     // 5 tokens hold a window of 4 plus its next token, not a window of 5.
     assert!(data::get_batch(&file, 3, 4, &mut rng, &Device::Cpu).is_ok());
-    let e = data::get_batch(&file, 3, 5, &mut rng, &Device::Cpu).unwrap_err().to_string();
-    assert!(e.contains("tokens.bin") && e.contains("has 5 tokens") && e.contains("at least 6"), "{e}");
+    let e = data::get_batch(&file, 3, 5, &mut rng, &Device::Cpu)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("tokens.bin") && e.contains("has 5 tokens") && e.contains("at least 6"),
+        "{e}"
+    );
     assert!(data::get_batch(&file, 0, 2, &mut rng, &Device::Cpu).is_err());
 }
 

@@ -28,12 +28,19 @@ fn assert_close(got: &[f64], exact: &[f64], abs_sums: &[f64], k: usize, what: &s
         // 1e-30 covers the flushing of subnormal partial results by vdpbf16ps, far below any
         // value these tests produce.
         let bound = U_BF16 * c.abs() + (1.0 + U_BF16) * gamma(k) * s + 1e-30;
-        assert!((g - c).abs() <= bound, "{what}: output {i} is {g}, exact {c}, error {} > bound {bound}", (g - c).abs());
+        assert!(
+            (g - c).abs() <= bound,
+            "{what}: output {i} is {g}, exact {c}, error {} > bound {bound}",
+            (g - c).abs()
+        );
     }
 }
 
 fn kernels() -> Vec<Bf16Kernel> {
-    [Bf16Kernel::Avx512Bf16, Bf16Kernel::PortableF32].into_iter().filter(|k| k.is_available()).collect()
+    [Bf16Kernel::Avx512Bf16, Bf16Kernel::PortableF32]
+        .into_iter()
+        .filter(|k| k.is_available())
+        .collect()
 }
 
 fn random_bf16(len: usize, seed: u64) -> Vec<bf16> {
@@ -48,7 +55,10 @@ enum Placement {
     /// Stored transposed (column-major).
     ColMajor,
     /// A window of a larger row-major matrix: offset and padded row stride.
-    Sliced { pad: usize, skip: usize },
+    Sliced {
+        pad: usize,
+        skip: usize,
+    },
     /// Both strides above one (every other column of a larger matrix).
     Strided,
     /// Every row is the same row (row stride 0), as after broadcasting.
@@ -68,11 +78,46 @@ fn placement() -> impl Strategy<Value = Placement> {
 /// A buffer holding a rows × cols matrix placed as asked, and its operand description.
 fn place(rows: usize, cols: usize, how: Placement, seed: u64) -> (Vec<bf16>, Operand) {
     let (len, op) = match how {
-        Placement::RowMajor => (rows * cols, Operand { offset: 0, rs: cols as isize, cs: 1 }),
-        Placement::ColMajor => (rows * cols, Operand { offset: 0, rs: 1, cs: rows as isize }),
-        Placement::Sliced { pad, skip } => (skip + rows * (cols + pad), Operand { offset: skip, rs: (cols + pad) as isize, cs: 1 }),
-        Placement::Strided => (rows * cols * 2 + 1, Operand { offset: 1, rs: 2 * cols as isize, cs: 2 }),
-        Placement::RowBroadcast => (cols, Operand { offset: 0, rs: 0, cs: 1 }),
+        Placement::RowMajor => (
+            rows * cols,
+            Operand {
+                offset: 0,
+                rs: cols as isize,
+                cs: 1,
+            },
+        ),
+        Placement::ColMajor => (
+            rows * cols,
+            Operand {
+                offset: 0,
+                rs: 1,
+                cs: rows as isize,
+            },
+        ),
+        Placement::Sliced { pad, skip } => (
+            skip + rows * (cols + pad),
+            Operand {
+                offset: skip,
+                rs: (cols + pad) as isize,
+                cs: 1,
+            },
+        ),
+        Placement::Strided => (
+            rows * cols * 2 + 1,
+            Operand {
+                offset: 1,
+                rs: 2 * cols as isize,
+                cs: 2,
+            },
+        ),
+        Placement::RowBroadcast => (
+            cols,
+            Operand {
+                offset: 0,
+                rs: 0,
+                cs: 1,
+            },
+        ),
     };
     (random_bf16(len, seed), op)
 }
@@ -81,14 +126,31 @@ fn place(rows: usize, cols: usize, how: Placement, seed: u64) -> (Vec<bf16>, Ope
 fn abs_sums(p: &Problem<'_>) -> Vec<f64> {
     let abs = |v: &[bf16]| v.iter().map(|x| bf16::from_f32(x.to_f32().abs())).collect::<Vec<_>>();
     let (a, b) = (abs(p.a), abs(p.b));
-    bf16_gemm::reference_f64(&Problem { a: &a, b: &b, ..p.clone() }).unwrap()
+    bf16_gemm::reference_f64(&Problem {
+        a: &a,
+        b: &b,
+        ..p.clone()
+    })
+    .unwrap()
 }
 
 /// Sizes around the kernel's tile edges (12 rows, 32 columns) and the odd k pair.
 fn dim() -> impl Strategy<Value = usize> {
     prop_oneof![
-        Just(1usize), Just(2), Just(3), Just(11), Just(12), Just(13), Just(17), Just(31), Just(32), Just(33),
-        Just(64), Just(65), Just(97), 1usize..140,
+        Just(1usize),
+        Just(2),
+        Just(3),
+        Just(11),
+        Just(12),
+        Just(13),
+        Just(17),
+        Just(31),
+        Just(32),
+        Just(33),
+        Just(64),
+        Just(65),
+        Just(97),
+        1usize..140,
     ]
 }
 
@@ -138,7 +200,10 @@ mod through_tensors {
     fn reference(a: &Tensor, b: &Tensor) -> (Vec<f64>, Vec<f64>) {
         let nd = a.ndim();
         let (m, k, n) = (a.shape()[nd - 2], a.shape()[nd - 1], b.shape()[nd - 1]);
-        let (av, bv) = (a.contiguous().unwrap().to_vec_f64().unwrap(), b.contiguous().unwrap().to_vec_f64().unwrap());
+        let (av, bv) = (
+            a.contiguous().unwrap().to_vec_f64().unwrap(),
+            b.contiguous().unwrap().to_vec_f64().unwrap(),
+        );
         let batch = av.len() / (m * k).max(1);
         let (mut exact, mut sums) = (vec![], vec![]);
         for t in 0..batch {
@@ -159,7 +224,8 @@ mod through_tensors {
         let batch = &out_shape[..nd - 2];
         let with = |t: &Tensor| {
             let tail = &t.shape()[t.ndim() - 2..];
-            t.broadcast_to(&batch.iter().chain(tail).copied().collect::<Vec<_>>()).unwrap()
+            t.broadcast_to(&batch.iter().chain(tail).copied().collect::<Vec<_>>())
+                .unwrap()
         };
         let (exact, sums) = reference(&with(a), &with(b));
         let k = a.shape()[a.ndim() - 1];
@@ -167,7 +233,13 @@ mod through_tensors {
             let got = bf16_gemm::with_kernel(kernel, || a.matmul(b)).unwrap().unwrap();
             assert_eq!(got.dtype(), DType::BF16);
             assert_eq!(got.shape(), &out_shape[..]);
-            assert_close(&got.to_vec_f64().unwrap(), &exact, &sums, k, &format!("{} {what}", kernel.name()));
+            assert_close(
+                &got.to_vec_f64().unwrap(),
+                &exact,
+                &sums,
+                k,
+                &format!("{} {what}", kernel.name()),
+            );
         }
     }
 
@@ -208,12 +280,18 @@ mod through_tensors {
         let (v, m) = (randn(&[33], 1), randn(&[33, 17], 2));
         check(&v.unsqueeze(0).unwrap(), &m, "1×k row vector");
         for kernel in kernels() {
-            let mv = bf16_gemm::with_kernel(kernel, || m.t().unwrap().matmul(&v)).unwrap().unwrap();
+            let mv = bf16_gemm::with_kernel(kernel, || m.t().unwrap().matmul(&v))
+                .unwrap()
+                .unwrap();
             assert_eq!(mv.shape(), &[17]);
             // k = 0: the sum over nothing is 0, on every kernel.
-            let zero_k = bf16_gemm::with_kernel(kernel, || randn(&[3, 0], 3).matmul(&randn(&[0, 5], 4))).unwrap().unwrap();
+            let zero_k = bf16_gemm::with_kernel(kernel, || randn(&[3, 0], 3).matmul(&randn(&[0, 5], 4)))
+                .unwrap()
+                .unwrap();
             assert_eq!(zero_k.to_vec_f64().unwrap(), vec![0.0; 15], "{}", kernel.name());
-            let zero_m = bf16_gemm::with_kernel(kernel, || randn(&[0, 4], 3).matmul(&randn(&[4, 5], 4))).unwrap().unwrap();
+            let zero_m = bf16_gemm::with_kernel(kernel, || randn(&[0, 4], 3).matmul(&randn(&[4, 5], 4)))
+                .unwrap()
+                .unwrap();
             assert_eq!(zero_m.shape(), &[0, 5]);
         }
     }
@@ -242,8 +320,26 @@ fn isa_names_the_kernel_in_use() {
 #[test]
 fn operands_outside_their_buffer_are_rejected() {
     let (a, b) = (random_bf16(12, 1), random_bf16(12, 2));
-    let pairs = [(Operand { offset: 1, rs: 4, cs: 1 }, Operand { offset: 0, rs: 3, cs: 1 })];
-    let p = Problem { m: 3, n: 3, k: 4, a: &a, b: &b, pairs: &pairs };
+    let pairs = [(
+        Operand {
+            offset: 1,
+            rs: 4,
+            cs: 1,
+        },
+        Operand {
+            offset: 0,
+            rs: 3,
+            cs: 1,
+        },
+    )];
+    let p = Problem {
+        m: 3,
+        n: 3,
+        k: 4,
+        a: &a,
+        b: &b,
+        pairs: &pairs,
+    };
     for kernel in kernels() {
         let err = bf16_gemm::matmul(kernel, &p).unwrap_err().to_string();
         assert!(err.contains("lhs") && err.contains("outside"), "{err}");

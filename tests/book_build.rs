@@ -14,7 +14,9 @@ use cs336::trace::Trace;
 
 /// The formatted text of a recorded value, as the book must show it.
 fn formatted(trace: &Trace, section: &str, name: &str, format: Format) -> String {
-    let record = trace.value(section, name).unwrap_or_else(|| panic!("{section}.{name} recorded"));
+    let record = trace
+        .value(section, name)
+        .unwrap_or_else(|| panic!("{section}.{name} recorded"));
     format_value(&record.value, record.unit, format).expect("formats")
 }
 
@@ -23,7 +25,12 @@ fn pages(out: &Path) -> BTreeMap<String, String> {
         .expect("output folder")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "html") && p.file_name().is_some_and(|n| n != "print.html"))
-        .map(|p| (p.file_name().unwrap_or_default().to_string_lossy().into_owned(), std::fs::read_to_string(&p).expect("page")))
+        .map(|p| {
+            (
+                p.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+                std::fs::read_to_string(&p).expect("page"),
+            )
+        })
         .collect()
 }
 
@@ -63,15 +70,34 @@ fn the_book_shows_the_traces_values_code_and_charts() {
 
     // Values appear exactly as formatted from the trace.
     let memory = page("tensors_memory.html");
-    for (name, format) in [("gpt3_ffn_bytes", Format::Auto), ("gpt3_ffn_bytes", Format::Int), ("bf16_1e_8", Format::Plain), ("fp16_1e_8", Format::Auto)] {
+    for (name, format) in [
+        ("gpt3_ffn_bytes", Format::Auto),
+        ("gpt3_ffn_bytes", Format::Int),
+        ("bf16_1e_8", Format::Plain),
+        ("fp16_1e_8", Format::Auto),
+    ] {
         let text = formatted(&trace, "tensors_memory", name, format);
-        assert!(memory.contains(&format!(">{text}</span>")), "tensors_memory.{name} as {format}: `{text}` not on the page");
+        assert!(
+            memory.contains(&format!(">{text}</span>")),
+            "tensors_memory.{name} as {format}: `{text}` not on the page"
+        );
     }
-    assert_eq!(formatted(&trace, "tensors_memory", "gpt3_ffn_bytes", Format::Auto), "2.25 GiB");
+    assert_eq!(
+        formatted(&trace, "tensors_memory", "gpt3_ffn_bytes", Format::Auto),
+        "2.25 GiB"
+    );
     let napkin = page("motivating_questions.html");
-    for (name, format) in [("total_flops", Format::Auto), ("days", Format::Fixed(0)), ("num_parameters", Format::Auto), ("h100_bytes", Format::Si(None))] {
+    for (name, format) in [
+        ("total_flops", Format::Auto),
+        ("days", Format::Fixed(0)),
+        ("num_parameters", Format::Auto),
+        ("h100_bytes", Format::Si(None)),
+    ] {
         let text = formatted(&trace, "motivating_questions", name, format);
-        assert!(napkin.contains(&format!(">{text}</span>")), "motivating_questions.{name}: `{text}` not on the page");
+        assert!(
+            napkin.contains(&format!(">{text}</span>")),
+            "motivating_questions.{name}: `{text}` not on the page"
+        );
     }
     // A recorded string (an error message with backticks) arrives as text, not as markdown.
     let error = formatted(&trace, "tensor_slicing", "view_error", Format::Auto);
@@ -82,13 +108,26 @@ fn the_book_shows_the_traces_values_code_and_charts() {
     for (name, html) in &pages {
         assert!(!outside_pre(html).contains("{{"), "{name} still holds directive text");
     }
-    assert!(page("how_this_book_is_made.html").contains("{{value tensors_memory.gpt3_ffn_bytes}}"), "directives in code blocks stay as written");
+    assert!(
+        page("how_this_book_is_made.html").contains("{{value tensors_memory.gpt3_ffn_bytes}}"),
+        "directives in code blocks stay as written"
+    );
 
     // Code with values: the line that recorded `bytes` has its value beside it.
     let line = trace.value("tensors_memory", "bytes").expect("recorded").line;
-    assert!(memory.contains(&format!("<span class=\"lecture-ln\">{line}</span><code class=\"lang-rust")), "line {line} shown");
+    assert!(
+        memory.contains(&format!(
+            "<span class=\"lecture-ln\">{line}</span><code class=\"lang-rust"
+        )),
+        "line {line} shown"
+    );
     let bytes = formatted(&trace, "tensors_memory", "bytes", Format::Auto);
-    assert!(memory.contains(&format!("<span class=\"lecture-lv-name\">bytes</span> = {bytes}</span>")), "value beside code");
+    assert!(
+        memory.contains(&format!(
+            "<span class=\"lecture-lv-name\">bytes</span> = {bytes}</span>"
+        )),
+        "value beside code"
+    );
 
     // Every chart a chapter asks for is on its page and is well-formed SVG with labelled axes.
     let src = Path::new(ROOT).join("book/src");
@@ -96,7 +135,10 @@ fn the_book_shows_the_traces_values_code_and_charts() {
     for entry in std::fs::read_dir(&src).expect("book sources") {
         let path = entry.expect("entry").path();
         let markdown = std::fs::read_to_string(&path).expect("chapter");
-        let wanted = directive::find(&markdown).into_iter().filter(|f| matches!(f.parsed, Ok(Directive::Chart { .. }))).count();
+        let wanted = directive::find(&markdown)
+            .into_iter()
+            .filter(|f| matches!(f.parsed, Ok(Directive::Chart { .. })))
+            .count();
         if wanted == 0 {
             continue;
         }
@@ -104,18 +146,35 @@ fn the_book_shows_the_traces_values_code_and_charts() {
         let found = svgs(page(&html_name));
         assert_eq!(found.len(), wanted, "{html_name}: {wanted} chart(s) asked for");
         for svg in found {
-            let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("{html_name}: chart is not well-formed SVG: {e}"));
+            let doc = roxmltree::Document::parse(svg)
+                .unwrap_or_else(|e| panic!("{html_name}: chart is not well-formed SVG: {e}"));
             let root = doc.root_element();
             assert_eq!(root.tag_name().name(), "svg");
             assert_eq!(root.tag_name().namespace(), Some("http://www.w3.org/2000/svg"));
-            assert!(root.attributes().any(|a| a.name().eq_ignore_ascii_case("viewbox")), "charts scale with the page");
-            let shapes = doc.descendants().filter(|n| n.has_tag_name("rect") || n.has_tag_name("polyline") || n.has_tag_name("line")).count();
+            assert!(
+                root.attributes().any(|a| a.name().eq_ignore_ascii_case("viewbox")),
+                "charts scale with the page"
+            );
+            let shapes = doc
+                .descendants()
+                .filter(|n| n.has_tag_name("rect") || n.has_tag_name("polyline") || n.has_tag_name("line"))
+                .count();
             assert!(shapes > 5, "{html_name}: something is drawn");
-            let texts: Vec<&str> = doc.descendants().filter(|n| n.has_tag_name("text")).filter_map(|n| n.text()).collect();
+            let texts: Vec<&str> = doc
+                .descendants()
+                .filter(|n| n.has_tag_name("text"))
+                .filter_map(|n| n.text())
+                .collect();
             let unit_labels = texts.iter().filter(|t| t.contains('(') && t.ends_with(')')).count();
-            assert!(unit_labels >= 1, "{html_name}: an axis labelled with its unit: {texts:?}");
+            assert!(
+                unit_labels >= 1,
+                "{html_name}: an axis labelled with its unit: {texts:?}"
+            );
             if html_name == "tensors_memory.html" {
-                assert!(texts.contains(&"float32") && texts.contains(&"bfloat16"), "formats named: {texts:?}");
+                assert!(
+                    texts.contains(&"float32") && texts.contains(&"bfloat16"),
+                    "formats named: {texts:?}"
+                );
             }
             charts_seen += 1;
         }
@@ -124,11 +183,25 @@ fn the_book_shows_the_traces_values_code_and_charts() {
     assert_eq!(charts_seen, wanted_total, "every chart the book defines is used once");
 
     // Provenance names the device and the commit.
-    let commit: String = trace.provenance.git.commit.clone().unwrap_or_default().chars().take(10).collect();
+    let commit: String = trace
+        .provenance
+        .git
+        .commit
+        .clone()
+        .unwrap_or_default()
+        .chars()
+        .take(10)
+        .collect();
     assert!(memory.contains("Where the numbers on this page come from"));
     assert!(memory.contains(&commit), "commit {commit} shown");
     // On a CPU trace the GPU chapter says so and shows the recorded reason.
-    let reason = trace.value("tensors_on_gpus", "cuda_unavailable_reason").expect("a CPU trace records why").value.as_str().expect("text").to_string();
+    let reason = trace
+        .value("tensors_on_gpus", "cuda_unavailable_reason")
+        .expect("a CPU trace records why")
+        .value
+        .as_str()
+        .expect("text")
+        .to_string();
     let gpus = page("tensors_on_gpus.html");
     assert!(gpus.contains("This trace was recorded on a CPU"));
     assert!(gpus.contains(&escape(&reason)), "reason shown");
@@ -139,7 +212,11 @@ fn the_book_shows_the_traces_values_code_and_charts() {
 fn changing_a_value_changes_the_page_and_renaming_one_fails_the_build() {
     let mut trace = fresh_trace().clone();
     let ws = Workspace::new();
-    let section = trace.sections.iter_mut().find(|s| s.id == "tensors_memory").expect("section");
+    let section = trace
+        .sections
+        .iter_mut()
+        .find(|s| s.id == "tensors_memory")
+        .expect("section");
     section.values.get_mut("gpt3_ffn_bytes").expect("value").value = serde_json::json!(3 * 1024u64.pow(3));
     let path = ws.write_trace("cpu", &trace);
     ws.build_real_book(&path).expect("the book builds");
@@ -147,11 +224,17 @@ fn changing_a_value_changes_the_page_and_renaming_one_fails_the_build() {
     assert!(page.contains(">3 GiB</span>") && page.contains(">3,221,225,472 bytes</span>"));
     assert!(!page.contains(">2.25 GiB</span>"));
 
-    let section = trace.sections.iter_mut().find(|s| s.id == "tensors_memory").expect("section");
+    let section = trace
+        .sections
+        .iter_mut()
+        .find(|s| s.id == "tensors_memory")
+        .expect("section");
     let record = section.values.shift_remove("gpt3_ffn_bytes").expect("value");
     section.values.insert("gpt3_ffn_size".into(), record);
     let path = ws.write_trace("cpu", &trace);
-    let Err(cs336::Error::Book(problems)) = ws.build_real_book(&path) else { panic!("the build must fail") };
+    let Err(cs336::Error::Book(problems)) = ws.build_real_book(&path) else {
+        panic!("the build must fail")
+    };
     assert!(!problems.is_empty());
     for p in &problems {
         assert!(p.to_string().contains("has no value `gpt3_ffn_bytes`"), "{p}");
@@ -168,12 +251,20 @@ fn compare_shows_every_trace_with_its_device() {
     other.provenance.device.slug = "nvidia-h200".into();
     other.provenance.device.name = "NVIDIA H200".into();
     other.provenance.device.kind = "cuda".into();
-    let section = other.sections.iter_mut().find(|s| s.id == "tensors_memory").expect("section");
+    let section = other
+        .sections
+        .iter_mut()
+        .find(|s| s.id == "tensors_memory")
+        .expect("section");
     section.values.get_mut("gpt3_ffn_bytes").expect("value").value = serde_json::json!(1024);
     ws.write_trace("nvidia-h200", &other);
-    let html = ws.build_chapter(&cpu, "{{compare tensors_memory.gpt3_ffn_bytes}}\n").expect("builds");
+    let html = ws
+        .build_chapter(&cpu, "{{compare tensors_memory.gpt3_ffn_bytes}}\n")
+        .expect("builds");
     let cpu_row = html.find("<td><code>cpu</code></td>").expect("cpu row");
-    let gpu_row = html.find("<td><code>nvidia-h200</code></td><td>NVIDIA H200</td>").expect("GPU row named");
+    let gpu_row = html
+        .find("<td><code>nvidia-h200</code></td><td>NVIDIA H200</td>")
+        .expect("GPU row named");
     assert!(cpu_row < gpu_row, "the CPU first");
     assert!(html.contains(">2.25 GiB</span>") && html.contains(">1 KiB</span>"));
 }
@@ -189,12 +280,23 @@ fn the_lecture_binary_builds_the_book_and_prints_where() {
         .output()
         .expect("lecture runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let index = out_dir.join("index.html");
-    assert_eq!(stdout.lines().last(), Some(format!("Book: {}", index.display()).as_str()), "{stdout}");
+    assert_eq!(
+        stdout.lines().last(),
+        Some(format!("Book: {}", index.display()).as_str()),
+        "{stdout}"
+    );
     let page = std::fs::read_to_string(out_dir.join("tensors_memory.html")).expect("chapter built");
     let trace = cs336::trace::load(&ws.trace_dir().join("cpu.json")).expect("the trace it wrote");
-    assert!(page.contains(&format!(">{}</span>", formatted(&trace, "tensors_memory", "gpt3_ffn_bytes", Format::Int))));
+    assert!(page.contains(&format!(
+        ">{}</span>",
+        formatted(&trace, "tensors_memory", "gpt3_ffn_bytes", Format::Int)
+    )));
 }
 
 #[test]
@@ -209,12 +311,27 @@ fn pages_default_to_the_newest_trace_unless_told_otherwise() {
     ws.write_trace("nvidia-h200", &newer);
     let dir = ws.trace_dir();
 
-    assert_eq!(Traces::new(&dir, TraceChoice::parse("newest")).path(None), Ok(dir.join("nvidia-h200.json")));
-    assert_eq!(Traces::new(&dir, TraceChoice::parse("cpu")).path(None), Ok(dir.join("cpu.json")));
-    assert_eq!(TraceChoice::parse("../elsewhere/run.json"), TraceChoice::File("../elsewhere/run.json".into()));
+    assert_eq!(
+        Traces::new(&dir, TraceChoice::parse("newest")).path(None),
+        Ok(dir.join("nvidia-h200.json"))
+    );
+    assert_eq!(
+        Traces::new(&dir, TraceChoice::parse("cpu")).path(None),
+        Ok(dir.join("cpu.json"))
+    );
+    assert_eq!(
+        TraceChoice::parse("../elsewhere/run.json"),
+        TraceChoice::File("../elsewhere/run.json".into())
+    );
     // A directive's own `trace=` wins over the default.
-    assert_eq!(Traces::new(&dir, TraceChoice::Newest).path(Some("cpu")), Ok(dir.join("cpu.json")));
+    assert_eq!(
+        Traces::new(&dir, TraceChoice::Newest).path(Some("cpu")),
+        Ok(dir.join("cpu.json"))
+    );
     // No trace at all is a problem, not an empty page.
     let empty = tempfile::tempdir().expect("tempdir");
-    assert!(matches!(Traces::new(empty.path(), TraceChoice::Newest).path(None), Err(cs336::book::Cause::NoTraces { .. })));
+    assert!(matches!(
+        Traces::new(empty.path(), TraceChoice::Newest).path(None),
+        Err(cs336::book::Cause::NoTraces { .. })
+    ));
 }

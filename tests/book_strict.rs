@@ -8,7 +8,11 @@ use cs336::book::Cause;
 #[test]
 fn a_script_in_a_trace_string_renders_inert() {
     let mut trace = fresh_trace().clone();
-    let section = trace.sections.iter_mut().find(|s| s.id == "tensor_slicing").expect("section");
+    let section = trace
+        .sections
+        .iter_mut()
+        .find(|s| s.id == "tensor_slicing")
+        .expect("section");
     let script = "<script>alert('x')</script> *not emphasis* [not](a-link)";
     section.values.get_mut("view_error").expect("value").value = serde_json::json!(script);
     let ws = Workspace::new();
@@ -30,7 +34,10 @@ fn directives_in_code_are_left_alone() {
     let ws = Workspace::new();
     let path = ws.write_trace("cpu", fresh_trace());
     let html = ws
-        .build_chapter(&path, "Inline `{{value nope.nope}}`.\n\n```text\n{{code nope}}\n```\n\nValue: {{value tensor_storage.index}}.\n")
+        .build_chapter(
+            &path,
+            "Inline `{{value nope.nope}}`.\n\n```text\n{{code nope}}\n```\n\nValue: {{value tensor_storage.index}}.\n",
+        )
         .expect("builds: code is not read for directives");
     assert!(html.contains("{{value nope.nope}}") && html.contains("{{code nope}}"));
     assert!(html.contains(">6</span>"));
@@ -43,8 +50,14 @@ fn a_missing_trace_fails_with_its_path() {
     let p = only_problem(ws.build_chapter(&path, "x {{value tensors_memory.bytes trace=nvidia-h999}}\n"));
     assert!(matches!(p.cause, Cause::MissingTrace { .. }), "{p}");
     let text = p.to_string();
-    assert!(text.starts_with("src/chapter.md:1: `{{value tensors_memory.bytes trace=nvidia-h999}}`: no trace file "), "{text}");
-    assert!(text.contains("nvidia-h999.json") && text.contains("cargo run --release --bin lecture"), "{text}");
+    assert!(
+        text.starts_with("src/chapter.md:1: `{{value tensors_memory.bytes trace=nvidia-h999}}`: no trace file "),
+        "{text}"
+    );
+    assert!(
+        text.contains("nvidia-h999.json") && text.contains("cargo run --release --bin lecture"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -58,7 +71,10 @@ fn a_missing_section_fails_and_says_what_to_run() {
     assert_eq!(p.line, 3);
     let text = p.to_string();
     assert!(text.contains("has no section `tensor_matmul`"), "{text}");
-    assert!(text.contains("cargo run --release --bin lecture -- --section tensor_matmul"), "{text}");
+    assert!(
+        text.contains("cargo run --release --bin lecture -- --section tensor_matmul"),
+        "{text}"
+    );
 
     let p = only_problem(ws.build_chapter(&path, "{{value no_such_section.x}}\n"));
     assert!(matches!(p.cause, Cause::UnknownSection { .. }), "{p}");
@@ -72,7 +88,10 @@ fn a_missing_value_fails_naming_it_and_what_exists() {
     let p = only_problem(ws.build_chapter(&path, "{{value tensors_memory.bytez}}\n"));
     let text = p.to_string();
     assert!(matches!(p.cause, Cause::MissingValue { .. }), "{p}");
-    assert!(text.contains("section `tensors_memory` has no value `bytez`") && text.contains("numel, element_size, bytes"), "{text}");
+    assert!(
+        text.contains("section `tensors_memory` has no value `bytez`") && text.contains("numel, element_size, bytes"),
+        "{text}"
+    );
 
     let p = only_problem(ws.build_chapter(&path, "{{value tensors_memory.fp8_e4m3_info.maxx}}\n"));
     let text = p.to_string();
@@ -86,16 +105,30 @@ fn a_missing_value_fails_naming_it_and_what_exists() {
 #[test]
 fn a_stale_section_fails_and_says_what_to_run() {
     let mut trace = fresh_trace().clone();
-    let section = trace.sections.iter_mut().find(|s| s.id == "tensors_memory").expect("section");
+    let section = trace
+        .sections
+        .iter_mut()
+        .find(|s| s.id == "tensors_memory")
+        .expect("section");
     section.source_hash = "0".repeat(64);
     let ws = Workspace::new();
     let path = ws.write_trace("cpu", &trace);
-    for chapter in ["{{value tensors_memory.bytes}}\n", "{{code tensors_memory}}\n", "{{chart float_ranges}}\n", "{{compare tensors_memory.bytes}}\n"] {
+    for chapter in [
+        "{{value tensors_memory.bytes}}\n",
+        "{{code tensors_memory}}\n",
+        "{{chart float_ranges}}\n",
+        "{{compare tensors_memory.bytes}}\n",
+    ] {
         let p = only_problem(ws.build_chapter(&path, chapter));
         assert!(matches!(p.cause, Cause::Stale { .. }), "{chapter}: {p}");
         let text = p.to_string();
         assert!(text.contains("section `tensors_memory` changed since trace"), "{text}");
-        assert!(text.contains("run `cargo run --release --bin lecture -- --section tensors_memory` on the device that wrote it"), "{text}");
+        assert!(
+            text.contains(
+                "run `cargo run --release --bin lecture -- --section tensors_memory` on the device that wrote it"
+            ),
+            "{text}"
+        );
     }
 }
 
@@ -126,7 +159,9 @@ fn malformed_directives_fail_with_the_reason() {
 fn every_problem_in_a_chapter_is_reported_at_once() {
     let ws = Workspace::new();
     let path = ws.write_trace("cpu", fresh_trace());
-    let problems = ws.build_chapter(&path, "{{value a.b}}\n{{value tensors_memory.nope}}\n{{bogus}}\n").expect_err("fails");
+    let problems = ws
+        .build_chapter(&path, "{{value a.b}}\n{{value tensors_memory.nope}}\n{{bogus}}\n")
+        .expect_err("fails");
     let lines: Vec<usize> = problems.iter().map(|p| p.line).collect();
     assert_eq!(lines, [1, 2, 3]);
 }
@@ -137,10 +172,15 @@ fn branches_keep_only_the_lines_that_hold() {
     let path = ws.write_trace("cpu", fresh_trace());
     let chapter = "A\n{{if tensors_on_gpus.cuda_available}}\nGPU {{value tensors_on_gpus.memory_used}}\n{{else}}\nCPU {{value tensors_on_gpus.x_device}}\n{{end}}\n\
                    {{if has tensors_on_gpus.memory_used}}\nhas\n{{end}}\n{{if not tensors_on_gpus.cuda_available}}\nnot\n{{end}}\nZ\n";
-    let html = ws.build_chapter(&path, chapter).expect("builds: the GPU branch is not evaluated on a CPU trace");
+    let html = ws
+        .build_chapter(&path, chapter)
+        .expect("builds: the GPU branch is not evaluated on a CPU trace");
     let start = html.find("<main>").expect("page body");
     let body = &html[start..start + html[start..].find("</main>").expect("page body ends")];
     // The directive lines and the untaken branches are gone; the rest joins into one paragraph.
-    assert!(body.contains("<p>A\nCPU <span") && body.contains(">cpu</span>\nnot\nZ</p>"), "{body}");
+    assert!(
+        body.contains("<p>A\nCPU <span") && body.contains(">cpu</span>\nnot\nZ</p>"),
+        "{body}"
+    );
     assert!(!body.contains("GPU") && !body.contains("has"), "{body}");
 }

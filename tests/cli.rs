@@ -5,11 +5,18 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn lecture(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lecture")).args(args).env("NO_COLOR", "1").output().expect("run lecture")
+    Command::new(env!("CARGO_BIN_EXE_lecture"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run lecture")
 }
 
 fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 fn assert_clean_failure(o: &Output, expect: &[&str]) {
@@ -45,7 +52,11 @@ fn one_section_merges_into_the_trace_and_get_reads_it() {
     assert!(o.status.success());
     let t = cs336::trace::load(&path).expect("load");
     let ids: Vec<&str> = t.sections.iter().map(|s| s.id.as_str()).collect();
-    assert_eq!(ids, vec!["tensors_memory", "tensor_storage"], "merged, in lecture order");
+    assert_eq!(
+        ids,
+        vec!["tensors_memory", "tensor_storage"],
+        "merged, in lecture order"
+    );
 
     let o = lecture(&["--trace-dir", d, "get", "tensors_memory.gpt3_ffn_bytes"]);
     assert_eq!(text(&o).0.trim(), "2415919104");
@@ -55,7 +66,10 @@ fn one_section_merges_into_the_trace_and_get_reads_it() {
     let rec: serde_json::Value = serde_json::from_str(&text(&o).0).expect("JSON");
     assert_eq!((rec["value"].as_u64(), rec["unit"].as_str()), (Some(6), Some("count")));
 
-    assert_clean_failure(&lecture(&["--trace-dir", d, "get", "tensors_memory.nope"]), &["no value `nope`", "gpt3_ffn_bytes"]);
+    assert_clean_failure(
+        &lecture(&["--trace-dir", d, "get", "tensors_memory.nope"]),
+        &["no value `nope`", "gpt3_ffn_bytes"],
+    );
     assert_clean_failure(&lecture(&["--trace-dir", d, "get", "nope.x"]), &["no section `nope`"]);
     assert_clean_failure(&lecture(&["--trace-dir", d, "get", "justone"]), &["SECTION.NAME"]);
 }
@@ -64,7 +78,10 @@ fn one_section_merges_into_the_trace_and_get_reads_it() {
 fn unknown_section_fails_without_touching_the_trace() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().to_str().expect("utf-8 path");
-    assert_clean_failure(&lecture(&["--trace-dir", d, "--no-book", "--section", "no_such_section"]), &["unknown section `no_such_section`", "--list"]);
+    assert_clean_failure(
+        &lecture(&["--trace-dir", d, "--no-book", "--section", "no_such_section"]),
+        &["unknown section `no_such_section`", "--list"],
+    );
     assert!(!dir.path().join("lecture_02").exists(), "nothing written");
 }
 
@@ -72,15 +89,28 @@ fn unknown_section_fails_without_touching_the_trace() {
 fn corrupt_trace_gives_a_clear_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("bad.json");
-    std::fs::write(&file, "{\"schema_version\": 1, \"lecture\": \"lecture_02\", \"provenance\": ").expect("write");
+    std::fs::write(
+        &file,
+        "{\"schema_version\": 1, \"lecture\": \"lecture_02\", \"provenance\": ",
+    )
+    .expect("write");
     let f = file.to_str().expect("utf-8 path");
-    assert_clean_failure(&lecture(&["get", "tensors_memory.bytes", "--trace", f]), &["bad.json", "not valid JSON"]);
+    assert_clean_failure(
+        &lecture(&["get", "tensors_memory.bytes", "--trace", f]),
+        &["bad.json", "not valid JSON"],
+    );
     // A partial run must merge into a valid trace: a corrupt one stops it, untouched.
     let trace_dir = dir.path().join("t");
     let target = trace_dir.join("lecture_02").join("cpu.json");
     std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
     std::fs::write(&target, "not json").expect("write");
-    let o = lecture(&["--trace-dir", trace_dir.to_str().expect("utf-8"), "--no-book", "--section", "tensor_storage"]);
+    let o = lecture(&[
+        "--trace-dir",
+        trace_dir.to_str().expect("utf-8"),
+        "--no-book",
+        "--section",
+        "tensor_storage",
+    ]);
     assert_clean_failure(&o, &["cpu.json", "not valid JSON"]);
     assert_eq!(std::fs::read_to_string(&target).expect("read"), "not json");
 }
@@ -92,7 +122,13 @@ fn forcing_cuda_without_a_gpu_is_a_clear_error() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let o = lecture(&["--trace-dir", dir.path().to_str().expect("utf-8"), "--no-book", "--device", "cuda"]);
+    let o = lecture(&[
+        "--trace-dir",
+        dir.path().to_str().expect("utf-8"),
+        "--no-book",
+        "--device",
+        "cuda",
+    ]);
     assert_clean_failure(&o, &["--device cuda", "not found"]);
 }
 
@@ -109,7 +145,11 @@ fn killing_a_run_never_damages_the_trace() {
 
     // Time a full run, then kill runs at points spread across that time.
     let start = std::time::Instant::now();
-    assert!(lecture(&["--trace-dir", d, "--no-book", "--seed", "1"]).status.success());
+    assert!(
+        lecture(&["--trace-dir", d, "--no-book", "--seed", "1"])
+            .status
+            .success()
+    );
     let full = start.elapsed();
     std::fs::write(&path, &original).expect("restore");
     let mut killed_mid_run = 0;
@@ -126,11 +166,21 @@ fn killing_a_run_never_damages_the_trace() {
         killed_mid_run += usize::from(!finished);
         let t = cs336::trace::load(&path).unwrap_or_else(|e| panic!("damaged after kill {i}: {e}"));
         let bytes = std::fs::read(&path).expect("read");
-        assert!(bytes == original || t.provenance.seed == 100 + i as u64, "a mix of runs after kill {i}");
+        assert!(
+            bytes == original || t.provenance.seed == 100 + i as u64,
+            "a mix of runs after kill {i}"
+        );
         std::fs::write(&path, &original).expect("restore");
     }
-    assert!(killed_mid_run > 0, "no kill landed during a run; the test proved nothing");
-    let leftovers: Vec<_> = std::fs::read_dir(path.parent().expect("parent")).expect("list").flatten().filter(|e| e.path() != path).collect();
+    assert!(
+        killed_mid_run > 0,
+        "no kill landed during a run; the test proved nothing"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(path.parent().expect("parent"))
+        .expect("list")
+        .flatten()
+        .filter(|e| e.path() != path)
+        .collect();
     // A kill between creating and renaming the temporary file can leave it behind; it is never
     // mistaken for the trace (a different name) — report it so the behaviour is visible.
     eprintln!("temporary files left by kills: {}", leftovers.len());

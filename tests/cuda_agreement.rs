@@ -10,12 +10,12 @@
 
 use std::sync::{Mutex, MutexGuard};
 
+use cs336::Error;
 use cs336::device::cuda::ops::UpdateKernel;
 use cs336::device::cuda::{self, GemmMode};
 use cs336::device::{self, Device, DeviceRequest};
 use cs336::rng::Rng;
 use cs336::tensor::{BinaryOp, Buffer, DType, ReduceOp, Tensor, UnaryOp};
-use cs336::Error;
 
 /// One test at a time: they share the process's GPU backend, and the memory tests read its
 /// allocator's count.
@@ -28,7 +28,10 @@ fn gpu() -> Option<(Device, MutexGuard<'static, ()>)> {
         Ok(choice) => {
             let why = choice.cuda_unavailable_reason.unwrap_or_default();
             // The GPU check sets this: there, a GPU that cannot be opened is a failure, not a skip.
-            assert!(std::env::var_os("CS336_REQUIRE_GPU").is_none(), "CS336_REQUIRE_GPU is set but CUDA cannot be used: {why}");
+            assert!(
+                std::env::var_os("CS336_REQUIRE_GPU").is_none(),
+                "CS336_REQUIRE_GPU is set but CUDA cannot be used: {why}"
+            );
             eprintln!("skipped: no GPU ({why})");
             None
         }
@@ -53,7 +56,10 @@ fn assert_agree(what: &str, want: &Tensor, got: &Tensor, ulps: f64) {
     assert_eq!(want.shape(), got.shape(), "{what}: shapes");
     assert_eq!(want.dtype(), got.dtype(), "{what}: dtypes");
     assert!(got.device().is_cuda(), "{what}: the result should be on the GPU");
-    let (w, g) = (want.to_vec_f64().expect("cpu values"), got.to_vec_f64().expect("gpu values"));
+    let (w, g) = (
+        want.to_vec_f64().expect("cpu values"),
+        got.to_vec_f64().expect("gpu values"),
+    );
     let tol = eps(want.dtype()) * ulps;
     for (i, (a, b)) in w.iter().zip(&g).enumerate() {
         let ok = if a.is_nan() || b.is_nan() {
@@ -63,14 +69,26 @@ fn assert_agree(what: &str, want: &Tensor, got: &Tensor, ulps: f64) {
         } else {
             (a - b).abs() <= tol * a.abs().max(b.abs()).max(f64::MIN_POSITIVE)
         };
-        assert!(ok, "{what}: element {i}: CPU {a:e}, GPU {b:e} (tolerance {ulps} ulp of {})", want.dtype());
+        assert!(
+            ok,
+            "{what}: element {i}: CPU {a:e}, GPU {b:e} (tolerance {ulps} ulp of {})",
+            want.dtype()
+        );
     }
 }
 
 /// A random [rows, cols] tensor of `dtype` on the CPU, with values of both signs.
 fn random(rows: usize, cols: usize, dtype: DType, seed: u64) -> Tensor {
     let mut rng = Rng::seed(seed);
-    let v: Vec<f64> = (0..rows * cols).map(|_| if dtype.is_float() { 3.0 * rng.normal() } else { (rng.below(200) as f64) - 100.0 }).collect();
+    let v: Vec<f64> = (0..rows * cols)
+        .map(|_| {
+            if dtype.is_float() {
+                3.0 * rng.normal()
+            } else {
+                (rng.below(200) as f64) - 100.0
+            }
+        })
+        .collect();
     Tensor::from_f64_vec(&v, &[rows, cols], dtype).expect("tensor")
 }
 
@@ -79,7 +97,13 @@ fn views(x: &Tensor) -> Vec<(&'static str, Tensor)> {
     vec![
         ("contiguous", x.clone()),
         ("transposed", x.t().expect("t")),
-        ("sliced", x.narrow(0, 1, x.shape()[0] - 2).expect("narrow").narrow(1, 2, x.shape()[1] - 3).expect("narrow")),
+        (
+            "sliced",
+            x.narrow(0, 1, x.shape()[0] - 2)
+                .expect("narrow")
+                .narrow(1, 2, x.shape()[1] - 3)
+                .expect("narrow"),
+        ),
     ]
 }
 
@@ -94,9 +118,21 @@ fn unary_ops_agree() {
     // exp, log and pow go through different math libraries (CUDA's powf is within 4 ulp, expf 2):
     // a few ulp. Everything else is correctly rounded on both, so exact.
     let ops = [
-        (Neg, 0.0), (Sqrt, 0.0), (Rsqrt, 0.0), (Square, 0.0), (Exp, 4.0), (Log, 4.0), (Abs, 0.0),
-        (AddScalar(2.5), 0.0), (AddScalar(3.0), 0.0), (MulScalar(-3.0), 0.0), (DivScalar(7.0), 0.0),
-        (PowScalar(2.0), 0.0), (PowScalar(0.5), 0.0), (PowScalar(3.0), 8.0), (PowScalar(-1.5), 8.0),
+        (Neg, 0.0),
+        (Sqrt, 0.0),
+        (Rsqrt, 0.0),
+        (Square, 0.0),
+        (Exp, 4.0),
+        (Log, 4.0),
+        (Abs, 0.0),
+        (AddScalar(2.5), 0.0),
+        (AddScalar(3.0), 0.0),
+        (MulScalar(-3.0), 0.0),
+        (DivScalar(7.0), 0.0),
+        (PowScalar(2.0), 0.0),
+        (PowScalar(0.5), 0.0),
+        (PowScalar(3.0), 8.0),
+        (PowScalar(-1.5), 8.0),
     ];
     for dtype in DType::ALL {
         let x = random(37, 45, dtype, 1);
@@ -105,7 +141,11 @@ fn unary_ops_agree() {
             let gview = match name {
                 "contiguous" => gview,
                 "transposed" => gview.t().expect("t"),
-                _ => gview.narrow(0, 1, 35).expect("narrow").narrow(1, 2, 42).expect("narrow"),
+                _ => gview
+                    .narrow(0, 1, 35)
+                    .expect("narrow")
+                    .narrow(1, 2, 42)
+                    .expect("narrow"),
             };
             for &(op, ulps) in &ops {
                 let (want, got) = (view.unary(op), gview.unary(op));
@@ -122,7 +162,14 @@ fn unary_ops_agree() {
 #[test]
 fn binary_ops_agree_with_broadcasting() {
     let Some((dev, _g)) = gpu() else { return };
-    let ops = [(BinaryOp::Add, 0.0), (BinaryOp::Sub, 0.0), (BinaryOp::Mul, 0.0), (BinaryOp::Div, 0.0), (BinaryOp::Pow, 8.0), (BinaryOp::Maximum, 0.0)];
+    let ops = [
+        (BinaryOp::Add, 0.0),
+        (BinaryOp::Sub, 0.0),
+        (BinaryOp::Mul, 0.0),
+        (BinaryOp::Div, 0.0),
+        (BinaryOp::Pow, 8.0),
+        (BinaryOp::Maximum, 0.0),
+    ];
     for dtype in DType::ALL {
         let a = random(33, 40, dtype, 2);
         let b = random(33, 40, dtype, 3);
@@ -134,7 +181,11 @@ fn binary_ops_agree_with_broadcasting() {
                 ("same shape", a.binary(&b, op), ga.binary(&gb, op)),
                 ("row broadcast", a.binary(&row, op), ga.binary(&grow, op)),
                 ("column broadcast", col.binary(&a, op), gcol.binary(&ga, op)),
-                ("transposed", a.t().unwrap().binary(&b.t().unwrap(), op), ga.t().unwrap().binary(&gb.t().unwrap(), op)),
+                (
+                    "transposed",
+                    a.t().unwrap().binary(&b.t().unwrap(), op),
+                    ga.t().unwrap().binary(&gb.t().unwrap(), op),
+                ),
             ];
             for (name, want, got) in pairs {
                 match (want, got) {
@@ -151,15 +202,43 @@ fn binary_ops_agree_with_broadcasting() {
 fn nan_and_infinity_propagate_the_same_way() {
     let Some((dev, _g)) = gpu() else { return };
     for dtype in FLOATS {
-        let x = Tensor::from_data(&[f64::NAN, f64::INFINITY, -1.0, 0.0, -0.0, 1e-30, 65504.0, 1e38], dtype).expect("tensor");
+        let x = Tensor::from_data(&[f64::NAN, f64::INFINITY, -1.0, 0.0, -0.0, 1e-30, 65504.0, 1e38], dtype)
+            .expect("tensor");
         let gx = on(&x, &dev);
-        for op in [UnaryOp::Sqrt, UnaryOp::Log, UnaryOp::Rsqrt, UnaryOp::Exp, UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Square] {
-            let tol = if matches!(op, UnaryOp::Log | UnaryOp::Exp) { 4.0 } else { 0.0 };
-            assert_agree(&format!("{op:?} {dtype} specials"), &x.unary(op).unwrap(), &gx.unary(op).unwrap(), tol);
+        for op in [
+            UnaryOp::Sqrt,
+            UnaryOp::Log,
+            UnaryOp::Rsqrt,
+            UnaryOp::Exp,
+            UnaryOp::Neg,
+            UnaryOp::Abs,
+            UnaryOp::Square,
+        ] {
+            let tol = if matches!(op, UnaryOp::Log | UnaryOp::Exp) {
+                4.0
+            } else {
+                0.0
+            };
+            assert_agree(
+                &format!("{op:?} {dtype} specials"),
+                &x.unary(op).unwrap(),
+                &gx.unary(op).unwrap(),
+                tol,
+            );
         }
-        assert_agree(&format!("maximum {dtype} NaN"), &x.maximum(&x.neg().unwrap()).unwrap(), &gx.maximum(&gx.neg().unwrap()).unwrap(), 0.0);
+        assert_agree(
+            &format!("maximum {dtype} NaN"),
+            &x.maximum(&x.neg().unwrap()).unwrap(),
+            &gx.maximum(&gx.neg().unwrap()).unwrap(),
+            0.0,
+        );
         for op in [ReduceOp::Max, ReduceOp::Min, ReduceOp::Sum] {
-            assert_agree(&format!("{op:?} {dtype} with NaN"), &x.reduce_all(op).unwrap(), &gx.reduce_all(op).unwrap(), 0.0);
+            assert_agree(
+                &format!("{op:?} {dtype} with NaN"),
+                &x.reduce_all(op).unwrap(),
+                &gx.reduce_all(op).unwrap(),
+                0.0,
+            );
         }
     }
 }
@@ -168,11 +247,20 @@ fn nan_and_infinity_propagate_the_same_way() {
 fn reductions_agree() {
     let Some((dev, _g)) = gpu() else { return };
     for dtype in DType::ALL {
-        let x = Tensor::from_f64_vec(&random(1, 6 * 7 * 300, dtype, 6).to_vec_f64().unwrap(), &[6, 7, 300], dtype).unwrap();
+        let x = Tensor::from_f64_vec(
+            &random(1, 6 * 7 * 300, dtype, 6).to_vec_f64().unwrap(),
+            &[6, 7, 300],
+            dtype,
+        )
+        .unwrap();
         let gx = on(&x, &dev);
         for op in [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min] {
             // Sums are accumulated in f64 on both, in different orders: allow one ulp of the dtype.
-            let ulps = if matches!(op, ReduceOp::Sum | ReduceOp::Mean) { 1.0 } else { 0.0 };
+            let ulps = if matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+                1.0
+            } else {
+                0.0
+            };
             for dims in [&[0isize][..], &[1], &[2], &[0, 2], &[-1, -2], &[0, 1, 2]] {
                 match (x.reduce(op, dims, false), gx.reduce(op, dims, false)) {
                     (Ok(w), Ok(g)) => assert_agree(&format!("{op:?} {dtype} over {dims:?}"), &w, &g, ulps),
@@ -181,7 +269,10 @@ fn reductions_agree() {
                 }
             }
             // A transposed view, and a long full reduction that the GPU splits across many blocks.
-            if let (Ok(w), Ok(g)) = (x.permute(&[2, 0, 1]).unwrap().reduce(op, &[1], true), gx.permute(&[2, 0, 1]).unwrap().reduce(op, &[1], true)) {
+            if let (Ok(w), Ok(g)) = (
+                x.permute(&[2, 0, 1]).unwrap().reduce(op, &[1], true),
+                gx.permute(&[2, 0, 1]).unwrap().reduce(op, &[1], true),
+            ) {
                 assert_agree(&format!("{op:?} {dtype} permuted keepdim"), &w, &g, ulps);
             }
         }
@@ -193,15 +284,29 @@ fn reductions_agree() {
     // An empty reduced dimension: sums are 0, means NaN, max is an error on both.
     let empty = Tensor::zeros(&[3, 0], DType::F32).unwrap();
     let gempty = on(&empty, &dev);
-    assert_agree("sum over empty", &empty.sum(&[1], false).unwrap(), &gempty.sum(&[1], false).unwrap(), 0.0);
-    assert_agree("mean over empty", &empty.mean(&[1], false).unwrap(), &gempty.mean(&[1], false).unwrap(), 0.0);
+    assert_agree(
+        "sum over empty",
+        &empty.sum(&[1], false).unwrap(),
+        &gempty.sum(&[1], false).unwrap(),
+        0.0,
+    );
+    assert_agree(
+        "mean over empty",
+        &empty.mean(&[1], false).unwrap(),
+        &gempty.mean(&[1], false).unwrap(),
+        0.0,
+    );
     assert!(gempty.max(&[1], false).is_err());
 }
 
 /// Relative Frobenius error of the GPU product against an f64 product of the same inputs.
 fn rel_error(a: &Tensor, b: &Tensor, got: &Tensor) -> f64 {
     let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
-    let (av, bv, gv) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap(), got.to_vec_f64().unwrap());
+    let (av, bv, gv) = (
+        a.to_vec_f64().unwrap(),
+        b.to_vec_f64().unwrap(),
+        got.to_vec_f64().unwrap(),
+    );
     let (mut num, mut den) = (0.0, 0.0);
     for i in 0..m {
         for j in 0..n {
@@ -240,9 +345,27 @@ fn matmul_agrees_in_every_layout_and_precision() {
         };
         let cases: Vec<(&str, Tensor, Tensor, Tensor, Tensor)> = vec![
             ("plain", a.clone(), b.clone(), ga.clone(), gb.clone()),
-            ("transposed left", a.t().unwrap().contiguous().unwrap().t().unwrap(), b.clone(), ga.t().unwrap().contiguous().unwrap().t().unwrap(), gb.clone()),
-            ("transposed right", a.clone(), b.t().unwrap().contiguous().unwrap().t().unwrap(), ga.clone(), gb.t().unwrap().contiguous().unwrap().t().unwrap()),
-            ("sliced", a.narrow(1, 5, 40).unwrap(), b.narrow(0, 5, 40).unwrap(), ga.narrow(1, 5, 40).unwrap(), gb.narrow(0, 5, 40).unwrap()),
+            (
+                "transposed left",
+                a.t().unwrap().contiguous().unwrap().t().unwrap(),
+                b.clone(),
+                ga.t().unwrap().contiguous().unwrap().t().unwrap(),
+                gb.clone(),
+            ),
+            (
+                "transposed right",
+                a.clone(),
+                b.t().unwrap().contiguous().unwrap().t().unwrap(),
+                ga.clone(),
+                gb.t().unwrap().contiguous().unwrap().t().unwrap(),
+            ),
+            (
+                "sliced",
+                a.narrow(1, 5, 40).unwrap(),
+                b.narrow(0, 5, 40).unwrap(),
+                ga.narrow(1, 5, 40).unwrap(),
+                gb.narrow(0, 5, 40).unwrap(),
+            ),
         ];
         for (name, ca, cb, xa, xb) in cases {
             let got = xa.matmul(&xb).unwrap();
@@ -252,10 +375,25 @@ fn matmul_agrees_in_every_layout_and_precision() {
             assert!(e < tol, "{dtype} {name}: relative error {e:e} (tolerance {tol:e})");
         }
         // Batched: independent batches, a shared right operand (folded), broadcast batch dims.
-        let x = Tensor::from_f64_vec(&random(1, 4 * 3 * 7 * 5, dtype, 10).to_vec_f64().unwrap(), &[4, 3, 7, 5], dtype).unwrap();
-        let w = Tensor::from_f64_vec(&random(1, 4 * 3 * 5 * 6, dtype, 11).to_vec_f64().unwrap(), &[4, 3, 5, 6], dtype).unwrap();
+        let x = Tensor::from_f64_vec(
+            &random(1, 4 * 3 * 7 * 5, dtype, 10).to_vec_f64().unwrap(),
+            &[4, 3, 7, 5],
+            dtype,
+        )
+        .unwrap();
+        let w = Tensor::from_f64_vec(
+            &random(1, 4 * 3 * 5 * 6, dtype, 11).to_vec_f64().unwrap(),
+            &[4, 3, 5, 6],
+            dtype,
+        )
+        .unwrap();
         let shared = random(5, 6, dtype, 12);
-        let bcast = Tensor::from_f64_vec(&random(1, 3 * 5 * 6, dtype, 13).to_vec_f64().unwrap(), &[3, 5, 6], dtype).unwrap();
+        let bcast = Tensor::from_f64_vec(
+            &random(1, 3 * 5 * 6, dtype, 13).to_vec_f64().unwrap(),
+            &[3, 5, 6],
+            dtype,
+        )
+        .unwrap();
         for (name, rhs) in [("batched", &w), ("shared", &shared), ("broadcast batch", &bcast)] {
             let want = x.matmul(rhs).unwrap();
             let got = on(&x, &dev).matmul(&on(rhs, &dev)).unwrap();
@@ -265,9 +403,24 @@ fn matmul_agrees_in_every_layout_and_precision() {
         let v = random(1, 50, dtype, 14).squeeze(0).unwrap();
         let u = random(1, 70, dtype, 18).squeeze(0).unwrap();
         let (gv, gu) = (on(&v, &dev), on(&u, &dev));
-        assert_frobenius(&format!("{dtype} matrix @ vector"), &a.matmul(&v).unwrap(), &ga.matmul(&gv).unwrap(), tol);
-        assert_frobenius(&format!("{dtype} vector @ matrix"), &u.matmul(&a).unwrap(), &gu.matmul(&ga).unwrap(), tol);
-        assert_frobenius(&format!("{dtype} vector @ vector"), &v.matmul(&v).unwrap(), &gv.matmul(&gv).unwrap(), tol);
+        assert_frobenius(
+            &format!("{dtype} matrix @ vector"),
+            &a.matmul(&v).unwrap(),
+            &ga.matmul(&gv).unwrap(),
+            tol,
+        );
+        assert_frobenius(
+            &format!("{dtype} vector @ matrix"),
+            &u.matmul(&a).unwrap(),
+            &gu.matmul(&ga).unwrap(),
+            tol,
+        );
+        assert_frobenius(
+            &format!("{dtype} vector @ vector"),
+            &v.matmul(&v).unwrap(),
+            &gv.matmul(&gv).unwrap(),
+            tol,
+        );
     }
     // TF32: the same f32 inputs give a less precise product (10-bit mantissas in), still close.
     // Large enough that cuBLAS uses tensor cores when it may.
@@ -279,43 +432,120 @@ fn matmul_agrees_in_every_layout_and_precision() {
     let tf32 = ga.matmul(&gb).unwrap();
     dev.set_allow_tf32(was);
     let (e32, etf) = (rel_error(&a, &b, &fp32), rel_error(&a, &b, &tf32));
-    assert!(e32 < 1e-5 && etf > 10.0 * e32 && etf < 5e-3, "fp32 error {e32:e}, tf32 error {etf:e}");
+    assert!(
+        e32 < 1e-5 && etf > 10.0 * e32 && etf < 5e-3,
+        "fp32 error {e32:e}, tf32 error {etf:e}"
+    );
     // bf16 inputs with an f32 output.
     let (a16, b16) = (ga.to_dtype(DType::BF16).unwrap(), gb.to_dtype(DType::BF16).unwrap());
     let out = {
         let (x, y) = (a16.storage().read(), b16.storage().read());
-        let (Buffer::Cuda(x), Buffer::Cuda(y)) = (&*x, &*y) else { panic!("on the GPU") };
+        let (Buffer::Cuda(x), Buffer::Cuda(y)) = (&*x, &*y) else {
+            panic!("on the GPU")
+        };
         cuda::matmul_with(GemmMode::Bf16F32Out, x, a16.layout(), y, b16.layout()).unwrap()
     };
     assert_eq!(out.dtype(), DType::F32);
     let host = cuda::to_cpu(&out).unwrap();
-    let got = Tensor::from_f64_vec(&(0..host.len()).map(|i| host.get_f64(i).unwrap()).collect::<Vec<_>>(), &[512, 256], DType::F32).unwrap();
-    let want = a.to_dtype(DType::BF16).unwrap().to_dtype(DType::F32).unwrap().matmul(&b.to_dtype(DType::BF16).unwrap().to_dtype(DType::F32).unwrap()).unwrap();
-    let diff: f64 = want.to_vec_f64().unwrap().iter().zip(got.to_vec_f64().unwrap()).map(|(w, g)| (w - g).abs() / w.abs().max(1.0)).fold(0.0, f64::max);
-    assert!(diff < 1e-4, "bf16 inputs with an f32 output differ from an f32 product of the same values by {diff:e}");
+    let got = Tensor::from_f64_vec(
+        &(0..host.len()).map(|i| host.get_f64(i).unwrap()).collect::<Vec<_>>(),
+        &[512, 256],
+        DType::F32,
+    )
+    .unwrap();
+    let want = a
+        .to_dtype(DType::BF16)
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap()
+        .matmul(&b.to_dtype(DType::BF16).unwrap().to_dtype(DType::F32).unwrap())
+        .unwrap();
+    let diff: f64 = want
+        .to_vec_f64()
+        .unwrap()
+        .iter()
+        .zip(got.to_vec_f64().unwrap())
+        .map(|(w, g)| (w - g).abs() / w.abs().max(1.0))
+        .fold(0.0, f64::max);
+    assert!(
+        diff < 1e-4,
+        "bf16 inputs with an f32 output differ from an f32 product of the same values by {diff:e}"
+    );
 }
 
 #[test]
 fn copies_casts_triu_and_fills_agree() {
     let Some((dev, _g)) = gpu() else { return };
-    let specials = [0.0, -0.0, 1.5, -2.5, 3.7, 1e10, -1e10, 65504.0, 70000.0, 3.0e38, f64::NAN, f64::INFINITY, -f64::INFINITY, 1e-40, 2147483647.0, -9.3e18];
+    let specials = [
+        0.0,
+        -0.0,
+        1.5,
+        -2.5,
+        3.7,
+        1e10,
+        -1e10,
+        65504.0,
+        70000.0,
+        3.0e38,
+        f64::NAN,
+        f64::INFINITY,
+        -f64::INFINITY,
+        1e-40,
+        2147483647.0,
+        -9.3e18,
+    ];
     for from in DType::ALL {
         let x = random(23, 31, from, 17);
         let s = Tensor::from_data(&specials, from).unwrap();
         let (gx, gs) = (on(&x, &dev), on(&s, &dev));
-        assert_agree(&format!("contiguous {from}"), &x.t().unwrap().contiguous().unwrap(), &gx.t().unwrap().contiguous().unwrap(), 0.0);
-        assert_agree(&format!("round trip {from}"), &x, &gx.to_device(&Device::Cpu).unwrap().to_device(&dev).unwrap(), 0.0);
+        assert_agree(
+            &format!("contiguous {from}"),
+            &x.t().unwrap().contiguous().unwrap(),
+            &gx.t().unwrap().contiguous().unwrap(),
+            0.0,
+        );
+        assert_agree(
+            &format!("round trip {from}"),
+            &x,
+            &gx.to_device(&Device::Cpu).unwrap().to_device(&dev).unwrap(),
+            0.0,
+        );
         for to in DType::ALL {
-            assert_agree(&format!("cast {from} -> {to}"), &x.t().unwrap().to_dtype(to).unwrap(), &gx.t().unwrap().to_dtype(to).unwrap(), 0.0);
-            assert_agree(&format!("cast {from} -> {to} specials"), &s.to_dtype(to).unwrap(), &gs.to_dtype(to).unwrap(), 0.0);
+            assert_agree(
+                &format!("cast {from} -> {to}"),
+                &x.t().unwrap().to_dtype(to).unwrap(),
+                &gx.t().unwrap().to_dtype(to).unwrap(),
+                0.0,
+            );
+            assert_agree(
+                &format!("cast {from} -> {to} specials"),
+                &s.to_dtype(to).unwrap(),
+                &gs.to_dtype(to).unwrap(),
+                0.0,
+            );
         }
         for diagonal in [-2, 0, 1, 5] {
-            assert_agree(&format!("triu({diagonal}) {from}"), &x.triu(diagonal).unwrap(), &gx.triu(diagonal).unwrap(), 0.0);
-            assert_agree(&format!("triu({diagonal}) {from} transposed"), &x.t().unwrap().triu(diagonal).unwrap(), &gx.t().unwrap().triu(diagonal).unwrap(), 0.0);
+            assert_agree(
+                &format!("triu({diagonal}) {from}"),
+                &x.triu(diagonal).unwrap(),
+                &gx.triu(diagonal).unwrap(),
+                0.0,
+            );
+            assert_agree(
+                &format!("triu({diagonal}) {from} transposed"),
+                &x.t().unwrap().triu(diagonal).unwrap(),
+                &gx.t().unwrap().triu(diagonal).unwrap(),
+                0.0,
+            );
         }
         for value in [0.0, 1.0, -2.75, 0.1, 1e20] {
             let want = Tensor::full(&[7, 9], value, from).unwrap();
-            assert_agree(&format!("full({value}) {from}"), &want, &Tensor::full_on(&[7, 9], value, from, &dev).unwrap(), 0.0);
+            assert_agree(
+                &format!("full({value}) {from}"),
+                &want,
+                &Tensor::full_on(&[7, 9], value, from, &dev).unwrap(),
+                0.0,
+            );
         }
     }
 }
@@ -327,13 +557,25 @@ fn element_access_and_device_rules() {
     assert_eq!(x.get(&[2, 1]).unwrap(), 9.0);
     let t = x.t().unwrap();
     x.set(&[0, 3], 100.0).unwrap();
-    assert_eq!(t.get(&[3, 0]).unwrap(), 100.0, "a write is seen through a view of the same GPU storage");
+    assert_eq!(
+        t.get(&[3, 0]).unwrap(),
+        100.0,
+        "a write is seen through a view of the same GPU storage"
+    );
     assert_eq!(x.to_vec::<f32>().unwrap()[3], 100.0);
     assert_eq!(x.device().to_string(), "cuda:0");
     let cpu = Tensor::ones(&[3, 4], DType::F32).unwrap();
-    assert!(matches!(x.add(&cpu), Err(Error::DeviceMismatch { .. })), "CPU and GPU tensors do not mix");
+    assert!(
+        matches!(x.add(&cpu), Err(Error::DeviceMismatch { .. })),
+        "CPU and GPU tensors do not mix"
+    );
     let pinned = device::to_device_pinned(&Tensor::arange(1000, DType::I32).unwrap(), &dev).unwrap();
-    assert_agree("pinned upload", &Tensor::arange(1000, DType::I32).unwrap(), &pinned, 0.0);
+    assert_agree(
+        "pinned upload",
+        &Tensor::arange(1000, DType::I32).unwrap(),
+        &pinned,
+        0.0,
+    );
 }
 
 #[test]
@@ -345,12 +587,24 @@ fn random_fills_have_the_right_distribution_and_repeat_from_a_seed() {
         let v = x.to_vec_f64().unwrap();
         let mean = v.iter().sum::<f64>() / n as f64;
         let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
-        assert!(mean.abs() < 5e-3 && (var - 1.0).abs() < 1e-2, "{dtype}: mean {mean}, variance {var}");
-        let again = Tensor::randn_on(&[n], dtype, &dev, &mut Rng::seed(3)).unwrap().to_vec_f64().unwrap();
+        assert!(
+            mean.abs() < 5e-3 && (var - 1.0).abs() < 1e-2,
+            "{dtype}: mean {mean}, variance {var}"
+        );
+        let again = Tensor::randn_on(&[n], dtype, &dev, &mut Rng::seed(3))
+            .unwrap()
+            .to_vec_f64()
+            .unwrap();
         assert_eq!(v, again, "{dtype}: the same seed gives the same samples");
-        let u = Tensor::rand_on(&[n], dtype, &dev, &mut Rng::seed(4)).unwrap().to_vec_f64().unwrap();
+        let u = Tensor::rand_on(&[n], dtype, &dev, &mut Rng::seed(4))
+            .unwrap()
+            .to_vec_f64()
+            .unwrap();
         let umean = u.iter().sum::<f64>() / n as f64;
-        assert!(u.iter().all(|&x| (0.0..=1.0).contains(&x)) && (umean - 0.5).abs() < 5e-3, "{dtype}: uniform mean {umean}");
+        assert!(
+            u.iter().all(|&x| (0.0..=1.0).contains(&x)) && (umean - 0.5).abs() < 5e-3,
+            "{dtype}: uniform mean {umean}"
+        );
     }
 }
 
@@ -380,14 +634,38 @@ fn optimizer_updates_match_the_cpu_formulas_in_both_kernels() {
             let s0 = random(1, total, dtype, 21).squeeze(0).unwrap().abs().unwrap();
             let g0 = random(1, total, dtype, 22).squeeze(0).unwrap();
             let (lr, eps) = (0.01f32, 1e-5f32);
-            let (want_p, want_s) = cpu_adagrad(&p0.to_vec_f64().unwrap()[offset..], &s0.to_vec_f64().unwrap()[offset..], &g0.to_vec_f64().unwrap()[offset..], dtype, lr, eps);
+            let (want_p, want_s) = cpu_adagrad(
+                &p0.to_vec_f64().unwrap()[offset..],
+                &s0.to_vec_f64().unwrap()[offset..],
+                &g0.to_vec_f64().unwrap()[offset..],
+                dtype,
+                lr,
+                eps,
+            );
             for which in [UpdateKernel::Fast, UpdateKernel::Reference] {
                 let (p, s, g) = (on(&p0, &dev), on(&s0, &dev), on(&g0, &dev));
-                let (p, s, g) = (p.narrow(0, offset, n).unwrap(), s.narrow(0, offset, n).unwrap(), g.narrow(0, offset, n).unwrap());
+                let (p, s, g) = (
+                    p.narrow(0, offset, n).unwrap(),
+                    s.narrow(0, offset, n).unwrap(),
+                    g.narrow(0, offset, n).unwrap(),
+                );
                 {
                     let (mut pw, mut sw, gr) = (p.storage().write(), s.storage().write(), g.storage().read());
-                    let (Buffer::Cuda(pb), Buffer::Cuda(sb), Buffer::Cuda(gb)) = (&mut *pw, &mut *sw, &*gr) else { panic!("on the GPU") };
-                    cuda::adagrad_update_with(which, pb, p.layout(), sb, s.layout(), gb, g.layout(), lr as f64, eps as f64).unwrap();
+                    let (Buffer::Cuda(pb), Buffer::Cuda(sb), Buffer::Cuda(gb)) = (&mut *pw, &mut *sw, &*gr) else {
+                        panic!("on the GPU")
+                    };
+                    cuda::adagrad_update_with(
+                        which,
+                        pb,
+                        p.layout(),
+                        sb,
+                        s.layout(),
+                        gb,
+                        g.layout(),
+                        lr as f64,
+                        eps as f64,
+                    )
+                    .unwrap();
                 }
                 let what = format!("adagrad {dtype} n={n} offset={offset} {which:?}");
                 assert_eq!(p.to_vec_f64().unwrap(), want_p, "{what}: parameters");
@@ -396,12 +674,22 @@ fn optimizer_updates_match_the_cpu_formulas_in_both_kernels() {
                 let before = p.to_vec_f64().unwrap();
                 {
                     let (mut pw, gr) = (p.storage().write(), g.storage().read());
-                    let (Buffer::Cuda(pb), Buffer::Cuda(gb)) = (&mut *pw, &*gr) else { panic!("on the GPU") };
+                    let (Buffer::Cuda(pb), Buffer::Cuda(gb)) = (&mut *pw, &*gr) else {
+                        panic!("on the GPU")
+                    };
                     cuda::sgd_update_with(which, pb, p.layout(), gb, g.layout(), 0.1).unwrap();
                 }
                 let round = |x: f32| Tensor::from_data(&[x as f64], dtype).unwrap().item().unwrap();
-                let want: Vec<f64> = before.iter().zip(&g0.to_vec_f64().unwrap()[offset..]).map(|(&p, &g)| round(p as f32 - 0.1f32 * g as f32)).collect();
-                assert_eq!(p.to_vec_f64().unwrap(), want, "sgd {dtype} n={n} offset={offset} {which:?}");
+                let want: Vec<f64> = before
+                    .iter()
+                    .zip(&g0.to_vec_f64().unwrap()[offset..])
+                    .map(|(&p, &g)| round(p as f32 - 0.1f32 * g as f32))
+                    .collect();
+                assert_eq!(
+                    p.to_vec_f64().unwrap(),
+                    want,
+                    "sgd {dtype} n={n} offset={offset} {which:?}"
+                );
             }
         }
     }
@@ -413,7 +701,11 @@ fn fused_mse_matches_the_unfused_ops() {
     for dtype in FLOATS {
         let (p, t) = (random(50, 41, dtype, 30), random(50, 41, dtype, 31));
         let want = p.sub(&t).unwrap().square().unwrap().mean_all().unwrap();
-        let got = device::mse_loss(&on(&p, &dev), &on(&t, &dev).t().unwrap().contiguous().unwrap().t().unwrap()).unwrap();
+        let got = device::mse_loss(
+            &on(&p, &dev),
+            &on(&t, &dev).t().unwrap().contiguous().unwrap().t().unwrap(),
+        )
+        .unwrap();
         assert_agree(&format!("mse {dtype}"), &want, &got, 1.0);
     }
 }
@@ -424,11 +716,22 @@ fn the_allocator_counts_exactly_and_out_of_memory_is_a_clear_error() {
     let before = device::memory_allocated(&dev).expect("a GPU count");
     let x = Tensor::zeros_on(&[32, 32], DType::F32, &dev).unwrap();
     let y = Tensor::ones(&[100, 3], DType::BF16).unwrap().to_device(&dev).unwrap();
-    assert_eq!(device::memory_allocated(&dev).unwrap() - before, 32 * 32 * 4 + 100 * 3 * 2);
+    assert_eq!(
+        device::memory_allocated(&dev).unwrap() - before,
+        32 * 32 * 4 + 100 * 3 * 2
+    );
     let view = x.t().unwrap();
-    assert_eq!(device::memory_allocated(&dev).unwrap() - before, 32 * 32 * 4 + 600, "a view allocates nothing");
+    assert_eq!(
+        device::memory_allocated(&dev).unwrap() - before,
+        32 * 32 * 4 + 600,
+        "a view allocates nothing"
+    );
     drop((x, y));
-    assert_eq!(device::memory_allocated(&dev).unwrap() - before, 32 * 32 * 4, "the view keeps its storage alive");
+    assert_eq!(
+        device::memory_allocated(&dev).unwrap() - before,
+        32 * 32 * 4,
+        "the view keeps its storage alive"
+    );
     drop(view);
     assert_eq!(device::memory_allocated(&dev).unwrap(), before);
     // More than this GPU has: the error names what was asked for and what was free.
@@ -441,9 +744,16 @@ fn the_allocator_counts_exactly_and_out_of_memory_is_a_clear_error() {
             let msg = Error::CudaOutOfMemory { requested, free, total }.to_string();
             assert!(msg.contains(&huge.to_string()) && msg.contains("free"), "{msg}");
         }
-        other => panic!("expected an out-of-memory error, got {:?}", other.map(|t| t.shape().to_vec())),
+        other => panic!(
+            "expected an out-of-memory error, got {:?}",
+            other.map(|t| t.shape().to_vec())
+        ),
     }
-    assert_eq!(device::memory_allocated(&dev).unwrap(), before, "a failed allocation counts nothing");
+    assert_eq!(
+        device::memory_allocated(&dev).unwrap(),
+        before,
+        "a failed allocation counts nothing"
+    );
 }
 
 #[test]
@@ -454,23 +764,58 @@ fn integers_are_exact_and_wrap_like_the_cpu() {
     let i32s = Tensor::from_vec(vec![i32::MAX, i32::MIN, -1, 65536, 3], &[5]).unwrap();
     for x in [&i64s, &i32s] {
         let g = on(x, &dev);
-        for op in [UnaryOp::Neg, UnaryOp::Square, UnaryOp::Abs, UnaryOp::AddScalar(1.0), UnaryOp::MulScalar(3.0)] {
-            assert_agree(&format!("{op:?} {}", x.dtype()), &x.unary(op).unwrap(), &g.unary(op).unwrap(), 0.0);
+        for op in [
+            UnaryOp::Neg,
+            UnaryOp::Square,
+            UnaryOp::Abs,
+            UnaryOp::AddScalar(1.0),
+            UnaryOp::MulScalar(3.0),
+        ] {
+            assert_agree(
+                &format!("{op:?} {}", x.dtype()),
+                &x.unary(op).unwrap(),
+                &g.unary(op).unwrap(),
+                0.0,
+            );
         }
         for op in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Maximum] {
-            assert_agree(&format!("{op:?} {}", x.dtype()), &x.binary(x, op).unwrap(), &g.binary(&g, op).unwrap(), 0.0);
+            assert_agree(
+                &format!("{op:?} {}", x.dtype()),
+                &x.binary(x, op).unwrap(),
+                &g.binary(&g, op).unwrap(),
+                0.0,
+            );
         }
         for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
-            assert_agree(&format!("{op:?} {}", x.dtype()), &x.reduce_all(op).unwrap(), &g.reduce_all(op).unwrap(), 0.0);
+            assert_agree(
+                &format!("{op:?} {}", x.dtype()),
+                &x.reduce_all(op).unwrap(),
+                &g.reduce_all(op).unwrap(),
+                0.0,
+            );
         }
         for to in DType::ALL {
-            assert_agree(&format!("cast {} -> {to}", x.dtype()), &x.to_dtype(to).unwrap(), &g.to_dtype(to).unwrap(), 0.0);
+            assert_agree(
+                &format!("cast {} -> {to}", x.dtype()),
+                &x.to_dtype(to).unwrap(),
+                &g.to_dtype(to).unwrap(),
+                0.0,
+            );
         }
     }
     // Exactness, not just agreement: values above 2^53 survive, i32 overflow wraps.
-    assert_eq!(on(&i64s, &dev).add_scalar(0.0).unwrap().to_vec::<i64>().unwrap()[0], big);
-    assert_eq!(on(&i32s, &dev).add_scalar(1.0).unwrap().to_vec::<i32>().unwrap()[0], i32::MIN);
-    assert_eq!(on(&i64s, &dev).to_dtype(DType::I32).unwrap().to_vec::<i32>().unwrap()[0], big as i32);
+    assert_eq!(
+        on(&i64s, &dev).add_scalar(0.0).unwrap().to_vec::<i64>().unwrap()[0],
+        big
+    );
+    assert_eq!(
+        on(&i32s, &dev).add_scalar(1.0).unwrap().to_vec::<i32>().unwrap()[0],
+        i32::MIN
+    );
+    assert_eq!(
+        on(&i64s, &dev).to_dtype(DType::I32).unwrap().to_vec::<i32>().unwrap()[0],
+        big as i32
+    );
 }
 
 #[test]
@@ -480,7 +825,11 @@ fn in_place_updates_through_the_tensor_api_agree() {
         let p0 = random(17, 29, dtype, 40);
         let g = random(17, 29, dtype, 41);
         let (cp, cs) = (p0.deep_clone().unwrap(), Tensor::zeros(&[17, 29], dtype).unwrap());
-        let (gp, gs, gg) = (on(&p0, &dev), Tensor::zeros_on(&[17, 29], dtype, &dev).unwrap(), on(&g, &dev));
+        let (gp, gs, gg) = (
+            on(&p0, &dev),
+            Tensor::zeros_on(&[17, 29], dtype, &dev).unwrap(),
+            on(&g, &dev),
+        );
         for _ in 0..3 {
             cp.adagrad_update_(&cs, &g, 0.05, 1e-5).unwrap();
             gp.adagrad_update_(&gs, &gg, 0.05, 1e-5).unwrap();
@@ -491,10 +840,15 @@ fn in_place_updates_through_the_tensor_api_agree() {
         gp.sgd_update_(&gg, 0.3).unwrap();
         assert_agree(&format!("sgd_update_ {dtype}"), &cp, &gp, 0.0);
         // copy_from converts and copies in place, from any layout.
-        cp.copy_from(&g.t().unwrap().contiguous().unwrap().t().unwrap()).unwrap();
-        gp.copy_from(&gg.t().unwrap().contiguous().unwrap().t().unwrap()).unwrap();
+        cp.copy_from(&g.t().unwrap().contiguous().unwrap().t().unwrap())
+            .unwrap();
+        gp.copy_from(&gg.t().unwrap().contiguous().unwrap().t().unwrap())
+            .unwrap();
         assert_agree(&format!("copy_from {dtype}"), &cp, &gp, 0.0);
-        assert!(matches!(gp.sgd_update_(&g, 0.1), Err(Error::DeviceMismatch { .. })), "a CPU gradient for a GPU parameter");
+        assert!(
+            matches!(gp.sgd_update_(&g, 0.1), Err(Error::DeviceMismatch { .. })),
+            "a CPU gradient for a GPU parameter"
+        );
     }
 }
 
@@ -507,16 +861,30 @@ fn training_the_cruncher_on_the_gpu_follows_the_cpu() {
     let (d, layers, b) = (64, 2, 8);
     let cpu_model = Cruncher::new(d, layers, &mut Rng::seed(5)).unwrap();
     let gpu_model = cpu_model.to_device(&dev).unwrap();
-    let (mut cpu_opt, mut gpu_opt) = (AdaGrad::new(&cpu_model, 0.01).unwrap(), AdaGrad::new(&gpu_model, 0.01).unwrap());
+    let (mut cpu_opt, mut gpu_opt) = (
+        AdaGrad::new(&cpu_model, 0.01).unwrap(),
+        AdaGrad::new(&gpu_model, 0.01).unwrap(),
+    );
     let mut rng = Rng::seed(6);
     for step in 0..5 {
         let x = Tensor::randn(&[b, d], DType::F32, &mut rng).unwrap();
         let y = Tensor::randn(&[b], DType::F32, &mut rng).unwrap();
-        let cpu_loss = mse_loss(&cpu_model.forward(&Var::constant(x.clone())).unwrap(), &Var::constant(y.clone())).unwrap();
-        let gpu_loss = mse_loss(&gpu_model.forward(&Var::constant(on(&x, &dev))).unwrap(), &Var::constant(on(&y, &dev))).unwrap();
+        let cpu_loss = mse_loss(
+            &cpu_model.forward(&Var::constant(x.clone())).unwrap(),
+            &Var::constant(y.clone()),
+        )
+        .unwrap();
+        let gpu_loss = mse_loss(
+            &gpu_model.forward(&Var::constant(on(&x, &dev))).unwrap(),
+            &Var::constant(on(&y, &dev)),
+        )
+        .unwrap();
         assert!(gpu_loss.value().device().is_cuda());
         let (lc, lg) = (cpu_loss.value().item().unwrap(), gpu_loss.value().item().unwrap());
-        assert!((lc - lg).abs() <= 1e-4 * lc.abs().max(1e-6), "step {step}: CPU loss {lc}, GPU loss {lg}");
+        assert!(
+            (lc - lg).abs() <= 1e-4 * lc.abs().max(1e-6),
+            "step {step}: CPU loss {lc}, GPU loss {lg}"
+        );
         cpu_loss.backward().unwrap();
         gpu_loss.backward().unwrap();
         cpu_opt.step().unwrap();

@@ -19,7 +19,10 @@ fn randn(shape: &[usize], seed: u64) -> Tensor {
 }
 
 fn arange(shape: &[usize]) -> Tensor {
-    Tensor::arange(shape.iter().product(), DType::F32).unwrap().view(shape).unwrap()
+    Tensor::arange(shape.iter().product(), DType::F32)
+        .unwrap()
+        .view(shape)
+        .unwrap()
 }
 
 fn values(t: &Tensor) -> Vec<f64> {
@@ -29,7 +32,10 @@ fn values(t: &Tensor) -> Vec<f64> {
 fn assert_close(got: &[f64], want: &[f64]) {
     assert_eq!(got.len(), want.len(), "lengths differ");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "element {i}: got {g}, want {w}");
+        assert!(
+            (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+            "element {i}: got {g}, want {w}"
+        );
     }
 }
 
@@ -115,7 +121,11 @@ fn einsum_matches_brute_force_on_many_patterns() {
         ("i, i, i -> i", &[&[5], &[5], &[5]]),
     ];
     for (n, (pattern, shapes)) in cases.iter().enumerate() {
-        let xs: Vec<Tensor> = shapes.iter().enumerate().map(|(i, s)| randn(s, 100 * n as u64 + i as u64)).collect();
+        let xs: Vec<Tensor> = shapes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| randn(s, 100 * n as u64 + i as u64))
+            .collect();
         let refs: Vec<&Tensor> = xs.iter().collect();
         let got = einsum(pattern, &refs).unwrap_or_else(|e| panic!("{pattern}: {e}"));
         let (want, shape) = naive_einsum(pattern, &refs);
@@ -127,7 +137,11 @@ fn einsum_matches_brute_force_on_many_patterns() {
 #[test]
 fn einsum_of_non_contiguous_operands() {
     let x = randn(&[5, 3], 7).t().unwrap(); // 3x5, strides (1, 3)
-    let y = randn(&[4, 6, 5], 8).narrow(1, 1, 4).unwrap().permute(&[2, 0, 1]).unwrap(); // 5x4x4
+    let y = randn(&[4, 6, 5], 8)
+        .narrow(1, 1, 4)
+        .unwrap()
+        .permute(&[2, 0, 1])
+        .unwrap(); // 5x4x4
     let z = einsum("i j, j a b -> b i a", &[&x, &y]).unwrap();
     let (want, shape) = naive_einsum("i j, j a b -> b i a", &[&x, &y]);
     assert_eq!(z.shape(), shape.as_slice());
@@ -154,7 +168,12 @@ fn einsum_flops_are_two_times_the_product_of_all_axis_sizes() {
         ("i, j -> i j", &[6], &[7], 6 * 7), // outer product: no contracted axis
         ("i, i ->", &[9], &[9], 9),
         ("a b c d, c d e -> e a b", &[2, 3, 4, 5], &[4, 5, 6], 2 * 3 * 4 * 5 * 6),
-        ("h b q d, b k h d -> b h q k", &[2, 3, 4, 5], &[3, 6, 2, 5], 2 * 3 * 4 * 5 * 6),
+        (
+            "h b q d, b k h d -> b h q k",
+            &[2, 3, 4, 5],
+            &[3, 6, 2, 5],
+            2 * 3 * 4 * 5 * 6,
+        ),
     ];
     for (pattern, sa, sb, product) in cases {
         let (a, b) = (randn(sa, 1), randn(sb, 2));
@@ -193,7 +212,10 @@ fn einsum_ellipsis_broadcasts_like_matmul() {
     let (x, w) = (randn(&[2, 3, 4], 13), randn(&[4, 5], 14));
     let z = einsum("... hidden1, hidden1 hidden2 -> hidden2 ...", &[&x, &w]).unwrap();
     assert_eq!(z.shape(), &[5, 2, 3]);
-    assert_close(&values(&z), &values(&x.matmul(&w).unwrap().permute(&[2, 0, 1]).unwrap()));
+    assert_close(
+        &values(&z),
+        &values(&x.matmul(&w).unwrap().permute(&[2, 0, 1]).unwrap()),
+    );
     // The lecture's two spellings agree.
     let y = randn(&[2, 3, 4], 15);
     let named = einsum("batch seq1 hidden, batch seq2 hidden -> batch seq1 seq2", &[&x, &y]).unwrap();
@@ -208,32 +230,56 @@ fn einsum_errors() {
     assert_pattern_error(einsum(p, &[&x]), p, &["2 input(s)", "1 tensor(s)"]);
     assert_pattern_error(einsum(p, &[&x, &y, &y]), p, &["2 input(s)", "3 tensor(s)"]);
     let p = "a b c, a d c -> a b e";
-    assert_pattern_error(einsum(p, &[&x, &y]), p, &["axis `e`", "output", "does not appear in any input"]);
+    assert_pattern_error(
+        einsum(p, &[&x, &y]),
+        p,
+        &["axis `e`", "output", "does not appear in any input"],
+    );
     let p = "a a c -> a";
     assert_pattern_error(einsum(p, &[&x]), p, &["axis `a` appears twice"]);
     let p = "a (b c) -> a";
     assert_pattern_error(einsum(p, &[&x]), p, &["einsum does not take parenthesised groups"]);
     let p = "a b -> a";
-    assert_pattern_error(einsum(p, &[&x]), p, &["needs 2 dimension(s)", "[2, 3, 4]", "3 dimension(s)"]);
+    assert_pattern_error(
+        einsum(p, &[&x]),
+        p,
+        &["needs 2 dimension(s)", "[2, 3, 4]", "3 dimension(s)"],
+    );
     let p = "... a b c d -> ... a";
     assert_pattern_error(einsum(p, &[&x]), p, &["needs at least 4 dimension(s)", "[2, 3, 4]"]);
     let z = randn(&[2, 3, 5], 3);
     let p = "a b c, a d c -> a b d";
-    assert_pattern_error(einsum(p, &[&x, &z]), p, &["axis `c` has size 4 in input 1", "size 5 in input 2", "[2, 3, 5]"]);
+    assert_pattern_error(
+        einsum(p, &[&x, &z]),
+        p,
+        &["axis `c` has size 4 in input 1", "size 5 in input 2", "[2, 3, 5]"],
+    );
     let p = "a b c -> ... a";
     assert_pattern_error(einsum(p, &[&x]), p, &["`...` appears in the output but in no input"]);
     let p = "... c -> c";
-    assert_pattern_error(einsum(p, &[&x]), p, &["`...` appears in an input but not in the output"]);
+    assert_pattern_error(
+        einsum(p, &[&x]),
+        p,
+        &["`...` appears in an input but not in the output"],
+    );
     let w = randn(&[5, 4, 6], 4);
     let p = "... i j, ... j k -> ... i k";
-    assert_pattern_error(einsum(p, &[&x, &w]), p, &["`...` dimensions do not broadcast", "[2]", "[5]"]);
+    assert_pattern_error(
+        einsum(p, &[&x, &w]),
+        p,
+        &["`...` dimensions do not broadcast", "[2]", "[5]"],
+    );
     let p = "a b c, a d c";
     assert_pattern_error(einsum(p, &[&x, &y]), p, &["no `->`"]);
     let p = "a b c -> a -> b";
     assert_pattern_error(einsum(p, &[&x]), p, &["`->` appears 2 times"]);
     let h = x.to_dtype(DType::F16).unwrap();
     match einsum("a b c, a d c -> a b d", &[&x, &h]) {
-        Err(Error::DTypeMismatch { op: "einsum", lhs: "float32", rhs: "float16" }) => {}
+        Err(Error::DTypeMismatch {
+            op: "einsum",
+            lhs: "float32",
+            rhs: "float16",
+        }) => {}
         other => panic!("expected a dtype mismatch, got {other:?}"),
     }
 }
@@ -274,7 +320,10 @@ fn rearrange_permutes_and_regroups_like_index_arithmetic() {
     assert_eq!(y.shape(), &[6, 12]);
     for (a, b, c) in itertools(2, 3, 3) {
         for d in 0..4 {
-            assert_eq!(y.get(&[a * 3 + c, b * 4 + d]).unwrap(), x.get(&[a * 3 + b, c * 4 + d]).unwrap());
+            assert_eq!(
+                y.get(&[a * 3 + c, b * 4 + d]).unwrap(),
+                x.get(&[a * 3 + b, c * 4 + d]).unwrap()
+            );
         }
     }
     // A plain permutation is `permute` (a view).
@@ -287,11 +336,31 @@ fn rearrange_permutes_and_regroups_like_index_arithmetic() {
     let y = rearrange(&x, "a b c -> c (a b)", &[]).unwrap();
     assert!(!x.permute(&[2, 0, 1]).unwrap().is_contiguous());
     assert!(Tensor::same_storage(&x, &y));
-    assert_eq!(values(&y), values(&x.permute(&[2, 0, 1]).unwrap().contiguous().unwrap().view(&[4, 6]).unwrap()));
+    assert_eq!(
+        values(&y),
+        values(
+            &x.permute(&[2, 0, 1])
+                .unwrap()
+                .contiguous()
+                .unwrap()
+                .view(&[4, 6])
+                .unwrap()
+        )
+    );
     // Merging axes that are no longer neighbours in memory needs a copy; values still right.
     let y = rearrange(&x, "a b c -> (c a) b", &[]).unwrap();
     assert!(!Tensor::same_storage(&x, &y));
-    assert_eq!(values(&y), values(&x.permute(&[2, 0, 1]).unwrap().contiguous().unwrap().view(&[8, 3]).unwrap()));
+    assert_eq!(
+        values(&y),
+        values(
+            &x.permute(&[2, 0, 1])
+                .unwrap()
+                .contiguous()
+                .unwrap()
+                .view(&[8, 3])
+                .unwrap()
+        )
+    );
 }
 
 fn itertools(n0: usize, n1: usize, n2: usize) -> impl Iterator<Item = (usize, usize, usize)> {
@@ -359,25 +428,69 @@ proptest! {
 fn rearrange_errors() {
     let x = randn(&[2, 3, 8], 1);
     let p = "... (heads hidden1) -> ... heads hidden2";
-    assert_pattern_error(rearrange(&x, p, &[("heads", 2)]), p, &["axis `hidden2` in the output does not appear in the input"]);
+    assert_pattern_error(
+        rearrange(&x, p, &[("heads", 2)]),
+        p,
+        &["axis `hidden2` in the output does not appear in the input"],
+    );
     let p = "a b c -> a b";
-    assert_pattern_error(rearrange(&x, p, &[]), p, &["axis `c` is missing from the output", "use reduce"]);
+    assert_pattern_error(
+        rearrange(&x, p, &[]),
+        p,
+        &["axis `c` is missing from the output", "use reduce"],
+    );
     let p = "... c -> c";
     assert_pattern_error(rearrange(&x, p, &[]), p, &["`...` is missing from the output"]);
     let p = "a b c -> ... a b c";
-    assert_pattern_error(rearrange(&x, p, &[]), p, &["`...` appears in the output but not in the input"]);
+    assert_pattern_error(
+        rearrange(&x, p, &[]),
+        p,
+        &["`...` appears in the output but not in the input"],
+    );
     let p = "... (heads hidden1) -> ... heads hidden1";
-    assert_pattern_error(rearrange(&x, p, &[("heads", 3)]), p, &["wrong split", "size 8", "not divisible by 3", "heads=3", "[2, 3, 8]"]);
-    assert_pattern_error(rearrange(&x, p, &[("heads", 2), ("hidden1", 5)]), p, &["wrong split", "heads=2, hidden1=5", "has size 10", "size 8"]);
-    assert_pattern_error(rearrange(&x, p, &[]), p, &["cannot infer the sizes of `heads` and `hidden1`", "size 8"]);
+    assert_pattern_error(
+        rearrange(&x, p, &[("heads", 3)]),
+        p,
+        &["wrong split", "size 8", "not divisible by 3", "heads=3", "[2, 3, 8]"],
+    );
+    assert_pattern_error(
+        rearrange(&x, p, &[("heads", 2), ("hidden1", 5)]),
+        p,
+        &["wrong split", "heads=2, hidden1=5", "has size 10", "size 8"],
+    );
+    assert_pattern_error(
+        rearrange(&x, p, &[]),
+        p,
+        &["cannot infer the sizes of `heads` and `hidden1`", "size 8"],
+    );
     assert_pattern_error(rearrange(&x, p, &[("heads", 0)]), p, &["cannot infer `hidden1`"]);
-    assert_pattern_error(rearrange(&x, p, &[("heads", usize::MAX), ("hidden1", 2)]), p, &["multiply to more than"]);
-    assert_pattern_error(rearrange(&x, p, &[("heads", 2), ("heads", 2)]), p, &["axis `heads` is given twice"]);
-    assert_pattern_error(rearrange(&x, p, &[("heads", 2), ("tails", 2)]), p, &["axis `tails`", "not in the pattern"]);
+    assert_pattern_error(
+        rearrange(&x, p, &[("heads", usize::MAX), ("hidden1", 2)]),
+        p,
+        &["multiply to more than"],
+    );
+    assert_pattern_error(
+        rearrange(&x, p, &[("heads", 2), ("heads", 2)]),
+        p,
+        &["axis `heads` is given twice"],
+    );
+    assert_pattern_error(
+        rearrange(&x, p, &[("heads", 2), ("tails", 2)]),
+        p,
+        &["axis `tails`", "not in the pattern"],
+    );
     let p = "a b c -> c b a";
-    assert_pattern_error(rearrange(&x, p, &[("a", 5)]), p, &["axis `a` is given size 5", "dimension 0", "has size 2"]);
+    assert_pattern_error(
+        rearrange(&x, p, &[("a", 5)]),
+        p,
+        &["axis `a` is given size 5", "dimension 0", "has size 2"],
+    );
     let p = "batch (heads hidden1) -> batch heads hidden1";
-    assert_pattern_error(rearrange(&x, p, &[("heads", 2)]), p, &["needs 2 dimension(s)", "[2, 3, 8]", "3 dimension(s)"]);
+    assert_pattern_error(
+        rearrange(&x, p, &[("heads", 2)]),
+        p,
+        &["needs 2 dimension(s)", "[2, 3, 8]", "3 dimension(s)"],
+    );
     let p = "a b c d ... -> a b c d ...";
     assert_pattern_error(rearrange(&x, p, &[]), p, &["needs at least 4 dimension(s)"]);
     let p = "a b, c -> a b c";
@@ -438,14 +551,30 @@ fn reduce_inside_a_group_is_pooling() {
 fn reduce_errors() {
     let x = randn(&[2, 3, 4], 1);
     let p = "... hidden -> ... hidden2";
-    assert_pattern_error(reduce(&x, p, ReduceOp::Sum), p, &["axis `hidden2` in the output does not appear in the input"]);
+    assert_pattern_error(
+        reduce(&x, p, ReduceOp::Sum),
+        p,
+        &["axis `hidden2` in the output does not appear in the input"],
+    );
     let p = "a b c -> ... a";
-    assert_pattern_error(reduce(&x, p, ReduceOp::Sum), p, &["`...` appears in the output but not in the input"]);
+    assert_pattern_error(
+        reduce(&x, p, ReduceOp::Sum),
+        p,
+        &["`...` appears in the output but not in the input"],
+    );
     let p = "a b -> a";
     assert_pattern_error(reduce(&x, p, ReduceOp::Mean), p, &["needs 2 dimension(s)", "[2, 3, 4]"]);
     let p = "a b (c d) -> a b";
-    assert_pattern_error(reduce(&x, p, ReduceOp::Max), p, &["cannot infer the sizes of `c` and `d`"]);
-    assert_pattern_error(reduce_with(&x, p, ReduceOp::Max, &[("c", 3)]), p, &["wrong split", "not divisible by 3"]);
+    assert_pattern_error(
+        reduce(&x, p, ReduceOp::Max),
+        p,
+        &["cannot infer the sizes of `c` and `d`"],
+    );
+    assert_pattern_error(
+        reduce_with(&x, p, ReduceOp::Max, &[("c", 3)]),
+        p,
+        &["wrong split", "not divisible by 3"],
+    );
     let p = "a b c, a -> a";
     assert_pattern_error(reduce(&x, p, ReduceOp::Min), p, &["min takes one tensor"]);
 }
@@ -457,18 +586,31 @@ fn dims_bind_on_first_sight_and_check_afterwards() {
     let mut dims = Dims::new();
     let x = randn(&[2, 3, 4], 1);
     dims.check(&x, "batch seq hidden").unwrap();
-    assert_eq!(dims.iter().collect::<Vec<_>>(), vec![("batch", 2), ("seq", 3), ("hidden", 4)]);
+    assert_eq!(
+        dims.iter().collect::<Vec<_>>(),
+        vec![("batch", 2), ("seq", 3), ("hidden", 4)]
+    );
     dims.check(&randn(&[2, 5, 4], 2), "batch seq2 hidden").unwrap(); // a new name binds
     assert_eq!(dims.size("seq2").unwrap(), 5);
     dims.check(&randn(&[7, 4], 3), "... hidden").unwrap(); // `...` is not checked
     assert_eq!(dims.get("nothing"), None);
 
     match dims.check(&randn(&[2, 9, 5], 4), "batch extra hidden") {
-        Err(Error::DimSize { name, expected, actual, shape, names, bound_by }) => {
+        Err(Error::DimSize {
+            name,
+            expected,
+            actual,
+            shape,
+            names,
+            bound_by,
+        }) => {
             assert_eq!((name.as_str(), expected, actual), ("hidden", 4, 5));
             assert_eq!(shape, vec![2, 9, 5]);
             assert_eq!(names, "batch extra hidden");
-            assert!(bound_by.contains("[2, 3, 4]") && bound_by.contains("batch seq hidden"), "{bound_by}");
+            assert!(
+                bound_by.contains("[2, 3, 4]") && bound_by.contains("batch seq hidden"),
+                "{bound_by}"
+            );
         }
         other => panic!("expected a size error, got {other:?}"),
     }
@@ -481,12 +623,27 @@ fn dims_bind_on_first_sight_and_check_afterwards() {
         other => panic!("expected a dimension-count error, got {other:?}"),
     }
     let err = dims.check(&randn(&[3], 5), "... seq hidden").unwrap_err();
-    assert!(matches!(&err, Error::DimNames { msg } if msg.contains("at least 2")), "{err}");
+    assert!(
+        matches!(&err, Error::DimNames { msg } if msg.contains("at least 2")),
+        "{err}"
+    );
     let err = dims.size("heads").unwrap_err();
-    assert!(matches!(&err, Error::DimNames { msg } if msg.contains("`heads`")), "{err}");
-    assert!(matches!(dims.check(&x, "batch (seq hidden)"), Err(Error::DimNames { .. })));
-    assert!(matches!(dims.check(&x, "batch batch hidden"), Err(Error::Pattern { .. })));
-    assert!(matches!(dims.check(&x, "batch seq -> hidden"), Err(Error::Pattern { .. })));
+    assert!(
+        matches!(&err, Error::DimNames { msg } if msg.contains("`heads`")),
+        "{err}"
+    );
+    assert!(matches!(
+        dims.check(&x, "batch (seq hidden)"),
+        Err(Error::DimNames { .. })
+    ));
+    assert!(matches!(
+        dims.check(&x, "batch batch hidden"),
+        Err(Error::Pattern { .. })
+    ));
+    assert!(matches!(
+        dims.check(&x, "batch seq -> hidden"),
+        Err(Error::Pattern { .. })
+    ));
 }
 
 #[test]
@@ -495,7 +652,10 @@ fn dims_bind_and_feed_rearrange() {
     dims.bind("heads", 2).unwrap();
     dims.bind("heads", 2).unwrap();
     let err = dims.bind("heads", 3).unwrap_err();
-    assert!(matches!(&err, Error::DimNames { msg } if msg.contains("already 2")), "{err}");
+    assert!(
+        matches!(&err, Error::DimNames { msg } if msg.contains("already 2")),
+        "{err}"
+    );
     let x = randn(&[3, 8], 1);
     let y = rearrange(&x, "s (heads d) -> heads s d", &dims.axes()).unwrap();
     assert_eq!(y.shape(), &[2, 3, 4]);
@@ -508,22 +668,37 @@ fn named_tensor_sizes_by_name() {
     assert_eq!(x.dim("heads").unwrap(), 2);
     assert_eq!(x.names(), "batch seq heads hidden");
     let err = x.size("tokens").unwrap_err();
-    assert!(matches!(&err, Error::DimNames { msg } if msg.contains("`tokens`") && msg.contains("[2, 2, 1, 3]")), "{err}");
+    assert!(
+        matches!(&err, Error::DimNames { msg } if msg.contains("`tokens`") && msg.contains("[2, 2, 1, 3]")),
+        "{err}"
+    );
     let mut dims = Dims::new();
     x.check(&mut dims).unwrap();
     assert_eq!(dims.size("seq").unwrap(), 2);
 
     let y = NamedTensor::new(randn(&[5, 6, 7], 2), "... hidden").unwrap();
     assert_eq!(y.size("hidden").unwrap(), 7);
-    assert!(matches!(y.check(&mut dims), Err(Error::DimSize { expected: 3, actual: 7, .. })));
-    assert!(matches!(NamedTensor::new(randn(&[5, 6], 2), "a b c"), Err(Error::DimNames { .. })));
+    assert!(matches!(
+        y.check(&mut dims),
+        Err(Error::DimSize {
+            expected: 3,
+            actual: 7,
+            ..
+        })
+    ));
+    assert!(matches!(
+        NamedTensor::new(randn(&[5, 6], 2), "a b c"),
+        Err(Error::DimNames { .. })
+    ));
     assert_eq!(y.into_tensor().shape(), &[5, 6, 7]);
 }
 
 // ---------------------------------------------------------------- the lecture's sections
 
 fn text<'a>(s: &'a cs336::trace::SectionRecord, name: &str) -> &'a str {
-    val(s, name).as_str().unwrap_or_else(|| panic!("`{}.{name}` is not a string", s.id))
+    val(s, name)
+        .as_str()
+        .unwrap_or_else(|| panic!("`{}.{name}` is not a string", s.id))
 }
 
 fn shape(s: &cs336::trace::SectionRecord, name: &str) -> Vec<usize> {
@@ -542,9 +717,19 @@ fn section_einops_motivation() {
 #[test]
 fn section_jaxtyping_basics() {
     for_each_trace("jaxtyping_basics", |from, _, s| {
-        assert_eq!(val(s, "dims"), &serde_json::json!({"batch": 2, "seq": 2, "heads": 1, "hidden": 3}), "{from}");
+        assert_eq!(
+            val(s, "dims"),
+            &serde_json::json!({"batch": 2, "seq": 2, "heads": 1, "hidden": 3}),
+            "{from}"
+        );
         let m = text(s, "mismatch_error");
-        assert!(m.contains("`hidden`") && m.contains("expected size 3") && m.contains("has size 4") && m.contains("[2, 2, 1, 4]"), "{from}: {m}");
+        assert!(
+            m.contains("`hidden`")
+                && m.contains("expected size 3")
+                && m.contains("has size 4")
+                && m.contains("[2, 2, 1, 4]"),
+            "{from}: {m}"
+        );
         assert!(text(s, "ndim_error").contains("[2, 2, 3]"), "{from}");
         assert_eq!(num(s, "hidden"), 3.0, "{from}");
     });
@@ -590,7 +775,10 @@ fn section_einops_rearrange() {
         assert_eq!(shape(s, "x_merged_shape"), vec![2, 3, 8], "{from}");
         assert!(flat(val(s, "x_merged")).iter().all(|&v| v == 4.0), "{from}");
         assert!(text(s, "wrong_split_error").contains("not divisible by 3"), "{from}");
-        assert!(text(s, "shape_mismatch_error").contains("needs 2 dimension(s)"), "{from}");
+        assert!(
+            text(s, "shape_mismatch_error").contains("needs 2 dimension(s)"),
+            "{from}"
+        );
         assert!(text(s, "unknown_axis_error").contains("`hidden2`"), "{from}");
     });
 }

@@ -4,14 +4,19 @@
 //! numbers computed another way (Rust's and `half`'s constants, the decoded codes).
 
 use cs336::tensor::Element;
-use cs336::tensor::formats::{ALL_FORMATS, BFLOAT16, FLOAT16, FLOAT32, FP8_E4M3, FP8_E5M2, FloatFormat, round_to_format};
+use cs336::tensor::formats::{
+    ALL_FORMATS, BFLOAT16, FLOAT16, FLOAT32, FP8_E4M3, FP8_E5M2, FloatFormat, round_to_format,
+};
 use half::{bf16, f16};
 use proptest::prelude::*;
 
 /// Every finite non-negative value of a 16-bit format in increasing order, with its bit pattern
 /// (for sign-magnitude formats, increasing bit patterns are increasing values).
 fn positive_finite_16(decode: fn(u16) -> f64) -> Vec<(u16, f64)> {
-    (0..=0x7fffu16).map(|b| (b, decode(b))).filter(|(_, v)| v.is_finite()).collect()
+    (0..=0x7fffu16)
+        .map(|b| (b, decode(b)))
+        .filter(|(_, v)| v.is_finite())
+        .collect()
 }
 
 fn f16_value(b: u16) -> f64 {
@@ -49,11 +54,20 @@ fn every_f16_and_bf16_value_rounds_to_itself() {
                 continue;
             }
             finite += v.is_finite() as u32;
-            assert!(same(round_to_format(v, fmt), v), "{}: {b:#06x} = {v} did not round to itself", fmt.name);
+            assert!(
+                same(round_to_format(v, fmt), v),
+                "{}: {b:#06x} = {v} did not round to itself",
+                fmt.name
+            );
             assert_eq!(encode(v), b, "{}: from_f64({v}) changed the bits", fmt.name);
         }
         // 2 signs × (2^e − 1 finite exponents) × 2^m mantissas.
-        assert_eq!(finite, 2 * ((1 << fmt.exponent_bits) - 1) * (1 << fmt.mantissa_bits), "{}", fmt.name);
+        assert_eq!(
+            finite,
+            2 * ((1 << fmt.exponent_bits) - 1) * (1 << fmt.mantissa_bits),
+            "{}",
+            fmt.name
+        );
     }
 }
 
@@ -71,14 +85,31 @@ fn midpoints_round_to_even_and_the_rest_to_nearest() {
             let mid = (a + b) / 2.0; // exact: both have few significant bits
             let (even_bits, even) = if ba % 2 == 0 { (ba, a) } else { (bb, b) };
             for sign in [1.0, -1.0] {
-                assert!(same(round_to_format(sign * mid, fmt), sign * even), "{}: tie {mid} between {a} and {b}", fmt.name);
+                assert!(
+                    same(round_to_format(sign * mid, fmt), sign * even),
+                    "{}: tie {mid} between {a} and {b}",
+                    fmt.name
+                );
                 for tiny in [(b - a) / 1024.0, (b - a) * 2f64.powi(-30)] {
-                    assert!(same(round_to_format(sign * (mid - tiny), fmt), sign * a), "{}: just below {mid}", fmt.name);
-                    assert!(same(round_to_format(sign * (mid + tiny), fmt), sign * b), "{}: just above {mid}", fmt.name);
+                    assert!(
+                        same(round_to_format(sign * (mid - tiny), fmt), sign * a),
+                        "{}: just below {mid}",
+                        fmt.name
+                    );
+                    assert!(
+                        same(round_to_format(sign * (mid + tiny), fmt), sign * b),
+                        "{}: just above {mid}",
+                        fmt.name
+                    );
                 }
             }
             assert_eq!(encode(mid), even_bits);
-            assert_eq!(encode(mid + (b - a) * 2f64.powi(-30)), bb, "{}: from_f64 just above the tie {mid}", fmt.name);
+            assert_eq!(
+                encode(mid + (b - a) * 2f64.powi(-30)),
+                bb,
+                "{}: from_f64 just above the tie {mid}",
+                fmt.name
+            );
             assert_eq!(encode(-(mid - (b - a) * 2f64.powi(-30))), 0x8000 | ba);
         }
         // Past the largest finite value: the next binade would start at 2^(emax+1); halfway to it
@@ -88,7 +119,12 @@ fn midpoints_round_to_even_and_the_rest_to_nearest() {
         let mid = (max + top) / 2.0;
         assert_eq!(round_to_format(mid, fmt), f64::INFINITY, "{}", fmt.name);
         assert_eq!(round_to_format(-mid, fmt), f64::NEG_INFINITY, "{}", fmt.name);
-        assert_eq!(round_to_format(mid - (top - max) * 2f64.powi(-30), fmt), max, "{}", fmt.name);
+        assert_eq!(
+            round_to_format(mid - (top - max) * 2f64.powi(-30), fmt),
+            max,
+            "{}",
+            fmt.name
+        );
         assert_eq!(decode(encode(mid)), f64::INFINITY);
     }
 }
@@ -100,9 +136,17 @@ fn midpoints_round_to_even_and_the_rest_to_nearest() {
 fn from_f64_agrees_with_half_on_f32_inputs() {
     let check = |x: f32| {
         let (a, b) = (<f16 as Element>::from_f64(x as f64), f16::from_f32(x));
-        assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()), "f16: {x:e} ({:#010x}): {a} vs {b}", x.to_bits());
+        assert!(
+            a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+            "f16: {x:e} ({:#010x}): {a} vs {b}",
+            x.to_bits()
+        );
         let (a, b) = (<bf16 as Element>::from_f64(x as f64), bf16::from_f32(x));
-        assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()), "bf16: {x:e} ({:#010x}): {a} vs {b}", x.to_bits());
+        assert!(
+            a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+            "bf16: {x:e} ({:#010x}): {a} vs {b}",
+            x.to_bits()
+        );
     };
     // Every 1021st f32 bit pattern: all exponents, signs, NaNs and infinities.
     (0..=u32::MAX).step_by(1021).for_each(|b| check(f32::from_bits(b)));
@@ -162,7 +206,11 @@ fn decode_fp8(code: u8, e_bits: u32, m_bits: u32) -> f64 {
         return f64::NAN;
     }
     let frac = m as f64 / (1 << m_bits) as f64;
-    sign * if e == 0 { frac * 2f64.powi(1 - bias) } else { (1.0 + frac) * 2f64.powi(e as i32 - bias) }
+    sign * if e == 0 {
+        frac * 2f64.powi(1 - bias)
+    } else {
+        (1.0 + frac) * 2f64.powi(e as i32 - bias)
+    }
 }
 
 #[test]
@@ -190,7 +238,12 @@ fn every_fp8_code_round_trips_and_ties_go_to_even() {
             assert!(same(round_to_format(mid, fmt), even), "{}: tie {mid}", fmt.name);
             assert!(same(round_to_format(-mid, fmt), -even), "{}: tie {}", fmt.name, -mid);
             assert_eq!(round_to_format(mid - (b - a) / 64.0, fmt), a);
-            assert_eq!(round_to_format(mid + (b - a) / 64.0, fmt), b, "{}: above {mid}", fmt.name);
+            assert_eq!(
+                round_to_format(mid + (b - a) / 64.0, fmt),
+                b,
+                "{}: above {mid}",
+                fmt.name
+            );
         }
 
         // The table, from the decoded codes.
@@ -254,11 +307,30 @@ fn tables_match_independent_constants() {
     assert_eq!(f32i.smallest_subnormal, f32::from_bits(1) as f64);
     assert_eq!(f32i.bits, 32);
     for (fmt, eps, max, min, normal, sub) in [
-        (&FLOAT16, f16::EPSILON.to_f64(), f16::MAX.to_f64(), f16::MIN.to_f64(), f16::MIN_POSITIVE.to_f64(), f16::MIN_POSITIVE_SUBNORMAL.to_f64()),
-        (&BFLOAT16, bf16::EPSILON.to_f64(), bf16::MAX.to_f64(), bf16::MIN.to_f64(), bf16::MIN_POSITIVE.to_f64(), bf16::MIN_POSITIVE_SUBNORMAL.to_f64()),
+        (
+            &FLOAT16,
+            f16::EPSILON.to_f64(),
+            f16::MAX.to_f64(),
+            f16::MIN.to_f64(),
+            f16::MIN_POSITIVE.to_f64(),
+            f16::MIN_POSITIVE_SUBNORMAL.to_f64(),
+        ),
+        (
+            &BFLOAT16,
+            bf16::EPSILON.to_f64(),
+            bf16::MAX.to_f64(),
+            bf16::MIN.to_f64(),
+            bf16::MIN_POSITIVE.to_f64(),
+            bf16::MIN_POSITIVE_SUBNORMAL.to_f64(),
+        ),
     ] {
         let i = fmt.info();
-        assert_eq!((i.eps, i.max, i.min, i.smallest_normal, i.smallest_subnormal), (eps, max, min, normal, sub), "{}", fmt.name);
+        assert_eq!(
+            (i.eps, i.max, i.min, i.smallest_normal, i.smallest_subnormal),
+            (eps, max, min, normal, sub),
+            "{}",
+            fmt.name
+        );
         assert_eq!(i.bits, 16);
     }
     // Also from the exhaustive decoding: the largest finite pattern, the step after 1.0.

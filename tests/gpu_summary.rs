@@ -36,7 +36,18 @@ fn gemm(mode: &'static str, seconds: f64) -> (GemmBench, Option<f64>) {
         "tf32" => 494.7e12,
         _ => 989.5e12,
     };
-    (GemmBench { mode, m, n, k, flops, timing: Timing::from_seconds(vec![seconds]), flop_per_sec: flops / seconds }, Some(peak))
+    (
+        GemmBench {
+            mode,
+            m,
+            n,
+            k,
+            flops,
+            timing: Timing::from_seconds(vec![seconds]),
+            flop_per_sec: flops / seconds,
+        },
+        Some(peak),
+    )
 }
 
 fn run_summary(ours: &serde_json::Value, torch: Option<&serde_json::Value>) -> Option<String> {
@@ -51,25 +62,49 @@ fn run_summary(ours: &serde_json::Value, torch: Option<&serde_json::Value>) -> O
         std::fs::write(&b, t.to_string()).expect("write");
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/gpu_summary.py");
-    let out = Command::new("python3").arg(script).arg(&a).arg(&b).output().expect("python3 runs");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .expect("python3 runs");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "gpu_summary.py failed:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "gpu_summary.py failed:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Some(text)
 }
 
 fn line<'a>(text: &'a str, start: &str) -> &'a str {
-    text.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("no line starting with {start:?} in:\n{text}"))
+    text.lines()
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no line starting with {start:?} in:\n{text}"))
 }
 
 #[test]
 fn the_summary_compares_ours_with_pytorch_and_checks_the_targets() {
     // bf16: 8.8e12 FLOP in 11 ms = 800 TFLOP/s; PyTorch 10.9 ms. fp32: ours 10 % slower than PyTorch.
-    let gemms = vec![gemm("fp32", 0.176), gemm("tf32", 0.030), gemm("bf16", 0.011), gemm("bf16_f32_out", 0.0112)];
+    let gemms = vec![
+        gemm("fp32", 0.176),
+        gemm("tf32", 0.030),
+        gemm("bf16", 0.011),
+        gemm("bf16_f32_out", 0.0112),
+    ];
     let bw = |what: String, bytes: f64, s: f64| Bandwidth::new(what, bytes, Timing::from_seconds(vec![s]));
     let bandwidths = vec![
         bw(COPY_LABEL.into(), 2.0 * 1073741824.0, 2.0 * 1073741824.0 / 4.3e12),
-        bw(timing::adagrad_label(DType::F32, "adagrad_f32_vec"), 5.0 * 1073741824.0, 5.0 * 1073741824.0 / 3.9e12),
-        bw(timing::adagrad_label(DType::F32, "adagrad_f32"), 5.0 * 1073741824.0, 5.0 * 1073741824.0 / 3.0e12),
+        bw(
+            timing::adagrad_label(DType::F32, "adagrad_f32_vec"),
+            5.0 * 1073741824.0,
+            5.0 * 1073741824.0 / 3.9e12,
+        ),
+        bw(
+            timing::adagrad_label(DType::F32, "adagrad_f32"),
+            5.0 * 1073741824.0,
+            5.0 * 1073741824.0 / 3.0e12,
+        ),
         bw("host to device, pageable".into(), 268435456.0, 268435456.0 / 10e9),
         bw("host to device, pinned".into(), 268435456.0, 268435456.0 / 50e9),
     ];
@@ -85,21 +120,33 @@ fn the_summary_compares_ours_with_pytorch_and_checks_the_targets() {
         ],
         "bandwidth": [{"what": "device copy (read + write)", "bytes_per_sec": 4.25e12, "bytes_per_rep": 2.1e9, "median_s": 0.0005}],
     });
-    let Some(text) = run_summary(&ours, Some(&torch)) else { return };
+    let Some(text) = run_summary(&ours, Some(&torch)) else {
+        return;
+    };
     eprintln!("{text}");
     let bf16: Vec<&str> = line(&text, "bf16 ").split_whitespace().collect();
     assert_eq!(bf16[1], format!("{:.1}", flops / 0.011 / 1e12), "ours TFLOP/s");
     assert_eq!(bf16[3], format!("{:.1}", flops / 0.0109 / 1e12), "torch TFLOP/s");
     assert_eq!(bf16[5], format!("{:.3}", 0.0109 / 0.011), "ours / torch");
     let missing: Vec<&str> = line(&text, "bf16_f32_out").split_whitespace().collect();
-    assert_eq!(missing[3..], ["n/a", "n/a", "n/a"], "PyTorch without the mode: n/a in its columns");
+    assert_eq!(
+        missing[3..],
+        ["n/a", "n/a", "n/a"],
+        "PyTorch without the mode: n/a in its columns"
+    );
     assert!(text.contains("PASS  bf16 >= 740 TFLOP/s"), "{text}");
     assert!(text.contains("PASS  bf16 >= 0.97x PyTorch"), "{text}");
     assert!(text.contains("MISS  fp32 >= 0.97x PyTorch"), "{text}");
     assert!(text.contains("PASS  AdaGrad f32 >= 0.80 of device copy"), "{text}");
-    assert!(line(&text, "adagrad update, float32 kernel `adagrad_f32` ").contains("0.70"), "the reference kernel's fraction of copy");
+    assert!(
+        line(&text, "adagrad update, float32 kernel `adagrad_f32` ").contains("0.70"),
+        "the reference kernel's fraction of copy"
+    );
 
     // Without PyTorch's report: our numbers alone, and only the absolute target.
     let Some(alone) = run_summary(&ours, None) else { return };
-    assert!(alone.contains("PASS  bf16 >= 740 TFLOP/s") && !alone.contains("PyTorch"), "{alone}");
+    assert!(
+        alone.contains("PASS  bf16 >= 740 TFLOP/s") && !alone.contains("PyTorch"),
+        "{alone}"
+    );
 }

@@ -24,21 +24,34 @@ fn motivating_questions() {
 #[test]
 fn tensors_basics() {
     for_each_trace("tensors_basics", |from, _, s| {
-        assert_eq!(val(s, "x_from_data"), &json!([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), "{from}");
+        assert_eq!(
+            val(s, "x_from_data"),
+            &json!([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]),
+            "{from}"
+        );
         assert!(flat(val(s, "x_zeros")).iter().all(|&v| v == 0.0), "{from}");
         assert!(flat(val(s, "x_ones")).iter().all(|&v| v == 1.0), "{from}");
         let randn = flat(val(s, "x_randn"));
         assert_eq!(randn.len(), 32);
         // 32 standard normal samples: not constant, mean near 0.
         let mean = randn.iter().sum::<f64>() / 32.0;
-        assert!(mean.abs() < 1.0 && randn.iter().any(|&v| v != randn[0]), "{from}: {randn:?}");
+        assert!(
+            mean.abs() < 1.0 && randn.iter().any(|&v| v != randn[0]),
+            "{from}: {randn:?}"
+        );
         assert_eq!(num(s, "x_empty_nbytes"), 128.0);
         // Truncated normal samples lie inside their bounds.
         let (a, b) = (num(s, "trunc_normal_a"), num(s, "trunc_normal_b"));
         let samples = flat(val(s, "x_trunc_normal"));
         assert!(samples.iter().all(|&v| a <= v && v <= b), "{from}: {samples:?}");
-        assert_eq!(num(s, "trunc_normal_min"), samples.iter().cloned().fold(f64::INFINITY, f64::min));
-        assert_eq!(num(s, "trunc_normal_max"), samples.iter().cloned().fold(f64::NEG_INFINITY, f64::max));
+        assert_eq!(
+            num(s, "trunc_normal_min"),
+            samples.iter().cloned().fold(f64::INFINITY, f64::min)
+        );
+        assert_eq!(
+            num(s, "trunc_normal_max"),
+            samples.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
+        );
     });
 }
 
@@ -54,7 +67,11 @@ fn tensors_memory() {
         assert_eq!(num(s, "bfloat16_element_size"), 2.0, "{from}");
         assert_eq!(num(s, "fp16_1e_8"), 0.0, "{from}");
         assert_eq!(num(s, "bf16_1e_8"), 1.0011717677116394e-08, "{from}");
-        let info = |name: &str, field: &str| val(s, name)[field].as_f64().unwrap_or_else(|| panic!("{from}: {name}.{field}"));
+        let info = |name: &str, field: &str| {
+            val(s, name)[field]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{from}: {name}.{field}"))
+        };
         assert_eq!(info("float32_info", "eps"), f32::EPSILON as f64);
         assert_eq!(info("float32_info", "max"), f32::MAX as f64);
         assert_eq!(info("float32_info", "smallest_normal"), f32::MIN_POSITIVE as f64);
@@ -71,7 +88,14 @@ fn tensors_memory() {
         assert_eq!(info("fp8_e4m3_info", "smallest_normal"), 2f64.powi(-6));
         assert_eq!(info("fp8_e5m2_info", "smallest_normal"), 2f64.powi(-14));
         let layouts = val(s, "bit_layouts").as_array().expect("a list");
-        let bits: Vec<u64> = layouts.iter().map(|l| l["sign"].as_u64().unwrap_or(0) + l["exponent"].as_u64().unwrap_or(0) + l["mantissa"].as_u64().unwrap_or(0)).collect();
+        let bits: Vec<u64> = layouts
+            .iter()
+            .map(|l| {
+                l["sign"].as_u64().unwrap_or(0)
+                    + l["exponent"].as_u64().unwrap_or(0)
+                    + l["mantissa"].as_u64().unwrap_or(0)
+            })
+            .collect();
         assert_eq!(bits, vec![32, 16, 16, 8, 8], "{from}");
     });
 }
@@ -85,21 +109,43 @@ fn tensors_on_gpus() {
             assert!(!available, "{from}");
             let reason = val(s, "cuda_unavailable_reason").as_str().expect("a string");
             assert!(!reason.is_empty(), "{from}");
-            assert_eq!(Some(reason), t.provenance.device.cuda_unavailable_reason.as_deref(), "{from}");
+            assert_eq!(
+                Some(reason),
+                t.provenance.device.cuda_unavailable_reason.as_deref(),
+                "{from}"
+            );
         } else {
             assert!(available, "{from}");
             assert_eq!(num(s, "memory_used"), 2.0 * 32.0 * 32.0 * 4.0, "{from}");
-            assert_eq!(num(s, "new_memory_allocated") - num(s, "memory_allocated"), num(s, "memory_used"), "{from}");
-            assert_eq!(num(s, "memory_allocated_after_free"), num(s, "memory_allocated"), "{from}: freeing gives the bytes back");
+            assert_eq!(
+                num(s, "new_memory_allocated") - num(s, "memory_allocated"),
+                num(s, "memory_used"),
+                "{from}"
+            );
+            assert_eq!(
+                num(s, "memory_allocated_after_free"),
+                num(s, "memory_allocated"),
+                "{from}: freeing gives the bytes back"
+            );
             assert!(num(s, "num_gpus") >= 1.0, "{from}");
             let props = val(s, "properties");
-            assert_eq!(props["name"].as_str(), Some(t.provenance.device.name.as_str()), "{from}");
-            assert!(props["multi_processor_count"].as_f64().is_some_and(|n| n > 0.0), "{from}");
+            assert_eq!(
+                props["name"].as_str(),
+                Some(t.provenance.device.name.as_str()),
+                "{from}"
+            );
+            assert!(
+                props["multi_processor_count"].as_f64().is_some_and(|n| n > 0.0),
+                "{from}"
+            );
             assert_eq!(val(s, "y_device"), &json!("cuda:0"), "{from}");
             // The driver works in pages: it never reports less than the tensors hold, unless its
             // pool already had the room (then nothing new was reserved).
             let driver = num(s, "driver_memory_used");
-            assert!(driver == 0.0 || driver >= num(s, "memory_used"), "{from}: driver delta {driver}");
+            assert!(
+                driver == 0.0 || driver >= num(s, "memory_used"),
+                "{from}: driver delta {driver}"
+            );
         }
     });
 }
@@ -119,16 +165,36 @@ fn tensor_slicing() {
     for_each_trace("tensor_slicing", |from, _, s| {
         assert_eq!(val(s, "row_0"), &json!([1.0, 2.0, 3.0]), "{from}");
         assert_eq!(val(s, "column_1"), &json!([2.0, 5.0]), "{from}");
-        assert_eq!(val(s, "view_3_2"), &json!([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), "{from}");
-        assert_eq!(val(s, "transpose"), &json!([[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]), "{from}");
-        for name in ["row_0_same_storage", "column_1_same_storage", "view_3_2_same_storage", "transpose_same_storage"] {
+        assert_eq!(
+            val(s, "view_3_2"),
+            &json!([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]),
+            "{from}"
+        );
+        assert_eq!(
+            val(s, "transpose"),
+            &json!([[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]),
+            "{from}"
+        );
+        for name in [
+            "row_0_same_storage",
+            "column_1_same_storage",
+            "view_3_2_same_storage",
+            "transpose_same_storage",
+        ] {
             assert_eq!(val(s, name), &json!(true), "{from}: {name}");
         }
         assert_eq!(num(s, "transpose_after_write_0_0"), 100.0, "{from}");
         assert_eq!(val(s, "transpose_is_contiguous"), &json!(false), "{from}");
         let err = val(s, "view_error").as_str().expect("a message");
-        assert!(err.contains("not contiguous") && err.contains("contiguous()"), "{from}: {err}");
-        assert_eq!(val(s, "contiguous_view_2_3"), &json!([[1.0, 4.0, 2.0], [5.0, 3.0, 6.0]]), "{from}");
+        assert!(
+            err.contains("not contiguous") && err.contains("contiguous()"),
+            "{from}: {err}"
+        );
+        assert_eq!(
+            val(s, "contiguous_view_2_3"),
+            &json!([[1.0, 4.0, 2.0], [5.0, 3.0, 6.0]]),
+            "{from}"
+        );
         assert_eq!(val(s, "contiguous_same_storage"), &json!(false), "{from}");
     });
 }
@@ -139,11 +205,18 @@ fn tensor_elementwise() {
         assert_eq!(val(s, "pow_2"), &json!([1.0, 16.0, 81.0]), "{from}");
         assert_eq!(val(s, "sqrt"), &json!([1.0, 2.0, 3.0]), "{from}");
         let rsqrt = flat(val(s, "rsqrt"));
-        assert!(close(rsqrt[0], 1.0, 1e-7) && close(rsqrt[1], 0.5, 1e-7) && close(rsqrt[2], 1.0 / 3.0, 1e-7), "{from}: {rsqrt:?}");
+        assert!(
+            close(rsqrt[0], 1.0, 1e-7) && close(rsqrt[1], 0.5, 1e-7) && close(rsqrt[2], 1.0 / 3.0, 1e-7),
+            "{from}: {rsqrt:?}"
+        );
         for name in ["x_plus_x", "x_times_2", "x_div_0_5"] {
             assert_eq!(val(s, name), &json!([2.0, 8.0, 18.0]), "{from}: {name}");
         }
-        assert_eq!(val(s, "triu"), &json!([[1.0, 1.0, 1.0], [0.0, 1.0, 1.0], [0.0, 0.0, 1.0]]), "{from}");
+        assert_eq!(
+            val(s, "triu"),
+            &json!([[1.0, 1.0, 1.0], [0.0, 1.0, 1.0], [0.0, 0.0, 1.0]]),
+            "{from}"
+        );
     });
 }
 
@@ -153,7 +226,11 @@ fn tensor_matmul() {
         assert_eq!(val(s, "y_shape"), &json!([16, 2]), "{from}");
         assert_eq!(num(s, "y_0_0"), 32.0, "{from}");
         assert_eq!(val(s, "batched_y_shape"), &json!([4, 8, 16, 2]), "{from}");
-        assert_eq!((num(s, "batched_y_min"), num(s, "batched_y_max")), (32.0, 32.0), "{from}");
+        assert_eq!(
+            (num(s, "batched_y_min"), num(s, "batched_y_max")),
+            (32.0, 32.0),
+            "{from}"
+        );
     });
 }
 
@@ -182,7 +259,13 @@ fn every_section_has_provenance_and_a_source_hash() {
         assert!(s.wall_time_s >= 0.0);
         for (name, v) in &s.values {
             // Every value's line lies inside its section's function (or is 0: recorded elsewhere).
-            assert!(v.line == 0 || v.line >= s.source_line, "{}.{name} line {} before function start {}", s.id, v.line, s.source_line);
+            assert!(
+                v.line == 0 || v.line >= s.source_line,
+                "{}.{name} line {} before function start {}",
+                s.id,
+                v.line,
+                s.source_line
+            );
         }
     }
 }

@@ -36,7 +36,11 @@ fn cu_files() -> Vec<String> {
 #[test]
 fn the_binary_embeds_every_kernel_file() {
     let embedded: Vec<&str> = SOURCES.iter().map(|s| s.file).collect();
-    assert_eq!(embedded, cu_files(), "kernels/*.cu and kernels::SOURCES must list the same files (sorted)");
+    assert_eq!(
+        embedded,
+        cu_files(),
+        "kernels/*.cu and kernels::SOURCES must list the same files (sorted)"
+    );
     for s in SOURCES {
         let on_disk = std::fs::read_to_string(kernels_dir().join(s.file)).expect("readable");
         assert_eq!(s.text, on_disk, "{}: the embedded text is stale", s.file);
@@ -91,7 +95,11 @@ fn compiled() -> &'static Compiled {
                 Err(e) => failures.push(format!("{file}: {e}")),
                 Ok(c) => {
                     let entries = kernels::parse_entries(&c.ptx).expect("the PTX parses");
-                    eprintln!("  {file}: {} kernels, {} bytes of {ARCH} machine code", entries.len(), c.cubin.as_ref().map_or(0, Vec::len));
+                    eprintln!(
+                        "  {file}: {} kernels, {} bytes of {ARCH} machine code",
+                        entries.len(),
+                        c.cubin.as_ref().map_or(0, Vec::len)
+                    );
                     if entries.is_empty() {
                         failures.push(format!("{file}: no kernels in the PTX"));
                     }
@@ -127,18 +135,48 @@ const ALL: [DType; 5] = DType::ALL;
 
 fn unary_ops() -> Vec<UnaryOp> {
     use UnaryOp::*;
-    vec![Neg, Sqrt, Rsqrt, Square, Exp, Log, Abs, AddScalar(2.0), AddScalar(0.5), MulScalar(-3.0), DivScalar(4.0), PowScalar(2.0), PowScalar(0.5), PowScalar(3.0)]
+    vec![
+        Neg,
+        Sqrt,
+        Rsqrt,
+        Square,
+        Exp,
+        Log,
+        Abs,
+        AddScalar(2.0),
+        AddScalar(0.5),
+        MulScalar(-3.0),
+        DivScalar(4.0),
+        PowScalar(2.0),
+        PowScalar(0.5),
+        PowScalar(3.0),
+    ]
 }
 
-const BINARY_OPS: [BinaryOp; 6] = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Pow, BinaryOp::Maximum];
+const BINARY_OPS: [BinaryOp; 6] = [
+    BinaryOp::Add,
+    BinaryOp::Sub,
+    BinaryOp::Mul,
+    BinaryOp::Div,
+    BinaryOp::Pow,
+    BinaryOp::Maximum,
+];
 const REDUCE_OPS: [ReduceOp; 4] = [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min];
 
 /// Every launch the backend can plan, over all ops and dtypes, with made-up addresses and a
 /// strided (transposed, offset) view so the non-contiguous paths are planned too.
 fn every_plan() -> Vec<Launch> {
     let sm = 132;
-    let view = Layout { shape: vec![3, 4], strides: vec![1, 3], offset: 2 };
-    let row = Layout { shape: vec![3, 4], strides: vec![0, 1], offset: 0 };
+    let view = Layout {
+        shape: vec![3, 4],
+        strides: vec![1, 3],
+        offset: 2,
+    };
+    let row = Layout {
+        shape: vec![3, 4],
+        strides: vec![0, 1],
+        offset: 0,
+    };
     let mut plans = Vec::new();
     for dtype in ALL {
         for op in unary_ops() {
@@ -182,7 +220,9 @@ fn every_planned_launch_matches_a_compiled_kernel() {
     if !nvrtc_or_skip() {
         return;
     }
-    let Ok(kernels) = compiled() else { panic!("the kernels do not compile (see every_kernel_file_compiles_for_sm_90)") };
+    let Ok(kernels) = compiled() else {
+        panic!("the kernels do not compile (see every_kernel_file_compiles_for_sm_90)")
+    };
     let plans = every_plan();
     let mut problems = Vec::new();
     let mut used = BTreeSet::new();
@@ -197,16 +237,31 @@ fn every_planned_launch_matches_a_compiled_kernel() {
             }
         }
     }
-    assert!(problems.is_empty(), "{} mismatched launches:\n{}", problems.len(), problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{} mismatched launches:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
     // Every kernel is reachable from some plan, except the identity casts (never launched: a cast
     // to the same dtype is a copy).
-    let unused: Vec<&String> = kernels.keys().filter(|k| !used.contains(*k)).filter(|k| !is_identity_cast(k)).collect();
+    let unused: Vec<&String> = kernels
+        .keys()
+        .filter(|k| !used.contains(*k))
+        .filter(|k| !is_identity_cast(k))
+        .collect();
     assert!(unused.is_empty(), "kernels no plan ever launches: {unused:?}");
-    eprintln!("{} planned launches checked against {} kernels", plans.len(), kernels.len());
+    eprintln!(
+        "{} planned launches checked against {} kernels",
+        plans.len(),
+        kernels.len()
+    );
 }
 
 fn is_identity_cast(name: &str) -> bool {
-    name.strip_prefix("cast_").and_then(|rest| rest.split_once('_')).is_some_and(|(a, b)| a == b)
+    name.strip_prefix("cast_")
+        .and_then(|rest| rest.split_once('_'))
+        .is_some_and(|(a, b)| a == b)
 }
 
 /// The CUDA backend refuses exactly the (op, dtype) pairs the CPU backend refuses, so a program
@@ -243,7 +298,11 @@ fn the_kernel_cache_returns_what_was_compiled() {
     let dir = tempfile::tempdir().expect("tempdir");
     let src = SOURCES.iter().find(|s| s.file == "random.cu").expect("random.cu");
     let first = kernels::compile_cached(dir.path(), src.file, src.text, ARCH).expect("compiles");
-    let files: Vec<_> = std::fs::read_dir(dir.path()).expect("cache folder").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let files: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("cache folder")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(files.len(), 2, "a PTX and a CUBIN file: {files:?}");
     let second = kernels::compile_cached(dir.path(), src.file, src.text, ARCH).expect("from the cache");
     assert_eq!((first.ptx, first.cubin), (second.ptx, second.cubin));

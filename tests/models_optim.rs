@@ -11,7 +11,11 @@ use cs336::{DType, Tensor};
 #[test]
 fn cruncher_names_shapes_and_counts() {
     let model = Cruncher::new(16, 3, &mut Rng::seed(0)).unwrap();
-    let names: Vec<(String, Vec<usize>)> = model.named_parameters().into_iter().map(|(n, p)| (n, p.shape().to_vec())).collect();
+    let names: Vec<(String, Vec<usize>)> = model
+        .named_parameters()
+        .into_iter()
+        .map(|(n, p)| (n, p.shape().to_vec()))
+        .collect();
     assert_eq!(
         names,
         vec![
@@ -24,13 +28,21 @@ fn cruncher_names_shapes_and_counts() {
     assert_eq!(model.num_parameters(), 16 * 16 * 3 + 16);
     assert_eq!(model.num_parameters(), Cruncher::expected_num_parameters(16, 3));
     assert_eq!(model.parameter_bytes(), 4 * model.num_parameters());
-    let y = model.forward(&Var::constant(Tensor::ones(&[5, 16], DType::F32).unwrap())).unwrap();
+    let y = model
+        .forward(&Var::constant(Tensor::ones(&[5, 16], DType::F32).unwrap()))
+        .unwrap();
     assert_eq!(y.shape(), &[5]);
-    let bad = model.forward(&Var::constant(Tensor::ones(&[5, 8], DType::F32).unwrap())).unwrap_err().to_string();
+    let bad = model
+        .forward(&Var::constant(Tensor::ones(&[5, 8], DType::F32).unwrap()))
+        .unwrap_err()
+        .to_string();
     assert!(bad.contains("[batch, 16]"), "{bad}");
     // Same seed, same weights; the forward is x @ W0 @ W1 @ W2 @ Wf.
     let again = Cruncher::new(16, 3, &mut Rng::seed(0)).unwrap();
-    assert_eq!(model.state_dict()[2].1.to_vec_f64().unwrap(), again.state_dict()[2].1.to_vec_f64().unwrap());
+    assert_eq!(
+        model.state_dict()[2].1.to_vec_f64().unwrap(),
+        again.state_dict()[2].1.to_vec_f64().unwrap()
+    );
 }
 
 #[test]
@@ -43,7 +55,9 @@ fn initialisers_have_their_scale() {
     };
     let xavier = Init::Xavier.sample(&[n, 64], DType::F32, &mut rng).unwrap();
     assert!((std(&xavier) * (n as f64).sqrt() - 1.0).abs() < 0.03);
-    let normal = Init::Normal { std: 2.0 }.sample(&[n, 64], DType::F32, &mut rng).unwrap();
+    let normal = Init::Normal { std: 2.0 }
+        .sample(&[n, 64], DType::F32, &mut rng)
+        .unwrap();
     assert!((std(&normal) / 2.0 - 1.0).abs() < 0.03);
     let trunc = Init::TruncatedXavier.sample(&[n, 64], DType::F32, &mut rng).unwrap();
     let bound = 3.0 / (n as f64).sqrt();
@@ -55,7 +69,10 @@ fn initialisers_have_their_scale() {
 
 /// One gradient for every parameter of `model`, from a fixed batch.
 fn backward_once(model: &Cruncher, b: usize, x_requires_grad: bool, rng: &mut Rng) -> cs336::flops::FlopCount {
-    let x = Var::leaf(Tensor::randn(&[b, model.dim], DType::F32, rng).unwrap(), x_requires_grad);
+    let x = Var::leaf(
+        Tensor::randn(&[b, model.dim], DType::F32, rng).unwrap(),
+        x_requires_grad,
+    );
     let y = Var::constant(Tensor::randn(&[b], DType::F32, rng).unwrap());
     let counter = FlopCounter::start();
     mse_loss(&model.forward(&x).unwrap(), &y).unwrap().backward().unwrap();
@@ -72,7 +89,11 @@ fn train_step_flops_are_six_b_p() {
         let matmul = count.by_op["matmul"];
         // Forward 2·B·P; backward 4·B·P, minus the first layer's input gradient when x is data.
         let skipped = if x_requires_grad { 0 } else { 2 * (b * d * d) as u64 };
-        assert_eq!(matmul, 6 * b as u64 * p - skipped, "x_requires_grad = {x_requires_grad}");
+        assert_eq!(
+            matmul,
+            6 * b as u64 * p - skipped,
+            "x_requires_grad = {x_requires_grad}"
+        );
         assert!(count.forward >= 2 * b as u64 * p && count.backward >= 4 * b as u64 * p - skipped);
     }
 }
@@ -82,8 +103,16 @@ fn sgd_step_is_p_minus_lr_g() {
     let model = Cruncher::new(4, 1, &mut Rng::seed(4)).unwrap();
     let mut opt = Sgd::new(&model, 0.25).unwrap();
     backward_once(&model, 3, false, &mut Rng::seed(5));
-    let before: Vec<Vec<f32>> = model.state_dict().iter().map(|(_, t)| t.to_vec::<f32>().unwrap()).collect();
-    let grads: Vec<Vec<f32>> = model.named_parameters().iter().map(|(_, p)| p.grad().unwrap().to_vec::<f32>().unwrap()).collect();
+    let before: Vec<Vec<f32>> = model
+        .state_dict()
+        .iter()
+        .map(|(_, t)| t.to_vec::<f32>().unwrap())
+        .collect();
+    let grads: Vec<Vec<f32>> = model
+        .named_parameters()
+        .iter()
+        .map(|(_, p)| p.grad().unwrap().to_vec::<f32>().unwrap())
+        .collect();
     let counter = FlopCounter::start();
     opt.step().unwrap();
     assert_eq!(counter.finish().by_op["sgd_update"], 2 * model.num_parameters() as u64);
@@ -101,7 +130,11 @@ fn sgd_step_is_p_minus_lr_g() {
 fn adagrad_accumulates_squared_gradients() {
     let model = Cruncher::new(4, 1, &mut Rng::seed(6)).unwrap();
     let mut opt = AdaGrad::new(&model, 0.1).unwrap();
-    assert_eq!(opt.state_bytes(), model.parameter_bytes(), "one state value per parameter");
+    assert_eq!(
+        opt.state_bytes(),
+        model.parameter_bytes(),
+        "one state value per parameter"
+    );
     let mut sum_sq = vec![0f32; 4];
     for step in 0..3 {
         backward_once(&model, 3, false, &mut Rng::seed(10 + step));
@@ -117,19 +150,32 @@ fn adagrad_accumulates_squared_gradients() {
         let after = model.final_layer.weight.value().to_vec::<f32>().unwrap();
         for i in 0..4 {
             let expected = p[i] - 0.1 * g[i] / (sum_sq[i] + 1e-5).sqrt();
-            assert!((after[i] - expected).abs() <= 1e-6 * expected.abs().max(1.0), "step {step}: {} vs {expected}", after[i]);
+            assert!(
+                (after[i] - expected).abs() <= 1e-6 * expected.abs().max(1.0),
+                "step {step}: {} vs {expected}",
+                after[i]
+            );
         }
     }
-    assert_eq!(opt.state().iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), vec!["layers.0.weight.g2", "final.weight.g2"]);
+    assert_eq!(
+        opt.state().iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        vec!["layers.0.weight.g2", "final.weight.g2"]
+    );
 }
 
 #[test]
 fn bf16_parameters_lose_updates_below_half_their_spacing() {
     // bf16 has 8 significant bits: around 1.0 the spacing is 2⁻⁷, so an update of 2⁻⁹ is lost.
-    let options = ParamOptions { dtype: DType::BF16, init: Init::Normal { std: 1e-9 }, ..Default::default() };
+    let options = ParamOptions {
+        dtype: DType::BF16,
+        init: Init::Normal { std: 1e-9 },
+        ..Default::default()
+    };
     let model = Cruncher::with_options(2, 0, &options, &mut Rng::seed(7)).unwrap();
     let w = &model.final_layer.weight;
-    w.value().copy_from(&Tensor::ones(&[2, 1], DType::F32).unwrap()).unwrap();
+    w.value()
+        .copy_from(&Tensor::ones(&[2, 1], DType::F32).unwrap())
+        .unwrap();
     let g = Tensor::from_data(&[[1.0 / 512.0], [1.0 / 64.0]], DType::BF16).unwrap();
     w.value().sgd_update_(&g, 1.0).unwrap();
     assert_eq!(w.value().to_vec_f64().unwrap(), vec![1.0, 1.0 - 1.0 / 64.0]);
@@ -143,8 +189,16 @@ fn optimizer_arguments_are_checked() {
     let w = model.final_layer.weight.value();
     let wrong = Tensor::ones(&[1, 2], DType::F32).unwrap();
     assert!(w.sgd_update_(&wrong, 0.1).unwrap_err().to_string().contains("shape"));
-    assert!(w.sgd_update_(w, 0.1).unwrap_err().to_string().contains("shares storage"));
-    assert!(w.t().unwrap().copy_from(&wrong).is_ok(), "a [1, 2] view of a contiguous [2, 1] is still contiguous");
+    assert!(
+        w.sgd_update_(w, 0.1)
+            .unwrap_err()
+            .to_string()
+            .contains("shares storage")
+    );
+    assert!(
+        w.t().unwrap().copy_from(&wrong).is_ok(),
+        "a [1, 2] view of a contiguous [2, 1] is still contiguous"
+    );
 }
 
 #[test]

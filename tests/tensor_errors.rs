@@ -12,11 +12,19 @@ fn t(shape: &[usize]) -> Tensor {
 fn shape_error<T: std::fmt::Debug>(r: cs336::Result<T>, op: &str, lhs: &[usize], rhs: &[usize], says: &str) {
     match r {
         Err(e @ Error::ShapeMismatch { .. }) => {
-            let Error::ShapeMismatch { op: o, lhs: l, rhs: r, .. } = &e else { unreachable!() };
+            let Error::ShapeMismatch {
+                op: o, lhs: l, rhs: r, ..
+            } = &e
+            else {
+                unreachable!()
+            };
             assert_eq!((*o, l.as_slice(), r.as_slice()), (op, lhs, rhs));
             let msg = e.to_string();
             assert!(msg.starts_with(op), "{msg}");
-            assert!(msg.contains(&format!("{lhs:?}")) && msg.contains(&format!("{rhs:?}")), "{msg}");
+            assert!(
+                msg.contains(&format!("{lhs:?}")) && msg.contains(&format!("{rhs:?}")),
+                "{msg}"
+            );
             assert!(msg.contains(says), "{msg:?} should say {says:?}");
         }
         other => panic!("{op}: expected ShapeMismatch, got {other:?}"),
@@ -49,10 +57,34 @@ fn unsupported<T: std::fmt::Debug>(r: cs336::Result<T>, op: &str, dtype: &str) {
 
 #[test]
 fn matmul_shape_errors_name_both_operands() {
-    shape_error(t(&[2, 3]).matmul(&t(&[4, 5])), "matmul", &[2, 3], &[4, 5], "inner dimensions differ (3 vs 4)");
-    shape_error(t(&[3]).matmul(&t(&[4])), "matmul", &[3], &[4], "inner dimensions differ (3 vs 4)");
-    shape_error(t(&[3]).matmul(&t(&[4, 2])), "matmul", &[3], &[4, 2], "inner dimensions differ");
-    shape_error(t(&[2, 5, 3]).matmul(&t(&[4, 3, 2])), "matmul", &[2, 5, 3], &[4, 3, 2], "batch dimensions do not broadcast");
+    shape_error(
+        t(&[2, 3]).matmul(&t(&[4, 5])),
+        "matmul",
+        &[2, 3],
+        &[4, 5],
+        "inner dimensions differ (3 vs 4)",
+    );
+    shape_error(
+        t(&[3]).matmul(&t(&[4])),
+        "matmul",
+        &[3],
+        &[4],
+        "inner dimensions differ (3 vs 4)",
+    );
+    shape_error(
+        t(&[3]).matmul(&t(&[4, 2])),
+        "matmul",
+        &[3],
+        &[4, 2],
+        "inner dimensions differ",
+    );
+    shape_error(
+        t(&[2, 5, 3]).matmul(&t(&[4, 3, 2])),
+        "matmul",
+        &[2, 5, 3],
+        &[4, 3, 2],
+        "batch dimensions do not broadcast",
+    );
     shape_error(t(&[]).matmul(&t(&[3])), "matmul", &[], &[3], "at least one dimension");
 }
 
@@ -60,11 +92,19 @@ fn matmul_shape_errors_name_both_operands() {
 fn dtype_errors_name_both_dtypes() {
     let a = t(&[2, 2]);
     let h = Tensor::zeros(&[2, 2], DType::F16).unwrap();
-    for (r, op) in [(a.matmul(&h), "matmul"), (a.add(&h), "add"), (a.mul(&h), "mul"), (a.maximum(&h), "maximum")] {
+    for (r, op) in [
+        (a.matmul(&h), "matmul"),
+        (a.add(&h), "add"),
+        (a.mul(&h), "mul"),
+        (a.maximum(&h), "maximum"),
+    ] {
         match r {
             Err(e @ Error::DTypeMismatch { .. }) => {
                 let msg = e.to_string();
-                assert!(msg.starts_with(op) && msg.contains("float32") && msg.contains("float16"), "{msg}");
+                assert!(
+                    msg.starts_with(op) && msg.contains("float32") && msg.contains("float16"),
+                    "{msg}"
+                );
             }
             other => panic!("{op}: expected DTypeMismatch, got {other:?}"),
         }
@@ -81,12 +121,42 @@ fn dtype_errors_name_both_dtypes() {
 
 #[test]
 fn broadcast_errors() {
-    shape_error(t(&[2, 3]).add(&t(&[4])), "add", &[2, 3], &[4], "cannot broadcast sizes 3 and 4");
-    shape_error(t(&[2, 3, 1]).sub(&t(&[5, 2])), "sub", &[2, 3, 1], &[5, 2], "cannot broadcast sizes 3 and 5");
-    shape_error(t(&[2, 3]).broadcast_to(&[3, 3]), "broadcast_to", &[2, 3], &[3, 3], "dimension 0 has size 2");
-    shape_error(t(&[2, 3]).broadcast_to(&[3]), "broadcast_to", &[2, 3], &[3], "fewer dimensions");
+    shape_error(
+        t(&[2, 3]).add(&t(&[4])),
+        "add",
+        &[2, 3],
+        &[4],
+        "cannot broadcast sizes 3 and 4",
+    );
+    shape_error(
+        t(&[2, 3, 1]).sub(&t(&[5, 2])),
+        "sub",
+        &[2, 3, 1],
+        &[5, 2],
+        "cannot broadcast sizes 3 and 5",
+    );
+    shape_error(
+        t(&[2, 3]).broadcast_to(&[3, 3]),
+        "broadcast_to",
+        &[2, 3],
+        &[3, 3],
+        "dimension 0 has size 2",
+    );
+    shape_error(
+        t(&[2, 3]).broadcast_to(&[3]),
+        "broadcast_to",
+        &[2, 3],
+        &[3],
+        "fewer dimensions",
+    );
     shape_error(t(&[2, 3]).view(&[4]), "view", &[2, 3], &[4], "number of elements");
-    shape_error(t(&[2, 3]).t().unwrap().reshape(&[5]), "reshape", &[3, 2], &[5], "number of elements");
+    shape_error(
+        t(&[2, 3]).t().unwrap().reshape(&[5]),
+        "reshape",
+        &[3, 2],
+        &[5],
+        "number of elements",
+    );
 }
 
 #[test]
@@ -94,7 +164,13 @@ fn view_of_a_transpose_names_its_layout() {
     match t(&[2, 3]).t().unwrap().view(&[6]) {
         Err(e @ Error::NotContiguous { .. }) => {
             let msg = e.to_string();
-            assert!(msg.starts_with("view") && msg.contains("[3, 2]") && msg.contains("[1, 3]") && msg.contains("contiguous()"), "{msg}");
+            assert!(
+                msg.starts_with("view")
+                    && msg.contains("[3, 2]")
+                    && msg.contains("[1, 3]")
+                    && msg.contains("contiguous()"),
+                "{msg}"
+            );
         }
         other => panic!("expected NotContiguous, got {other:?}"),
     }
@@ -131,10 +207,18 @@ fn out_of_range_dimensions_and_indices() {
 
 #[test]
 fn ragged_or_mismatched_data() {
-    invalid(Tensor::from_data(&vec![vec![1.0, 2.0], vec![3.0]], DType::F32), "tensor", &["ragged", "[2]", "[1]"]);
+    invalid(
+        Tensor::from_data(&vec![vec![1.0, 2.0], vec![3.0]], DType::F32),
+        "tensor",
+        &["ragged", "[2]", "[1]"],
+    );
     let deep = vec![vec![vec![1.0], vec![2.0]], vec![vec![3.0], vec![4.0, 5.0]]];
     invalid(Tensor::from_data(&deep, DType::F32), "tensor", &["ragged"]);
-    invalid(Tensor::from_f64_vec(&[1.0, 2.0, 3.0], &[2, 2], DType::F32), "tensor", &["3 elements", "[2, 2]"]);
+    invalid(
+        Tensor::from_f64_vec(&[1.0, 2.0, 3.0], &[2, 2], DType::F32),
+        "tensor",
+        &["3 elements", "[2, 2]"],
+    );
     invalid(Tensor::from_vec(vec![1i64; 5], &[2, 3]), "tensor", &["5 elements"]);
     // Empty rows are fine and keep their shape.
     let e = Tensor::from_data(&vec![Vec::<f64>::new(), Vec::new()], DType::F32).unwrap();
@@ -157,10 +241,18 @@ fn trunc_normal_refuses_bad_arguments_instead_of_hanging() {
         (0.0, 1.0, 10.0, 11.0), // entirely beyond 8σ
     ];
     for (mean, std, a, b) in bad {
-        invalid(Tensor::trunc_normal(&[4], mean, std, a, b, DType::F32, &mut rng), "trunc_normal", &[]);
+        invalid(
+            Tensor::trunc_normal(&[4], mean, std, a, b, DType::F32, &mut rng),
+            "trunc_normal",
+            &[],
+        );
     }
     // Inside 8σ but with probability ~1e-12: refused after a bounded number of draws.
-    invalid(Tensor::trunc_normal(&[4], 0.0, 1.0, 7.0, 8.0, DType::F32, &mut rng), "trunc_normal", &["less than 0.1%"]);
+    invalid(
+        Tensor::trunc_normal(&[4], 0.0, 1.0, 7.0, 8.0, DType::F32, &mut rng),
+        "trunc_normal",
+        &["less than 0.1%"],
+    );
     // A narrow but reasonable interval still works (0.13% of the mass), and respects [a, b].
     let x = Tensor::trunc_normal(&[50], 0.0, 1.0, 3.0, f64::INFINITY, DType::F32, &mut rng).unwrap();
     assert!(x.to_vec_f64().unwrap().iter().all(|&v| v >= 3.0));

@@ -41,7 +41,10 @@ fn round_trip_is_lossless() {
     }
     assert!(back == t, "round trip changed the trace");
     // Values survive exactly, including awkward floats.
-    assert_eq!(back.value("tensors_memory", "bf16_1e_8").map(|v| &v.value), t.value("tensors_memory", "bf16_1e_8").map(|v| &v.value));
+    assert_eq!(
+        back.value("tensors_memory", "bf16_1e_8").map(|v| &v.value),
+        t.value("tensors_memory", "bf16_1e_8").map(|v| &v.value)
+    );
 }
 
 #[test]
@@ -63,7 +66,11 @@ fn atomic_write_replaces_whole_files_and_leaves_no_temporaries() {
     t.provenance.seed = 1234;
     trace::save(&path, &t).expect("second save");
     assert_eq!(trace::load(&path).expect("load").provenance.seed, 1234);
-    let names: Vec<String> = std::fs::read_dir(dir.path()).expect("list").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(names, vec!["cpu.json".to_string()], "no temporary files left behind");
 }
 
@@ -79,7 +86,11 @@ fn a_failed_write_leaves_the_previous_file_intact() {
     std::fs::create_dir_all(blocked.join("inside")).expect("mkdir");
     assert!(trace::save(&blocked, &t).is_err());
     assert_eq!(std::fs::read(&path).expect("read"), before);
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).expect("list").flatten().filter(|e| e.file_name().to_string_lossy().contains("partial")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("partial"))
+        .collect();
     assert!(leftovers.is_empty(), "temporary file removed after the failure");
 }
 
@@ -97,7 +108,10 @@ fn unknown_or_missing_schema_version_is_refused() {
     let mut v = serde_json::to_value(sample()).expect("to json");
     v["schema_version"] = serde_json::json!(99);
     let msg = load_err(dir.path(), "future.json", &v.to_string());
-    assert!(msg.contains("schema version 99") && msg.contains("cargo run --release --bin lecture"), "{msg}");
+    assert!(
+        msg.contains("schema version 99") && msg.contains("cargo run --release --bin lecture"),
+        "{msg}"
+    );
     let msg = load_err(dir.path(), "other.json", "{\"hello\": 1}");
     assert!(msg.contains("schema_version"), "{msg}");
 }
@@ -144,7 +158,11 @@ static FAILING: cs336::lecture::SectionDef = cs336::lecture::SectionDef {
 fn a_failing_section_is_named_with_its_cause() {
     let choice = cs336::device::choose(cs336::device::DeviceRequest::Cpu).expect("cpu");
     let before = common::fresh_trace().clone();
-    let err = cs336::lecture::run::run_lecture(&[&FAILING], &choice, 0, Path::new("."), Some(before), |_| {}).expect_err("fails");
+    let err = cs336::lecture::run::run_lecture(&[&FAILING], &choice, 0, Path::new("."), Some(before), |_| {})
+        .expect_err("fails");
     let msg = err.to_string();
-    assert!(msg.contains("section `failing_section` failed") && msg.contains("matmul") && msg.contains("[2, 3]"), "{msg}");
+    assert!(
+        msg.contains("section `failing_section` failed") && msg.contains("matmul") && msg.contains("[2, 3]"),
+        "{msg}"
+    );
 }

@@ -24,7 +24,10 @@ fn timing_lock() -> &'static Mutex<()> {
 fn fresh(id: &str) -> SectionRecord {
     let _guard = timing_lock().lock().unwrap_or_else(|e| e.into_inner());
     let def = lecture::find(id).unwrap_or_else(|| panic!("no section {id}"));
-    let choice = DeviceChoice { device: Device::Cpu, cuda_unavailable_reason: None };
+    let choice = DeviceChoice {
+        device: Device::Cpu,
+        cuda_unavailable_reason: None,
+    };
     run::run_section(def, &choice, 0).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -56,12 +59,15 @@ fn check_mfus(id: &str, v: &Values) {
         for p in points {
             if let Some(m) = p["mfu"].as_f64() {
                 assert!(m > 0.0 && m <= 1.2, "{id} sweep point {p}");
-                }
+            }
         }
     }
     // An MFU is either recorded or explained.
     for prefix in ["", "bf16_"] {
-        assert!(v.contains_key(&format!("{prefix}mfu")) || v.contains_key(&format!("{prefix}mfu_unavailable_reason")), "{id}: no {prefix}mfu and no reason");
+        assert!(
+            v.contains_key(&format!("{prefix}mfu")) || v.contains_key(&format!("{prefix}mfu_unavailable_reason")),
+            "{id}: no {prefix}mfu and no reason"
+        );
     }
 }
 
@@ -74,19 +80,38 @@ fn check_tensor_operations_flops(v: &Values, cpu: bool) {
         assert_eq!((b, d, k), (16384.0, 32768.0, 8192.0));
         let t = num(v, "tf32_actual_time");
         let spread = val(v, "tf32_actual_time_spread");
-        assert!(t > 0.0 && spread["min_s"].as_f64().unwrap() <= t && t <= spread["max_s"].as_f64().unwrap(), "tf32: {t} {spread}");
-        assert!((num(v, "tf32_actual_flop_per_sec") - num(v, "actual_num_flops") / t).abs() <= 1e-6 * num(v, "tf32_actual_flop_per_sec"));
-        assert!(v.contains_key("tf32_mfu") || v.contains_key("tf32_mfu_unavailable_reason"), "no tf32_mfu and no reason");
+        assert!(
+            t > 0.0 && spread["min_s"].as_f64().unwrap() <= t && t <= spread["max_s"].as_f64().unwrap(),
+            "tf32: {t} {spread}"
+        );
+        assert!(
+            (num(v, "tf32_actual_flop_per_sec") - num(v, "actual_num_flops") / t).abs()
+                <= 1e-6 * num(v, "tf32_actual_flop_per_sec")
+        );
+        assert!(
+            v.contains_key("tf32_mfu") || v.contains_key("tf32_mfu_unavailable_reason"),
+            "no tf32_mfu and no reason"
+        );
     }
     assert_eq!(num(v, "actual_num_flops"), 2.0 * b * d * k);
-    assert_eq!(num(v, "counted_num_flops"), num(v, "actual_num_flops"), "the FLOP counter must see 2·B·D·K");
+    assert_eq!(
+        num(v, "counted_num_flops"),
+        num(v, "actual_num_flops"),
+        "the FLOP counter must see 2·B·D·K"
+    );
     assert!((num(v, "total_flops") - 8.0 * 604800.0 * 989.5e12).abs() < 1e9);
     for name in ["actual_time", "bf16_actual_time"] {
         let t = num(v, name);
         let spread = val(v, &format!("{name}_spread"));
-        assert!(t > 0.0 && spread["min_s"].as_f64().unwrap() <= t && t <= spread["max_s"].as_f64().unwrap(), "{name}: {t} {spread}");
+        assert!(
+            t > 0.0 && spread["min_s"].as_f64().unwrap() <= t && t <= spread["max_s"].as_f64().unwrap(),
+            "{name}: {t} {spread}"
+        );
     }
-    assert!((num(v, "actual_flop_per_sec") - num(v, "actual_num_flops") / num(v, "actual_time")).abs() <= 1e-6 * num(v, "actual_flop_per_sec"));
+    assert!(
+        (num(v, "actual_flop_per_sec") - num(v, "actual_num_flops") / num(v, "actual_time")).abs()
+            <= 1e-6 * num(v, "actual_flop_per_sec")
+    );
     if v.contains_key("mfu") {
         let expect = num(v, "actual_flop_per_sec") / num(v, "promised_flop_per_sec");
         assert!((num(v, "mfu") - expect).abs() < 1e-9, "mfu is achieved / promised");
@@ -94,7 +119,10 @@ fn check_tensor_operations_flops(v: &Values, cpu: bool) {
     check_mfus("tensor_operations_flops", v);
     let sweep = val(v, "throughput_sweep").as_array().unwrap();
     for dtype in ["fp32", "bf16"] {
-        assert!(sweep.iter().filter(|p| p["dtype"] == dtype).count() >= 4, "sweep has too few {dtype} points");
+        assert!(
+            sweep.iter().filter(|p| p["dtype"] == dtype).count() >= 4,
+            "sweep has too few {dtype} points"
+        );
     }
     for p in sweep {
         let n = p["n"].as_f64().unwrap();
@@ -120,7 +148,11 @@ fn check_gradients_flops(v: &Values, cpu: bool) {
     }
     assert_eq!(num(v, "counted_forward_flops"), forward, "counted forward = formula");
     // x needs no gradient: backward skips x.grad, 2·B·D·D.
-    assert_eq!(num(v, "counted_backward_flops"), 2.0 * forward - 2.0 * b * d * d, "counted backward = formula − x.grad term");
+    assert_eq!(
+        num(v, "counted_backward_flops"),
+        2.0 * forward - 2.0 * b * d * d,
+        "counted backward = formula − x.grad term"
+    );
     assert_eq!(num(v, "backward_flops_skipped"), 2.0 * b * d * d);
     assert_eq!(num(v, "counted_backward_flops_x_requires_grad"), 2.0 * forward);
     assert!(num(v, "counted_forward_flops_all_ops") >= forward);
@@ -129,12 +161,22 @@ fn check_gradients_flops(v: &Values, cpu: bool) {
 
 fn check_module_parameters(v: &Values) {
     let ratio = num(v, "output_std") / num(v, "expected_output_std");
-    assert!((0.6..1.5).contains(&ratio), "N(0,1) weights: output std {ratio}× √input_dim");
-    assert!((0.6..1.5).contains(&num(v, "xavier_output_std")), "Xavier outputs are O(1)");
+    assert!(
+        (0.6..1.5).contains(&ratio),
+        "N(0,1) weights: output std {ratio}× √input_dim"
+    );
+    assert!(
+        (0.6..1.5).contains(&num(v, "xavier_output_std")),
+        "Xavier outputs are O(1)"
+    );
     let bound = num(v, "truncation_bound");
     assert_eq!(bound, 3.0 / 128.0);
     assert!(num(v, "truncated_min") >= -bound && num(v, "truncated_max") <= bound);
-    assert_eq!(num(v, "weights_beyond_absolute_3"), 0.0, "±3 absolute truncates nothing at std 1/128");
+    assert_eq!(
+        num(v, "weights_beyond_absolute_3"),
+        0.0,
+        "±3 absolute truncates nothing at std 1/128"
+    );
     assert!(num(v, "weights_beyond_3_sigma") > 0.0);
     for p in val(v, "output_std_vs_input_dim").as_array().unwrap() {
         let root = p["sqrt_input_dim"].as_f64().unwrap();
@@ -144,8 +186,20 @@ fn check_module_parameters(v: &Values) {
 }
 
 fn check_custom_model(v: &Values) {
-    let sizes: Vec<(String, f64)> = val(v, "param_sizes").as_array().unwrap().iter().map(|p| (p["name"].as_str().unwrap().to_string(), p["numel"].as_f64().unwrap())).collect();
-    assert_eq!(sizes, vec![("layers.0.weight".to_string(), 4096.0), ("layers.1.weight".into(), 4096.0), ("final.weight".into(), 64.0)]);
+    let sizes: Vec<(String, f64)> = val(v, "param_sizes")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap().to_string(), p["numel"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(
+        sizes,
+        vec![
+            ("layers.0.weight".to_string(), 4096.0),
+            ("layers.1.weight".into(), 4096.0),
+            ("final.weight".into(), 64.0)
+        ]
+    );
     assert_eq!(num(v, "num_parameters"), 8256.0);
     assert_eq!(num(v, "expected_num_parameters"), 8256.0);
     assert_eq!(floats(val(v, "y_shape")), vec![8.0]);
@@ -175,27 +229,62 @@ fn check_data_loading(v: &Values, cpu: bool) {
         let row = floats(row);
         assert_eq!(row.len(), 4);
         // Token i of the file is i + 1; each row is 4 consecutive tokens from its start.
-        assert_eq!(row, (0..4).map(|i| start + 1.0 + i as f64).collect::<Vec<_>>(), "row {row:?} from start {start}");
+        assert_eq!(
+            row,
+            (0..4).map(|i| start + 1.0 + i as f64).collect::<Vec<_>>(),
+            "row {row:?} from start {start}"
+        );
         assert!(*start + 4.0 < 10.0, "the token after each window exists");
     }
-    assert!(val(v, "odd_length_error").as_str().unwrap().contains("not a whole number of int32 tokens"));
-    assert!(val(v, "too_short_error").as_str().unwrap().contains("needs at least 11"));
+    assert!(
+        val(v, "odd_length_error")
+            .as_str()
+            .unwrap()
+            .contains("not a whole number of int32 tokens")
+    );
+    assert!(
+        val(v, "too_short_error")
+            .as_str()
+            .unwrap()
+            .contains("needs at least 11")
+    );
 }
 
 fn check_optimizer(v: &Values) {
     let (lr, eps) = (num(v, "lr"), num(v, "eps"));
     assert_eq!((lr, eps), (0.01, 1e-5));
     // AdaGrad's first step: g2 = g², p moves by lr·g/√(g² + eps) (about lr when |g| ≫ 3e-3).
-    let (before, grads, after, g2) = (val(v, "state"), val(v, "grads"), val(v, "state_after"), val(v, "g2_after"));
+    let (before, grads, after, g2) = (
+        val(v, "state"),
+        val(v, "grads"),
+        val(v, "state_after"),
+        val(v, "g2_after"),
+    );
     let mut checked = 0;
     for (name, p0) in before.as_object().unwrap() {
-        let (p0, g, p1, s) = (floats(p0), floats(&grads[name]), floats(&after[name]), floats(&g2[format!("{name}.g2")]));
+        let (p0, g, p1, s) = (
+            floats(p0),
+            floats(&grads[name]),
+            floats(&after[name]),
+            floats(&g2[format!("{name}.g2")]),
+        );
         for i in 0..p0.len() {
             let step = lr * g[i] / (g[i] * g[i] + eps).sqrt();
-            assert!((p1[i] - (p0[i] - step)).abs() <= 2e-7 * p0[i].abs().max(1.0), "{name}[{i}]: {} vs {}", p1[i], p0[i] - step);
-            assert!((s[i] - g[i] * g[i]).abs() <= 1e-6 * (g[i] * g[i]).max(1e-30), "{name}.g2[{i}]");
+            assert!(
+                (p1[i] - (p0[i] - step)).abs() <= 2e-7 * p0[i].abs().max(1.0),
+                "{name}[{i}]: {} vs {}",
+                p1[i],
+                p0[i] - step
+            );
+            assert!(
+                (s[i] - g[i] * g[i]).abs() <= 1e-6 * (g[i] * g[i]).max(1e-30),
+                "{name}.g2[{i}]"
+            );
             if g[i].abs() > 0.1 {
-                assert!(((p0[i] - p1[i]).abs() - lr).abs() < 1e-4, "a large gradient moves the weight by ≈ lr");
+                assert!(
+                    ((p0[i] - p1[i]).abs() - lr).abs() < 1e-4,
+                    "a large gradient moves the weight by ≈ lr"
+                );
             }
             checked += 1;
         }
@@ -243,24 +332,45 @@ fn check_checkpointing(v: &Values) {
     assert_eq!(val(v, "resumed_bit_identical"), &Value::Bool(true));
     let (u, r) = (floats(val(v, "losses_uninterrupted")), floats(val(v, "losses_resumed")));
     assert_eq!(u.len(), 20);
-    assert!(u.iter().zip(&r).all(|(a, b)| a.to_bits() == b.to_bits()), "resumed training follows the same trajectory bit for bit");
-    let names: Vec<&str> = val(v, "checkpoint_tensors").as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(
+        u.iter().zip(&r).all(|(a, b)| a.to_bits() == b.to_bits()),
+        "resumed training follows the same trajectory bit for bit"
+    );
+    let names: Vec<&str> = val(v, "checkpoint_tensors")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names.len(), 8, "4 parameters and 4 AdaGrad states: {names:?}");
     assert_eq!(val(v, "checkpoint_metadata")["step"], "10");
     assert!(val(v, "truncated_error").as_str().unwrap().contains("truncated"));
     assert!(val(v, "corrupt_error").as_str().unwrap().contains("corrupt"));
-    assert!(val(v, "shape_mismatch_error").as_str().unwrap().contains("another shape"));
+    assert!(
+        val(v, "shape_mismatch_error")
+            .as_str()
+            .unwrap()
+            .contains("another shape")
+    );
 }
 
 fn check_mixed_precision_training(v: &Values) {
     let steps = val(v, "setup")["steps"].as_u64().unwrap() as usize;
-    let curves: Vec<Vec<f64>> = ["fp32", "bf16", "mixed"].iter().map(|n| floats(val(v, &format!("losses_{n}")))).collect();
+    let curves: Vec<Vec<f64>> = ["fp32", "bf16", "mixed"]
+        .iter()
+        .map(|n| floats(val(v, &format!("losses_{n}"))))
+        .collect();
     for c in &curves {
         assert_eq!(c.len(), steps);
     }
     // Same initial weights and batch: the first losses agree to bf16 precision.
     for c in &curves[1..] {
-        assert!((c[0] - curves[0][0]).abs() <= 1e-2 * curves[0][0], "{} vs {}", c[0], curves[0][0]);
+        assert!(
+            (c[0] - curves[0][0]).abs() <= 1e-2 * curves[0][0],
+            "{} vs {}",
+            c[0],
+            curves[0][0]
+        );
     }
     for n in ["fp32", "bf16", "mixed"] {
         let lost = num(v, &format!("updates_lost_{n}"));
@@ -326,7 +436,15 @@ fresh_tests!(
 /// Values that do not depend on timing are bit-identical across runs with the same seed.
 #[test]
 fn seed_reproducibility() {
-    for id in ["module_parameters", "custom_model", "optimizer", "train_loop", "checkpointing", "mixed_precision_training", "data_loading"] {
+    for id in [
+        "module_parameters",
+        "custom_model",
+        "optimizer",
+        "train_loop",
+        "checkpointing",
+        "mixed_precision_training",
+        "data_loading",
+    ] {
         let (a, b) = (fresh(id), fresh(id));
         assert_eq!(a.values, b.values, "{id} differs between two runs with seed 0");
     }

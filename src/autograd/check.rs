@@ -37,8 +37,18 @@ fn weighted_sum(out: &Var, r: &Tensor) -> Result<Var> {
 }
 
 /// Compares `backward` with central differences for `f` at `inputs` (tensor, requires_grad).
-pub fn gradcheck(inputs: &[(Tensor, bool)], f: impl Fn(&[Var]) -> Result<Var>, step: f64, atol: f64, rtol: f64, rng: &mut Rng) -> Result<GradCheck> {
-    let vars: Vec<Var> = inputs.iter().map(|(t, req)| Ok(Var::leaf(t.deep_clone()?, *req))).collect::<Result<_>>()?;
+pub fn gradcheck(
+    inputs: &[(Tensor, bool)],
+    f: impl Fn(&[Var]) -> Result<Var>,
+    step: f64,
+    atol: f64,
+    rtol: f64,
+    rng: &mut Rng,
+) -> Result<GradCheck> {
+    let vars: Vec<Var> = inputs
+        .iter()
+        .map(|(t, req)| Ok(Var::leaf(t.deep_clone()?, *req)))
+        .collect::<Result<_>>()?;
     let out = f(&vars)?;
     let r = Tensor::randn(out.shape(), out.value().dtype(), rng)?;
     weighted_sum(&out, &r)?.backward()?;
@@ -49,11 +59,19 @@ pub fn gradcheck(inputs: &[(Tensor, bool)], f: impl Fn(&[Var]) -> Result<Var>, s
         vs[i] = Var::constant(x.clone());
         weighted_sum(&f(&vs)?, &r)?.value().item()
     };
-    let mut report = GradCheck { checked: 0, max_abs_error: 0.0, worst_ratio: 0.0, worst: String::new() };
+    let mut report = GradCheck {
+        checked: 0,
+        max_abs_error: 0.0,
+        worst_ratio: 0.0,
+        worst: String::new(),
+    };
     for (i, (x, req)) in inputs.iter().enumerate() {
         if !req {
             if vars[i].grad().is_some() {
-                return Err(Error::invalid("gradcheck", format!("input {i} does not require grad but received one")));
+                return Err(Error::invalid(
+                    "gradcheck",
+                    format!("input {i} does not require grad but received one"),
+                ));
             }
             continue;
         }
@@ -62,7 +80,14 @@ pub fn gradcheck(inputs: &[(Tensor, bool)], f: impl Fn(&[Var]) -> Result<Var>, s
             None => vec![0.0; x.numel()],
         };
         if analytic.len() != x.numel() {
-            return Err(Error::invalid("gradcheck", format!("gradient of input {i} has {} elements, the input {}", analytic.len(), x.numel())));
+            return Err(Error::invalid(
+                "gradcheck",
+                format!(
+                    "gradient of input {i} has {} elements, the input {}",
+                    analytic.len(),
+                    x.numel()
+                ),
+            ));
         }
         let base = x.to_vec_f64()?;
         for j in 0..base.len() {
@@ -82,7 +107,10 @@ pub fn gradcheck(inputs: &[(Tensor, bool)], f: impl Fn(&[Var]) -> Result<Var>, s
             report.max_abs_error = report.max_abs_error.max(err);
             if ratio > report.worst_ratio || !ratio.is_finite() {
                 report.worst_ratio = if ratio.is_finite() { ratio } else { f64::INFINITY };
-                report.worst = format!("input {i} element {j}: backward {} vs finite difference {numeric}", analytic[j]);
+                report.worst = format!(
+                    "input {i} element {j}: backward {} vs finite difference {numeric}",
+                    analytic[j]
+                );
             }
         }
     }

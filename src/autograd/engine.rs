@@ -39,10 +39,19 @@ fn reverse_topological(root: &Arc<Node>) -> Vec<Arc<Node>> {
 
 pub(super) fn backward(root: &Var) -> Result<()> {
     if !root.requires_grad() {
-        return Err(Error::invalid("backward", "this value does not depend on anything that requires a gradient"));
+        return Err(Error::invalid(
+            "backward",
+            "this value does not depend on anything that requires a gradient",
+        ));
     }
     if root.value.numel() != 1 {
-        return Err(Error::invalid("backward", format!("backward starts from a scalar (a loss); this value has shape {:?}", root.shape())));
+        return Err(Error::invalid(
+            "backward",
+            format!(
+                "backward starts from a scalar (a loss); this value has shape {:?}",
+                root.shape()
+            ),
+        ));
     }
     let _phase = flops::enter_phase(Phase::Backward);
     let mut grads: HashMap<u64, Tensor> = HashMap::new();
@@ -64,7 +73,9 @@ pub(super) fn backward(root: &Var) -> Result<()> {
         let input_grads = op.backward(&g, &needs)?;
         drop(op); // frees what the op saved, as soon as it is no longer needed
         for (input, grad) in f.inputs.iter().zip(input_grads) {
-            let (Some(input), Some(grad)) = (input, grad) else { continue };
+            let (Some(input), Some(grad)) = (input, grad) else {
+                continue;
+            };
             let merged = match grads.remove(&input.id) {
                 // A value used twice receives the sum of both gradients.
                 Some(earlier) => earlier.add(&grad)?,
@@ -83,7 +94,10 @@ pub(super) fn saved_tensors(root: &Var) -> Vec<SavedTensor> {
         if let Some(op) = f.op.lock().as_ref() {
             for t in op.saved() {
                 if !out.iter().any(|s| Tensor::same_storage(&s.tensor, t)) {
-                    out.push(SavedTensor { op: f.name, tensor: t.clone() });
+                    out.push(SavedTensor {
+                        op: f.name,
+                        tensor: t.clone(),
+                    });
                 }
             }
         }

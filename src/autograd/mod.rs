@@ -74,7 +74,10 @@ pub struct NoGradGuard {
 
 pub fn no_grad() -> NoGradGuard {
     let previous = GRAD_ENABLED.with(|g| g.replace(false));
-    NoGradGuard { previous, _not_send: std::marker::PhantomData }
+    NoGradGuard {
+        previous,
+        _not_send: std::marker::PhantomData,
+    }
 }
 
 impl Drop for NoGradGuard {
@@ -120,14 +123,21 @@ impl Node {
 impl std::fmt::Debug for Var {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let op = self.node.grad_fn.as_ref().map(|g| g.name);
-        f.debug_struct("Var").field("value", &self.value).field("requires_grad", &self.node.requires_grad).field("op", &op).finish()
+        f.debug_struct("Var")
+            .field("value", &self.value)
+            .field("requires_grad", &self.node.requires_grad)
+            .field("op", &op)
+            .finish()
     }
 }
 
 impl Var {
     /// A leaf: data (`requires_grad = false`) or a parameter (`true`).
     pub fn leaf(value: Tensor, requires_grad: bool) -> Var {
-        Var { value, node: Node::new(requires_grad, None) }
+        Var {
+            value,
+            node: Node::new(requires_grad, None),
+        }
     }
 
     /// A leaf that needs no gradient.
@@ -148,8 +158,21 @@ impl Var {
             return Var::constant(value);
         }
         let op = op(&needs);
-        let inputs = inputs.iter().map(|v| v.requires_grad().then(|| Arc::clone(&v.node))).collect();
-        Var { value, node: Node::new(true, Some(GradFn { inputs, op: Mutex::new(Some(op)), name })) }
+        let inputs = inputs
+            .iter()
+            .map(|v| v.requires_grad().then(|| Arc::clone(&v.node)))
+            .collect();
+        Var {
+            value,
+            node: Node::new(
+                true,
+                Some(GradFn {
+                    inputs,
+                    op: Mutex::new(Some(op)),
+                    name,
+                }),
+            ),
+        }
     }
 
     pub fn value(&self) -> &Tensor {

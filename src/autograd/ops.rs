@@ -23,12 +23,18 @@ impl Var {
 
     pub fn add(&self, other: &Var) -> Result<Var> {
         let value = self.value.add(&other.value)?;
-        Ok(Var::from_op(value, "add", &[self, other], |_| Op::Add { a_shape: shape(self), b_shape: shape(other) }))
+        Ok(Var::from_op(value, "add", &[self, other], |_| Op::Add {
+            a_shape: shape(self),
+            b_shape: shape(other),
+        }))
     }
 
     pub fn sub(&self, other: &Var) -> Result<Var> {
         let value = self.value.sub(&other.value)?;
-        Ok(Var::from_op(value, "sub", &[self, other], |_| Op::Sub { a_shape: shape(self), b_shape: shape(other) }))
+        Ok(Var::from_op(value, "sub", &[self, other], |_| Op::Sub {
+            a_shape: shape(self),
+            b_shape: shape(other),
+        }))
     }
 
     pub fn mul(&self, other: &Var) -> Result<Var> {
@@ -56,32 +62,50 @@ impl Var {
     }
 
     pub fn add_scalar(&self, s: f64) -> Result<Var> {
-        Ok(Var::from_op(self.value.add_scalar(s)?, "add_scalar", &[self], |_| Op::AddScalar))
+        Ok(Var::from_op(self.value.add_scalar(s)?, "add_scalar", &[self], |_| {
+            Op::AddScalar
+        }))
     }
 
     pub fn sub_scalar(&self, s: f64) -> Result<Var> {
-        Ok(Var::from_op(self.value.sub_scalar(s)?, "sub_scalar", &[self], |_| Op::AddScalar))
+        Ok(Var::from_op(self.value.sub_scalar(s)?, "sub_scalar", &[self], |_| {
+            Op::AddScalar
+        }))
     }
 
     pub fn mul_scalar(&self, s: f64) -> Result<Var> {
-        Ok(Var::from_op(self.value.mul_scalar(s)?, "mul_scalar", &[self], |_| Op::MulScalar(s)))
+        Ok(Var::from_op(self.value.mul_scalar(s)?, "mul_scalar", &[self], |_| {
+            Op::MulScalar(s)
+        }))
     }
 
     pub fn div_scalar(&self, s: f64) -> Result<Var> {
-        Ok(Var::from_op(self.value.div_scalar(s)?, "div_scalar", &[self], |_| Op::DivScalar(s)))
+        Ok(Var::from_op(self.value.div_scalar(s)?, "div_scalar", &[self], |_| {
+            Op::DivScalar(s)
+        }))
     }
 
     /// `selfᵖ` elementwise.
     pub fn pow_scalar(&self, p: f64) -> Result<Var> {
-        Ok(Var::from_op(self.value.pow_scalar(p)?, "pow", &[self], |_| Op::PowScalar { a: self.value.clone(), p }))
+        Ok(Var::from_op(self.value.pow_scalar(p)?, "pow", &[self], |_| {
+            Op::PowScalar {
+                a: self.value.clone(),
+                p,
+            }
+        }))
     }
 
     pub fn square(&self) -> Result<Var> {
-        Ok(Var::from_op(self.value.square()?, "square", &[self], |_| Op::Square { a: self.value.clone() }))
+        Ok(Var::from_op(self.value.square()?, "square", &[self], |_| Op::Square {
+            a: self.value.clone(),
+        }))
     }
 
     fn resolve_dims(&self, op: &'static str, dims: &[isize]) -> Result<Vec<usize>> {
-        let mut out = dims.iter().map(|&d| self.value.resolve_dim(op, d)).collect::<Result<Vec<_>>>()?;
+        let mut out = dims
+            .iter()
+            .map(|&d| self.value.resolve_dim(op, d))
+            .collect::<Result<Vec<_>>>()?;
         out.sort_unstable();
         Ok(out)
     }
@@ -89,14 +113,23 @@ impl Var {
     pub fn sum(&self, dims: &[isize], keepdim: bool) -> Result<Var> {
         let value = self.value.sum(dims, keepdim)?;
         let dims = self.resolve_dims("sum", dims)?;
-        Ok(Var::from_op(value, "sum", &[self], |_| Op::Sum { in_shape: shape(self), dims, keepdim }))
+        Ok(Var::from_op(value, "sum", &[self], |_| Op::Sum {
+            in_shape: shape(self),
+            dims,
+            keepdim,
+        }))
     }
 
     pub fn mean(&self, dims: &[isize], keepdim: bool) -> Result<Var> {
         let value = self.value.mean(dims, keepdim)?;
         let dims = self.resolve_dims("mean", dims)?;
         let count = dims.iter().map(|&d| self.shape()[d]).product();
-        Ok(Var::from_op(value, "mean", &[self], |_| Op::Mean { in_shape: shape(self), dims, keepdim, count }))
+        Ok(Var::from_op(value, "mean", &[self], |_| Op::Mean {
+            in_shape: shape(self),
+            dims,
+            keepdim,
+            count,
+        }))
     }
 
     pub fn sum_all(&self) -> Result<Var> {
@@ -110,12 +143,17 @@ impl Var {
     }
 
     pub fn reshape(&self, new_shape: &[usize]) -> Result<Var> {
-        Ok(Var::from_op(self.value.reshape(new_shape)?, "reshape", &[self], |_| Op::Reshape { in_shape: shape(self) }))
+        Ok(Var::from_op(self.value.reshape(new_shape)?, "reshape", &[self], |_| {
+            Op::Reshape { in_shape: shape(self) }
+        }))
     }
 
     pub fn transpose(&self, d0: isize, d1: isize) -> Result<Var> {
         let value = self.value.transpose(d0, d1)?;
-        let (a, b) = (self.value.resolve_dim("transpose", d0)?, self.value.resolve_dim("transpose", d1)?);
+        let (a, b) = (
+            self.value.resolve_dim("transpose", d0)?,
+            self.value.resolve_dim("transpose", d1)?,
+        );
         Ok(Var::from_op(value, "transpose", &[self], |_| Op::Transpose(a, b)))
     }
 
@@ -127,11 +165,15 @@ impl Var {
     /// Removes dimension `dim` (negative counts from the end), which must have size 1.
     pub fn squeeze(&self, dim: isize) -> Result<Var> {
         let d = self.value.resolve_dim("squeeze", dim)?;
-        Ok(Var::from_op(self.value.squeeze(d)?, "squeeze", &[self], |_| Op::Squeeze(d)))
+        Ok(Var::from_op(self.value.squeeze(d)?, "squeeze", &[self], |_| {
+            Op::Squeeze(d)
+        }))
     }
 
     pub fn unsqueeze(&self, dim: usize) -> Result<Var> {
-        Ok(Var::from_op(self.value.unsqueeze(dim)?, "unsqueeze", &[self], |_| Op::Unsqueeze(dim)))
+        Ok(Var::from_op(self.value.unsqueeze(dim)?, "unsqueeze", &[self], |_| {
+            Op::Unsqueeze(dim)
+        }))
     }
 
     /// A copy in another dtype; gradients flow back converted to the original dtype (this is how
@@ -141,7 +183,9 @@ impl Var {
             return Ok(self.clone());
         }
         let from = self.value.dtype();
-        Ok(Var::from_op(self.value.to_dtype(dtype)?, "cast", &[self], |_| Op::Cast { from }))
+        Ok(Var::from_op(self.value.to_dtype(dtype)?, "cast", &[self], |_| {
+            Op::Cast { from }
+        }))
     }
 }
 
@@ -149,9 +193,16 @@ impl Var {
 /// reduction). The shapes must be equal: broadcasting here is almost always a bug.
 pub fn mse_loss(pred: &Var, target: &Var) -> Result<Var> {
     if pred.shape() != target.shape() {
-        return Err(Error::shape("mse_loss", pred.shape(), target.shape(), "prediction and target must have the same shape"));
+        return Err(Error::shape(
+            "mse_loss",
+            pred.shape(),
+            target.shape(),
+            "prediction and target must have the same shape",
+        ));
     }
     let diff: Tensor = pred.value.sub(&target.value)?;
     let value = diff.square()?.mean_all()?;
-    Ok(Var::from_op(value, "mse_loss", &[pred, target], |_| Op::MseLoss { diff }))
+    Ok(Var::from_op(value, "mse_loss", &[pred, target], |_| Op::MseLoss {
+        diff,
+    }))
 }

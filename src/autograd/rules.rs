@@ -14,25 +14,66 @@ use crate::tensor::{DType, Tensor};
 
 pub(crate) enum Op {
     /// `a` is saved only if `b` needs a gradient, and `b` only if `a` does.
-    MatMul { a: Option<Tensor>, b: Option<Tensor>, a_shape: Vec<usize>, b_shape: Vec<usize> },
-    Add { a_shape: Vec<usize>, b_shape: Vec<usize> },
-    Sub { a_shape: Vec<usize>, b_shape: Vec<usize> },
-    Mul { a: Option<Tensor>, b: Option<Tensor>, a_shape: Vec<usize>, b_shape: Vec<usize> },
-    Div { a: Option<Tensor>, b: Tensor, a_shape: Vec<usize>, b_shape: Vec<usize> },
+    MatMul {
+        a: Option<Tensor>,
+        b: Option<Tensor>,
+        a_shape: Vec<usize>,
+        b_shape: Vec<usize>,
+    },
+    Add {
+        a_shape: Vec<usize>,
+        b_shape: Vec<usize>,
+    },
+    Sub {
+        a_shape: Vec<usize>,
+        b_shape: Vec<usize>,
+    },
+    Mul {
+        a: Option<Tensor>,
+        b: Option<Tensor>,
+        a_shape: Vec<usize>,
+        b_shape: Vec<usize>,
+    },
+    Div {
+        a: Option<Tensor>,
+        b: Tensor,
+        a_shape: Vec<usize>,
+        b_shape: Vec<usize>,
+    },
     Neg,
     AddScalar,
     MulScalar(f64),
     DivScalar(f64),
-    PowScalar { a: Tensor, p: f64 },
-    Square { a: Tensor },
-    Sum { in_shape: Vec<usize>, dims: Vec<usize>, keepdim: bool },
-    Mean { in_shape: Vec<usize>, dims: Vec<usize>, keepdim: bool, count: usize },
-    Reshape { in_shape: Vec<usize> },
+    PowScalar {
+        a: Tensor,
+        p: f64,
+    },
+    Square {
+        a: Tensor,
+    },
+    Sum {
+        in_shape: Vec<usize>,
+        dims: Vec<usize>,
+        keepdim: bool,
+    },
+    Mean {
+        in_shape: Vec<usize>,
+        dims: Vec<usize>,
+        keepdim: bool,
+        count: usize,
+    },
+    Reshape {
+        in_shape: Vec<usize>,
+    },
     Transpose(usize, usize),
     Squeeze(usize),
     Unsqueeze(usize),
-    Cast { from: DType },
-    MseLoss { diff: Tensor },
+    Cast {
+        from: DType,
+    },
+    MseLoss {
+        diff: Tensor,
+    },
 }
 
 type Grads = Vec<Option<Tensor>>;
@@ -53,10 +94,18 @@ impl Op {
     pub(crate) fn backward(&self, g: &Tensor, needs: &[bool]) -> Result<Grads> {
         let need = |i: usize| needs.get(i).copied().unwrap_or(false);
         Ok(match self {
-            Op::MatMul { a, b, a_shape, b_shape } => matmul_backward(g, a.as_ref(), b.as_ref(), a_shape, b_shape, need(0), need(1))?,
-            Op::Add { a_shape, b_shape } => vec![when(need(0), || g.sum_to_shape(a_shape))?, when(need(1), || g.sum_to_shape(b_shape))?],
+            Op::MatMul { a, b, a_shape, b_shape } => {
+                matmul_backward(g, a.as_ref(), b.as_ref(), a_shape, b_shape, need(0), need(1))?
+            }
+            Op::Add { a_shape, b_shape } => vec![
+                when(need(0), || g.sum_to_shape(a_shape))?,
+                when(need(1), || g.sum_to_shape(b_shape))?,
+            ],
             Op::Sub { a_shape, b_shape } => {
-                vec![when(need(0), || g.sum_to_shape(a_shape))?, when(need(1), || g.neg()?.sum_to_shape(b_shape))?]
+                vec![
+                    when(need(0), || g.sum_to_shape(a_shape))?,
+                    when(need(1), || g.neg()?.sum_to_shape(b_shape))?,
+                ]
             }
             Op::Mul { a, b, a_shape, b_shape } => vec![
                 when(need(0), || g.mul(saved(b.as_ref())?)?.sum_to_shape(a_shape))?,
@@ -67,7 +116,9 @@ impl Op {
                 let g_over_b = g.div(b)?;
                 vec![
                     when(need(0), || g_over_b.sum_to_shape(a_shape))?,
-                    when(need(1), || g_over_b.mul(saved(a.as_ref())?)?.div(b)?.neg()?.sum_to_shape(b_shape))?,
+                    when(need(1), || {
+                        g_over_b.mul(saved(a.as_ref())?)?.div(b)?.neg()?.sum_to_shape(b_shape)
+                    })?,
                 ]
             }
             Op::Neg => vec![Some(g.neg()?)],
@@ -76,8 +127,17 @@ impl Op {
             Op::DivScalar(s) => vec![Some(g.div_scalar(*s)?)],
             Op::PowScalar { a, p } => vec![Some(a.pow_scalar(p - 1.0)?.mul_scalar(*p)?.mul(g)?)],
             Op::Square { a } => vec![Some(a.mul_scalar(2.0)?.mul(g)?)],
-            Op::Sum { in_shape, dims, keepdim } => vec![Some(spread(g, in_shape, dims, *keepdim)?)],
-            Op::Mean { in_shape, dims, keepdim, count } => {
+            Op::Sum {
+                in_shape,
+                dims,
+                keepdim,
+            } => vec![Some(spread(g, in_shape, dims, *keepdim)?)],
+            Op::Mean {
+                in_shape,
+                dims,
+                keepdim,
+                count,
+            } => {
                 // Divide the (small) incoming gradient before spreading it over the (large) input.
                 vec![Some(spread(&g.div_scalar(*count as f64)?, in_shape, dims, *keepdim)?)]
             }
@@ -115,7 +175,15 @@ fn spread(g: &Tensor, in_shape: &[usize], dims: &[usize], keepdim: bool) -> Resu
 }
 
 /// `c = a @ b` with PyTorch's rules (1-D operands promoted, batch dimensions broadcast).
-fn matmul_backward(g: &Tensor, a: Option<&Tensor>, b: Option<&Tensor>, a_shape: &[usize], b_shape: &[usize], need_a: bool, need_b: bool) -> Result<Grads> {
+fn matmul_backward(
+    g: &Tensor,
+    a: Option<&Tensor>,
+    b: Option<&Tensor>,
+    a_shape: &[usize],
+    b_shape: &[usize],
+    need_a: bool,
+    need_b: bool,
+) -> Result<Grads> {
     let (a_vec, b_vec) = (a_shape.len() == 1, b_shape.len() == 1);
     // Undo the forward's squeezes so g is [batch…, m, n].
     let mut g2 = g.clone();
@@ -140,7 +208,10 @@ fn matmul_backward(g: &Tensor, a: Option<&Tensor>, b: Option<&Tensor>, a_shape: 
             // b was shared by every batch element: fold the batch into the rows and do one
             // (k × rows)·(rows × n) product instead of many products and a sum.
             let rows = g2.numel() / n;
-            a2.broadcast_to(&[&g2.shape()[..g2.ndim() - 2], &[g2.shape()[g2.ndim() - 2], k]].concat())?.reshape(&[rows, k])?.t()?.matmul(&g2.reshape(&[rows, n])?)?
+            a2.broadcast_to(&[&g2.shape()[..g2.ndim() - 2], &[g2.shape()[g2.ndim() - 2], k]].concat())?
+                .reshape(&[rows, k])?
+                .t()?
+                .matmul(&g2.reshape(&[rows, n])?)?
         } else {
             a2.t()?.matmul(&g2)?.sum_to_shape(&b2_shape)?
         };

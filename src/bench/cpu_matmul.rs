@@ -12,7 +12,11 @@ use crate::rng::Rng;
 use crate::{DType, Tensor};
 
 /// The contenders, in table order: (label, library, dtype); ours first.
-const REFERENCES: [(&str, &str, &str); 3] = [("np f32", "numpy", "float32"), ("pt f32", "torch", "float32"), ("pt bf16", "torch", "bfloat16")];
+const REFERENCES: [(&str, &str, &str); 3] = [
+    ("np f32", "numpy", "float32"),
+    ("pt f32", "torch", "float32"),
+    ("pt bf16", "torch", "bfloat16"),
+];
 
 /// A reference library timed by the script: count → seconds of each call.
 type Remote<'a> = Box<dyn FnMut(usize) -> anyhow::Result<Vec<f64>> + 'a>;
@@ -26,7 +30,12 @@ pub struct Row {
 }
 
 /// One shape: our two products of the same random values and each available reference.
-pub fn measure(shape: Shape, budget: Budget, server: Option<&RefCell<Server>>, available: &[bool; 3]) -> anyhow::Result<Row> {
+pub fn measure(
+    shape: Shape,
+    budget: Budget,
+    server: Option<&RefCell<Server>>,
+    available: &[bool; 3],
+) -> anyhow::Result<Row> {
     let mut rng = Rng::seed(0);
     let a = Tensor::randn(&[shape.m, shape.k], DType::F32, &mut rng)?;
     let b = Tensor::randn(&[shape.k, shape.n], DType::F32, &mut rng)?;
@@ -39,14 +48,21 @@ pub fn measure(shape: Shape, budget: Budget, server: Option<&RefCell<Server>>, a
         for (i, &(_, library, dtype)) in REFERENCES.iter().enumerate() {
             if available[i] {
                 slots[i] = Some(remote.len() + 2);
-                remote.push(Box::new(move |count| server.borrow_mut().time(library, dtype, shape, count)));
+                remote.push(Box::new(move |count| {
+                    server.borrow_mut().time(library, dtype, shape, count)
+                }));
             }
         }
     }
     let mut contenders: Vec<Contender<'_>> = vec![&mut f32_mm, &mut bf16_mm];
     contenders.extend(remote.iter_mut().map(|f| f.as_mut() as Contender<'_>));
     let s = in_turns(budget, &mut contenders)?;
-    Ok(Row { shape, ours_f32: s[0], ours_bf16: s[1], references: slots.map(|slot| slot.map(|i| s[i])) })
+    Ok(Row {
+        shape,
+        ours_f32: s[0],
+        ours_bf16: s[1],
+        references: slots.map(|slot| slot.map(|i| s[i])),
+    })
 }
 
 fn cell(x: Option<f64>, precision: usize, suffix: &str) -> String {
@@ -59,7 +75,16 @@ fn cell(x: Option<f64>, precision: usize, suffix: &str) -> String {
 pub fn print_table(rows: &[Row]) {
     println!(
         "{:<15} {:>9} {:>9} {:>9} {:>9} {:>9} │ {:>9} {:>9} {:>9} {:>9}",
-        "GFLOP/s", "our f32", "our bf16", REFERENCES[0].0, REFERENCES[1].0, REFERENCES[2].0, "f32/np", "f32/pt", "bf16/pt", "bf16/f32"
+        "GFLOP/s",
+        "our f32",
+        "our bf16",
+        REFERENCES[0].0,
+        REFERENCES[1].0,
+        REFERENCES[2].0,
+        "f32/np",
+        "f32/pt",
+        "bf16/pt",
+        "bf16/f32"
     );
     for r in rows {
         let gf = |s: Option<Sample>| s.map(|s| r.shape.flop() / s.median_s / 1e9);
@@ -80,7 +105,16 @@ pub fn print_table(rows: &[Row]) {
             cell(ratio(Some(r.ours_f32), r.ours_bf16), 2, "×"),
         );
     }
-    let counts: Vec<usize> = rows.iter().flat_map(|r| [Some(r.ours_f32), Some(r.ours_bf16)].into_iter().chain(r.references).flatten().map(|s| s.count)).collect();
+    let counts: Vec<usize> = rows
+        .iter()
+        .flat_map(|r| {
+            [Some(r.ours_f32), Some(r.ours_bf16)]
+                .into_iter()
+                .chain(r.references)
+                .flatten()
+                .map(|s| s.count)
+        })
+        .collect();
     println!(
         "\nnp = numpy, pt = PyTorch. A ratio is our speed over theirs (> 1: we are faster); bf16/f32 is our bf16 over our f32.\nsamples per entry: {}–{}",
         counts.iter().min().unwrap_or(&0),
@@ -90,9 +124,17 @@ pub fn print_table(rows: &[Row]) {
 
 fn describe(info: &Info) {
     let libs: Vec<String> = info.libraries.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    println!("references: Python {}, {}, {} threads", info.python, libs.join(", "), info.threads);
+    println!(
+        "references: Python {}, {}, {} threads",
+        info.python,
+        libs.join(", "),
+        info.threads
+    );
     if let Some(cap) = &info.torch_cpu_capability {
-        println!("  PyTorch: CPU capability {cap}, {} threads", info.torch_threads.map_or("?".to_string(), |t| t.to_string()));
+        println!(
+            "  PyTorch: CPU capability {cap}, {} threads",
+            info.torch_threads.map_or("?".to_string(), |t| t.to_string())
+        );
     }
     for lib in info.blas.iter().flatten() {
         println!("  BLAS loaded by numpy: {lib}");
@@ -112,11 +154,18 @@ pub fn run(budget: Budget, threads: usize, with_reference: bool) -> anyhow::Resu
         (None, None)
     };
     let available = REFERENCES.map(|(_, library, _)| info.as_ref().is_some_and(|i| i.libraries.contains_key(library)));
-    println!("CPU matmul, {threads} threads; medians of samples taken in turns (≥{} samples and ≥{:.1} s per entry)", budget.min_samples, budget.min_time.as_secs_f64());
+    println!(
+        "CPU matmul, {threads} threads; medians of samples taken in turns (≥{} samples and ≥{:.1} s per entry)",
+        budget.min_samples,
+        budget.min_time.as_secs_f64()
+    );
     println!("our f32: gemm crate; our bf16: {}", bf16_matmul_isa());
     match &info {
         Some(info) => describe(info),
-        None => println!("references: not run (pass --with-reference to install numpy and PyTorch into {} and time them)", reference::venv_dir().display()),
+        None => println!(
+            "references: not run (pass --with-reference to install numpy and PyTorch into {} and time them)",
+            reference::venv_dir().display()
+        ),
     }
     let mut rows = Vec::new();
     for shape in SHAPES {

@@ -27,13 +27,22 @@ impl Shape {
     }
 
     pub fn label(&self) -> String {
-        if self.m == self.k && self.k == self.n { format!("{}³", self.m) } else { format!("{}×{}·{}×{}", self.m, self.k, self.k, self.n) }
+        if self.m == self.k && self.k == self.n {
+            format!("{}³", self.m)
+        } else {
+            format!("{}×{}·{}×{}", self.m, self.k, self.k, self.n)
+        }
     }
 }
 
 /// The sizes both benchmarks use: square products up to 2048 and the lecture's 1024×256·256×64.
-pub const SHAPES: [Shape; 5] =
-    [Shape::new(256, 256, 256), Shape::new(512, 512, 512), Shape::new(1024, 1024, 1024), Shape::new(2048, 2048, 2048), Shape::new(1024, 256, 64)];
+pub const SHAPES: [Shape; 5] = [
+    Shape::new(256, 256, 256),
+    Shape::new(512, 512, 512),
+    Shape::new(1024, 1024, 1024),
+    Shape::new(2048, 2048, 2048),
+    Shape::new(1024, 256, 64),
+];
 
 /// Makes rayon's global pool (used by `gemm` and the bf16 kernel) exactly `threads` wide, so every
 /// library in a comparison runs on the same number of threads.

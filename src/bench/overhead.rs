@@ -53,17 +53,31 @@ pub fn measure(shape: Shape, budget: Budget) -> anyhow::Result<Row> {
         // elements, and read_dst = false means dst is only written.
         unsafe {
             gemm::gemm(
-                m, n, k,
-                dst.as_mut_ptr(), 1, n as isize, false,
-                pa, 1, k as isize,
-                pb, 1, n as isize,
-                0.0f32, 1.0f32, false, false, false,
+                m,
+                n,
+                k,
+                dst.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                pa,
+                1,
+                k as isize,
+                pb,
+                1,
+                n as isize,
+                0.0f32,
+                1.0f32,
+                false,
+                false,
+                false,
                 Parallelism::Rayon(0),
             );
         }
     };
     let mut via_tensor = local(|| {
-        a.matmul(&b).with_context(|| format!("Tensor::matmul {}", shape.label()))?;
+        a.matmul(&b)
+            .with_context(|| format!("Tensor::matmul {}", shape.label()))?;
         Ok(())
     });
     let mut direct = local(|| {
@@ -77,15 +91,33 @@ pub fn measure(shape: Shape, budget: Budget) -> anyhow::Result<Row> {
         Ok(())
     });
     let s = in_turns(budget, &mut [&mut via_tensor, &mut direct, &mut direct_fresh])?;
-    Ok(Row { shape, tensor_s: s[0].median_s, direct_s: s[1].median_s, direct_fresh_s: s[2].median_s, samples: s[0].count })
+    Ok(Row {
+        shape,
+        tensor_s: s[0].median_s,
+        direct_s: s[1].median_s,
+        direct_fresh_s: s[2].median_s,
+        samples: s[0].count,
+    })
 }
 
 pub fn run(budget: Budget, threads: usize) -> anyhow::Result<Vec<Row>> {
     println!("f32 matmul: Tensor::matmul vs gemm::gemm called directly on the same buffers");
-    println!("{threads} threads, medians of samples taken in turns (≥{} each, ≥{:.1} s each)\n", budget.min_samples, budget.min_time.as_secs_f64());
+    println!(
+        "{threads} threads, medians of samples taken in turns (≥{} each, ≥{:.1} s each)\n",
+        budget.min_samples,
+        budget.min_time.as_secs_f64()
+    );
     println!(
         "{:<16} {:>10} {:>10} {:>10} {:>11} {:>11} {:>9} {:>12} {:>8}",
-        "shape", "tensor ms", "direct ms", "fresh ms", "tensor GF/s", "direct GF/s", "overhead", "vs fresh out", "samples"
+        "shape",
+        "tensor ms",
+        "direct ms",
+        "fresh ms",
+        "tensor GF/s",
+        "direct GF/s",
+        "overhead",
+        "vs fresh out",
+        "samples"
     );
     let mut rows = Vec::new();
     for shape in SHAPES {
@@ -105,9 +137,17 @@ pub fn run(budget: Budget, threads: usize) -> anyhow::Result<Vec<Row>> {
         );
         rows.push(row);
     }
-    let big: Vec<&Row> = rows.iter().filter(|r| r.shape.m * r.shape.k * r.shape.n >= 1024 * 1024 * 1024).collect();
+    let big: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.shape.m * r.shape.k * r.shape.n >= 1024 * 1024 * 1024)
+        .collect();
     let worst = big.iter().map(|r| r.overhead()).fold(f64::NEG_INFINITY, f64::max);
-    println!("\nworst overhead at 1024³ and above: {:+.1}% (goal: ≤ 5%)", worst * 100.0);
-    println!("overhead: tensor over direct into a reused output; vs fresh out: tensor over direct into a new zeroed output per call (\"fresh\")");
+    println!(
+        "\nworst overhead at 1024³ and above: {:+.1}% (goal: ≤ 5%)",
+        worst * 100.0
+    );
+    println!(
+        "overhead: tensor over direct into a reused output; vs fresh out: tensor over direct into a new zeroed output per call (\"fresh\")"
+    );
     Ok(rows)
 }

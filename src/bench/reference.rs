@@ -19,8 +19,14 @@ pub fn script_path() -> PathBuf {
 
 /// The folder cargo builds into: the bench binary lives in `<target>/release/`.
 pub fn target_dir() -> PathBuf {
-    let from_exe = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()));
-    from_exe.unwrap_or_else(|| std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("target")))
+    let from_exe = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()));
+    from_exe.unwrap_or_else(|| {
+        std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("target"))
+    })
 }
 
 pub fn venv_dir() -> PathBuf {
@@ -61,13 +67,29 @@ pub fn ensure_venv(venv: &Path) -> anyhow::Result<PathBuf> {
     let python = python_in(venv);
     if !python.exists() {
         eprintln!("creating a virtual environment in {}", venv.display());
-        run_checked(Command::new("python3").args(["-m", "venv"]).arg(venv), "python3 -m venv")?;
+        run_checked(
+            Command::new("python3").args(["-m", "venv"]).arg(venv),
+            "python3 -m venv",
+        )?;
     }
     if !has_packages(&python) {
-        eprintln!("installing {} from PyPI into {} (torch brings its CUDA libraries: a few GB, once)", PACKAGES.join(", "), venv.display());
-        run_checked(Command::new(&python).args(["-m", "pip", "install", "--quiet"]).args(PACKAGES), "pip install")?;
+        eprintln!(
+            "installing {} from PyPI into {} (torch brings its CUDA libraries: a few GB, once)",
+            PACKAGES.join(", "),
+            venv.display()
+        );
+        run_checked(
+            Command::new(&python)
+                .args(["-m", "pip", "install", "--quiet"])
+                .args(PACKAGES),
+            "pip install",
+        )?;
         if !has_packages(&python) {
-            bail!("installed {} into {}, but `import numpy, torch, threadpoolctl` still fails there", PACKAGES.join(", "), venv.display());
+            bail!(
+                "installed {} into {}, but `import numpy, torch, threadpoolctl` still fails there",
+                PACKAGES.join(", "),
+                venv.display()
+            );
         }
     }
     Ok(python)
@@ -118,12 +140,20 @@ impl Server {
 
     fn request(&mut self, request: serde_json::Value) -> anyhow::Result<serde_json::Value> {
         let stdin = self.stdin.as_mut().context("the reference script's stdin is closed")?;
-        writeln!(stdin, "{request}").and_then(|()| stdin.flush()).context("cannot write to the reference script (did it exit?)")?;
+        writeln!(stdin, "{request}")
+            .and_then(|()| stdin.flush())
+            .context("cannot write to the reference script (did it exit?)")?;
         let mut line = String::new();
-        if self.stdout.read_line(&mut line).context("cannot read the reference script's reply")? == 0 {
+        if self
+            .stdout
+            .read_line(&mut line)
+            .context("cannot read the reference script's reply")?
+            == 0
+        {
             bail!("the reference script exited while answering {request}");
         }
-        let reply: serde_json::Value = serde_json::from_str(&line).with_context(|| format!("the reference script's reply is not JSON: {line}"))?;
+        let reply: serde_json::Value =
+            serde_json::from_str(&line).with_context(|| format!("the reference script's reply is not JSON: {line}"))?;
         if let Some(err) = reply.get("error") {
             bail!("the reference script could not answer {request}: {err}");
         }

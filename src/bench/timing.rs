@@ -23,7 +23,13 @@ pub struct Budget {
 
 impl Default for Budget {
     fn default() -> Self {
-        Budget { min_samples: 15, min_time: Duration::from_millis(1500), max_samples: 5000, turn: Duration::from_millis(150), settle: Duration::from_millis(150) }
+        Budget {
+            min_samples: 15,
+            min_time: Duration::from_millis(1500),
+            max_samples: 5000,
+            turn: Duration::from_millis(150),
+            settle: Duration::from_millis(150),
+        }
     }
 }
 
@@ -72,13 +78,20 @@ pub fn in_turns(budget: Budget, contenders: &mut [Contender<'_>]) -> anyhow::Res
             }
         }
         let done = |s: &Vec<f64>| {
-            s.len() >= budget.max_samples || (s.len() >= budget.min_samples && s.iter().sum::<f64>() >= budget.min_time.as_secs_f64())
+            s.len() >= budget.max_samples
+                || (s.len() >= budget.min_samples && s.iter().sum::<f64>() >= budget.min_time.as_secs_f64())
         };
         if samples.iter().all(done) {
             break;
         }
     }
-    Ok(samples.into_iter().map(|mut s| Sample { count: s.len(), median_s: median(&mut s) }).collect())
+    Ok(samples
+        .into_iter()
+        .map(|mut s| Sample {
+            count: s.len(),
+            median_s: median(&mut s),
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -95,7 +108,13 @@ mod tests {
     #[test]
     fn every_contender_gets_its_minimum_and_a_warm_up() {
         let (mut a, mut b) = (0, 0);
-        let budget = Budget { min_samples: 5, min_time: Duration::ZERO, max_samples: 7, turn: Duration::ZERO, settle: Duration::ZERO };
+        let budget = Budget {
+            min_samples: 5,
+            min_time: Duration::ZERO,
+            max_samples: 7,
+            turn: Duration::ZERO,
+            settle: Duration::ZERO,
+        };
         let mut fa = local(|| {
             a += 1;
             Ok(())

@@ -31,7 +31,14 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { dim: 1024, num_layers: 4, batch: 256, optimizer: "adagrad".into(), device: Device::Cpu, seed: 0 }
+        Config {
+            dim: 1024,
+            num_layers: 4,
+            batch: 256,
+            optimizer: "adagrad".into(),
+            device: Device::Cpu,
+            seed: 0,
+        }
     }
 }
 
@@ -61,7 +68,12 @@ pub struct Report {
 }
 
 fn options() -> TimingOptions {
-    TimingOptions { warmup: 2, min_reps: 5, max_reps: 50, budget: Duration::from_secs(3) }
+    TimingOptions {
+        warmup: 2,
+        min_reps: 5,
+        max_reps: 50,
+        budget: Duration::from_secs(3),
+    }
 }
 
 /// An operand: (rows, columns, used as a transposed view).
@@ -102,7 +114,12 @@ pub fn run(config: &Config) -> Result<Report> {
     let mut optimizer: Box<dyn Optimizer> = match config.optimizer.as_str() {
         "adagrad" => Box::new(AdaGrad::new(&model, 1e-3)?),
         "sgd" => Box::new(Sgd::new(&model, 1e-3)?),
-        other => return Err(Error::invalid("bench", format!("unknown optimizer {other:?} (adagrad or sgd)"))),
+        other => {
+            return Err(Error::invalid(
+                "bench",
+                format!("unknown optimizer {other:?} (adagrad or sgd)"),
+            ));
+        }
     };
     let x = Var::constant(Tensor::randn(&[config.batch, config.dim], DType::F32, &mut rng)?.to_device(&config.device)?);
     let y = Var::constant(Tensor::randn(&[config.batch], DType::F32, &mut rng)?.to_device(&config.device)?);
@@ -138,14 +155,20 @@ pub fn run(config: &Config) -> Result<Report> {
     let mut replayed_flops = 0u64;
     for ((m, k, ta), (k2, n, tb)) in step_matmuls(config.dim, config.num_layers, config.batch) {
         debug_assert_eq!(k, k2);
-        let (a, b) = (operand(m, k, ta, &mut rng, &config.device)?, operand(k2, n, tb, &mut rng, &config.device)?);
+        let (a, b) = (
+            operand(m, k, ta, &mut rng, &config.device)?,
+            operand(k2, n, tb, &mut rng, &config.device)?,
+        );
         let t: Timing = timing::time(&config.device, options(), || a.matmul(&b).map(drop))?;
         matmul_s += t.median_s;
         replayed_flops += 2 * (m * k * n) as u64;
     }
     let counted_matmul_flops = fb_count.by_op.get("matmul").copied().unwrap_or(0);
     if replayed_flops != counted_matmul_flops {
-        return Err(Error::invalid("bench", format!("replayed {replayed_flops} matmul FLOPs but the step counted {counted_matmul_flops}")));
+        return Err(Error::invalid(
+            "bench",
+            format!("replayed {replayed_flops} matmul FLOPs but the step counted {counted_matmul_flops}"),
+        ));
     }
     let peak = peaks::promised(&config.device, MathMode::Fp32).ok();
     let step_flop_per_sec = counted_matmul_flops as f64 / step.median_s;
@@ -174,7 +197,12 @@ mod tests {
     /// The replayed list has exactly the step's counted matmul FLOPs.
     #[test]
     fn replayed_matmuls_match_the_counted_step() {
-        let config = Config { dim: 16, num_layers: 2, batch: 4, ..Config::default() };
+        let config = Config {
+            dim: 16,
+            num_layers: 2,
+            batch: 4,
+            ..Config::default()
+        };
         let list = step_matmuls(config.dim, config.num_layers, config.batch);
         let flops: usize = list.iter().map(|((m, k, _), (_, n, _))| 2 * m * k * n).sum();
         let p = Cruncher::expected_num_parameters(16, 2);

@@ -63,9 +63,15 @@ struct Common {
 impl Common {
     fn budget(&self) -> anyhow::Result<Budget> {
         if self.min_samples == 0 || self.threads == 0 || !(self.min_time >= 0.0 && self.min_time.is_finite()) {
-            anyhow::bail!("--threads and --min-samples must be at least 1 and --min-time a non-negative number of seconds");
+            anyhow::bail!(
+                "--threads and --min-samples must be at least 1 and --min-time a non-negative number of seconds"
+            );
         }
-        Ok(Budget { min_samples: self.min_samples, min_time: Duration::from_secs_f64(self.min_time), ..Budget::default() })
+        Ok(Budget {
+            min_samples: self.min_samples,
+            min_time: Duration::from_secs_f64(self.min_time),
+            ..Budget::default()
+        })
     }
 }
 
@@ -77,7 +83,10 @@ fn main() -> anyhow::Result<()> {
             bench::set_threads(c.threads)?;
             bench::overhead::run(budget, c.threads)?;
         }
-        Command::CpuMatmul { common: c, with_reference } => {
+        Command::CpuMatmul {
+            common: c,
+            with_reference,
+        } => {
             let budget = c.budget()?;
             bench::set_threads(c.threads)?;
             bench::cpu_matmul::run(budget, c.threads, with_reference)?;
@@ -89,22 +98,50 @@ fn main() -> anyhow::Result<()> {
 
 fn train_step(cli: TrainStep) -> anyhow::Result<()> {
     use cs336::bench::train_step::{self, Config};
-    let config = Config { dim: cli.dim, num_layers: cli.layers, batch: cli.batch, optimizer: cli.optimizer, ..Config::default() };
+    let config = Config {
+        dim: cli.dim,
+        num_layers: cli.layers,
+        batch: cli.batch,
+        optimizer: cli.optimizer,
+        ..Config::default()
+    };
     let r = train_step::run(&config)?;
     if cli.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(());
     }
-    println!("Cruncher(dim={}, num_layers={}), batch {}, {} ({} parameters)", config.dim, config.num_layers, config.batch, config.optimizer, r.num_parameters);
-    println!("  matmul FLOPs per step (counted)  {:.4e}   (6·B·P = {:.4e}; the data's gradient is skipped)", r.counted_matmul_flops as f64, r.six_b_p as f64);
+    println!(
+        "Cruncher(dim={}, num_layers={}), batch {}, {} ({} parameters)",
+        config.dim, config.num_layers, config.batch, config.optimizer, r.num_parameters
+    );
+    println!(
+        "  matmul FLOPs per step (counted)  {:.4e}   (6·B·P = {:.4e}; the data's gradient is skipped)",
+        r.counted_matmul_flops as f64, r.six_b_p as f64
+    );
     println!("  step (median)                     {:.3} ms", r.step_s * 1e3);
-    println!("    forward + backward              {:.3} ms", r.forward_backward_s * 1e3);
+    println!(
+        "    forward + backward              {:.3} ms",
+        r.forward_backward_s * 1e3
+    );
     println!("    optimizer update                {:.3} ms", r.optimizer_s * 1e3);
-    println!("  the step's matmuls alone          {:.3} ms   ({:.3e} FLOP/s)", r.matmul_s * 1e3, r.matmul_flop_per_sec);
-    println!("  overhead (step − matmuls) / step  {:.1} %   (goal ≤ 25 %)", r.overhead_fraction * 100.0);
+    println!(
+        "  the step's matmuls alone          {:.3} ms   ({:.3e} FLOP/s)",
+        r.matmul_s * 1e3,
+        r.matmul_flop_per_sec
+    );
+    println!(
+        "  overhead (step − matmuls) / step  {:.1} %   (goal ≤ 25 %)",
+        r.overhead_fraction * 100.0
+    );
     match (r.promised_flop_per_sec, r.step_mfu) {
-        (Some(p), Some(m)) => println!("  step throughput                   {:.3e} FLOP/s = MFU {:.3} of {:.3e}", r.step_flop_per_sec, m, p),
-        _ => println!("  step throughput                   {:.3e} FLOP/s (no promised peak)", r.step_flop_per_sec),
+        (Some(p), Some(m)) => println!(
+            "  step throughput                   {:.3e} FLOP/s = MFU {:.3} of {:.3e}",
+            r.step_flop_per_sec, m, p
+        ),
+        _ => println!(
+            "  step throughput                   {:.3e} FLOP/s (no promised peak)",
+            r.step_flop_per_sec
+        ),
     }
     Ok(())
 }

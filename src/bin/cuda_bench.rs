@@ -70,41 +70,89 @@ fn run() -> Result<()> {
         Err(why) => bail!("no usable GPU: {why}"),
     };
     let p = gpu.props().clone();
-    println!("{} ({} SMs, {:.1} GiB, compute capability {}.{}, driver {} / CUDA {}, NVRTC {}, cuBLAS {}); kernels compiled in {:.1} s",
-        p.name, p.sm_count, p.total_memory as f64 / (1u64 << 30) as f64, p.compute_capability.0, p.compute_capability.1,
-        p.driver_version.as_deref().unwrap_or("?"), p.cuda_driver_api, p.nvrtc_version, p.cublas_version.as_deref().unwrap_or("?"), gpu.compile_seconds);
+    println!(
+        "{} ({} SMs, {:.1} GiB, compute capability {}.{}, driver {} / CUDA {}, NVRTC {}, cuBLAS {}); kernels compiled in {:.1} s",
+        p.name,
+        p.sm_count,
+        p.total_memory as f64 / (1u64 << 30) as f64,
+        p.compute_capability.0,
+        p.compute_capability.1,
+        p.driver_version.as_deref().unwrap_or("?"),
+        p.cuda_driver_api,
+        p.nvrtc_version,
+        p.cublas_version.as_deref().unwrap_or("?"),
+        gpu.compile_seconds
+    );
 
     let (m, n, k) = (args.b, args.k, args.d);
     let mut gemms: Vec<(GemmBench, Option<f64>)> = Vec::new();
     for mode in [GemmMode::Fp32, GemmMode::Tf32, GemmMode::Bf16, GemmMode::Bf16F32Out] {
         // FP32 is ~15x slower than BF16: fewer repetitions keep the run short.
-        let reps = if mode == GemmMode::Fp32 { args.reps.min(5) } else { args.reps };
-        let bench = timing::bench_gemm(&gpu.0, mode, (m, n, k), args.warmup, reps, 0).with_context(|| format!("{} matmul", mode.name()))?;
+        let reps = if mode == GemmMode::Fp32 {
+            args.reps.min(5)
+        } else {
+            args.reps
+        };
+        let bench = timing::bench_gemm(&gpu.0, mode, (m, n, k), args.warmup, reps, 0)
+            .with_context(|| format!("{} matmul", mode.name()))?;
         let peak = mode_peak(&p.name, mode);
-        println!("  matmul {:<13} {m}x{k} @ {k}x{n}: {:>9.3} ms  {:>7.1} TFLOP/s  MFU {}",
-            mode.name(), bench.timing.median_s * 1e3, bench.flop_per_sec / 1e12,
-            peak.map_or("n/a".to_string(), |pk| format!("{:.3}", bench.flop_per_sec / pk)));
+        println!(
+            "  matmul {:<13} {m}x{k} @ {k}x{n}: {:>9.3} ms  {:>7.1} TFLOP/s  MFU {}",
+            mode.name(),
+            bench.timing.median_s * 1e3,
+            bench.flop_per_sec / 1e12,
+            peak.map_or("n/a".to_string(), |pk| format!("{:.3}", bench.flop_per_sec / pk))
+        );
         gemms.push((bench, peak));
     }
 
     let mut bandwidths: Vec<Bandwidth> = Vec::new();
-    bandwidths.push(timing::bench_copy(&gpu.0, args.adagrad_elements * 4, args.warmup, args.reps).context("device copy")?);
+    bandwidths
+        .push(timing::bench_copy(&gpu.0, args.adagrad_elements * 4, args.warmup, args.reps).context("device copy")?);
     for which in [UpdateKernel::Fast, UpdateKernel::Reference] {
-        bandwidths.push(timing::bench_adagrad(&gpu.0, DType::F32, args.adagrad_elements, which, args.warmup, args.reps).context("adagrad")?);
+        bandwidths.push(
+            timing::bench_adagrad(&gpu.0, DType::F32, args.adagrad_elements, which, args.warmup, args.reps)
+                .context("adagrad")?,
+        );
     }
-    bandwidths.push(timing::bench_adagrad(&gpu.0, DType::BF16, args.adagrad_elements, UpdateKernel::Fast, args.warmup, args.reps).context("adagrad bf16")?);
+    bandwidths.push(
+        timing::bench_adagrad(
+            &gpu.0,
+            DType::BF16,
+            args.adagrad_elements,
+            UpdateKernel::Fast,
+            args.warmup,
+            args.reps,
+        )
+        .context("adagrad bf16")?,
+    );
     for pinned in [false, true] {
-        bandwidths.push(timing::bench_host_to_device(&gpu.0, args.h2d_bytes, pinned, 1, args.reps.min(5)).context("host to device")?);
+        bandwidths.push(
+            timing::bench_host_to_device(&gpu.0, args.h2d_bytes, pinned, 1, args.reps.min(5))
+                .context("host to device")?,
+        );
     }
     let copy = bandwidths[0].bytes_per_sec;
     for bw in &bandwidths {
-        println!("  {:<48} {:>8.1} GB/s  ({:.2} of device copy)", bw.what, bw.bytes_per_sec / 1e9, bw.bytes_per_sec / copy);
+        println!(
+            "  {:<48} {:>8.1} GB/s  ({:.2} of device copy)",
+            bw.what,
+            bw.bytes_per_sec / 1e9,
+            bw.bytes_per_sec / copy
+        );
     }
 
     if let Some(path) = args.json {
-        let doc = timing::report_json(&p, (args.b, args.d, args.k), (args.warmup, args.reps), &gemms, &bandwidths);
+        let doc = timing::report_json(
+            &p,
+            (args.b, args.d, args.k),
+            (args.warmup, args.reps),
+            &gemms,
+            &bandwidths,
+        );
         let text = serde_json::to_string_pretty(&doc)?;
-        cs336::trace::io::write_atomic(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+        cs336::trace::io::write_atomic(&path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
         println!("Wrote {}", path.display());
     }
     Ok(())

@@ -12,7 +12,10 @@ use cs336::lecture::{self, LECTURE, SECTIONS, run};
 use cs336::trace::{self, Trace};
 
 #[derive(Parser)]
-#[command(version, about = "CS336 Lecture 2 (PyTorch, resource accounting), executed: runs every section and records what it measured")]
+#[command(
+    version,
+    about = "CS336 Lecture 2 (PyTorch, resource accounting), executed: runs every section and records what it measured"
+)]
 struct Cli {
     /// Run only this section (repeatable) and merge the result into the existing trace.
     #[arg(long = "section", value_name = "ID")]
@@ -77,7 +80,9 @@ fn main() -> ExitCode {
 
 /// The crate root: where `cargo run` was pointed, else the current folder.
 fn root() -> PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."))
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 fn trace_path(dir: &Path, slug: &str) -> PathBuf {
@@ -111,15 +116,31 @@ fn real_main() -> Result<()> {
     for id in &cli.sections {
         match lecture::find(id) {
             Some(def) => selected.push(def),
-            None => bail!("unknown section `{id}`; `lecture --list` shows the {} sections", SECTIONS.len()),
+            None => bail!(
+                "unknown section `{id}`; `lecture --list` shows the {} sections",
+                SECTIONS.len()
+            ),
         }
     }
     let choice = device::choose(request)?;
     let path = trace_path(&trace_dir, &choice.device.slug());
     // A partial run merges into the existing trace, so read (and validate) it first.
-    let previous = if selected.is_empty() || !path.exists() { None } else { Some(trace::load(&path)?) };
+    let previous = if selected.is_empty() || !path.exists() {
+        None
+    } else {
+        Some(trace::load(&path)?)
+    };
 
-    println!("Running {} section(s) on {} (seed {})", if selected.is_empty() { SECTIONS.len() } else { selected.len() }, choice.device, cli.seed);
+    println!(
+        "Running {} section(s) on {} (seed {})",
+        if selected.is_empty() {
+            SECTIONS.len()
+        } else {
+            selected.len()
+        },
+        choice.device,
+        cli.seed
+    );
     if let Some(why) = &choice.cuda_unavailable_reason {
         println!("  not using CUDA: {why}");
     }
@@ -130,8 +151,13 @@ fn real_main() -> Result<()> {
     trace::save(&path, &trace)?;
     println!("Wrote {}", path.display());
     if !cli.no_book {
-        let options = cs336::book::BuildOptions { trace: Some(path.clone()), trace_dir: path.parent().map(Path::to_path_buf), out_dir: None };
-        let index = cs336::book::build(&root().join("book"), &options).context("the trace was written, but the book did not build")?;
+        let options = cs336::book::BuildOptions {
+            trace: Some(path.clone()),
+            trace_dir: path.parent().map(Path::to_path_buf),
+            out_dir: None,
+        };
+        let index = cs336::book::build(&root().join("book"), &options)
+            .context("the trace was written, but the book did not build")?;
         println!("Book: {}", index.display());
     }
     Ok(())
@@ -155,16 +181,29 @@ fn get(path: &Path, key: &str, whole_record: bool) -> Result<()> {
     };
     let Some(sec) = trace.section(section) else {
         let known: Vec<&str> = trace.sections.iter().map(|s| s.id.as_str()).collect();
-        bail!("{}: no section `{section}` (it has: {})", path.display(), known.join(", "));
+        bail!(
+            "{}: no section `{section}` (it has: {})",
+            path.display(),
+            known.join(", ")
+        );
     };
     let Some(rec) = sec.values.get(name) else {
         let known: Vec<&str> = sec.values.keys().map(String::as_str).collect();
-        bail!("{}: section `{section}` has no value `{name}` (it has: {})", path.display(), known.join(", "));
+        bail!(
+            "{}: section `{section}` has no value `{name}` (it has: {})",
+            path.display(),
+            known.join(", ")
+        );
     };
-    let value = if whole_record { serde_json::to_value(rec)? } else { rec.value.clone() };
+    let value = if whole_record {
+        serde_json::to_value(rec)?
+    } else {
+        rec.value.clone()
+    };
     let steps: Vec<String> = parts.map(String::from).collect();
     // The same walk the book uses for `{{value SECTION.NAME.PATH}}`.
-    let value = cs336::book::traces::walk(&value, &steps).map_err(|(step, what)| anyhow::anyhow!("`{key}`: nothing at `{step}` ({what})"))?;
+    let value = cs336::book::traces::walk(&value, &steps)
+        .map_err(|(step, what)| anyhow::anyhow!("`{key}`: nothing at `{step}` ({what})"))?;
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }

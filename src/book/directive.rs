@@ -39,7 +39,12 @@ pub enum Condition {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Directive {
     /// `{{value SECTION.NAME[.PATH] [format=F] [unit=U] [trace=SLUG]}}`
-    Value { address: Address, format: Format, unit: Option<Unit>, trace: Option<String> },
+    Value {
+        address: Address,
+        format: Format,
+        unit: Option<Unit>,
+        trace: Option<String>,
+    },
     /// `{{code SECTION [trace=SLUG]}}`
     Code { section: String, trace: Option<String> },
     /// `{{chart ID [trace=SLUG]}}`
@@ -47,9 +52,16 @@ pub enum Directive {
     /// `{{provenance [trace=SLUG]}}`
     Provenance { trace: Option<String> },
     /// `{{compare SECTION.NAME[.PATH] [format=F] [unit=U]}}`
-    Compare { address: Address, format: Format, unit: Option<Unit> },
+    Compare {
+        address: Address,
+        format: Format,
+        unit: Option<Unit>,
+    },
     /// `{{if [not|has] SECTION.NAME[.PATH] [trace=SLUG]}}`
-    If { condition: Condition, trace: Option<String> },
+    If {
+        condition: Condition,
+        trace: Option<String>,
+    },
     /// `{{else}}`
     Else,
     /// `{{end}}`
@@ -143,7 +155,11 @@ pub fn find(markdown: &str) -> Vec<Found> {
         from = end;
         let standalone = markdown[line_start..start].trim().is_empty() && markdown[end..line_end].trim().is_empty();
         let parsed = parsed.and_then(|d| {
-            if d.is_block() && !standalone { Err("this directive must stand alone on its line".to_string()) } else { Ok(d) }
+            if d.is_block() && !standalone {
+                Err("this directive must stand alone on its line".to_string())
+            } else {
+                Ok(d)
+            }
         });
         found.push(Found {
             span: start..end,
@@ -186,19 +202,34 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
     let directive = match (kind, positional.as_slice()) {
         ("value", [address]) => {
             allow(true, true)?;
-            Directive::Value { address: address_of(address)?, format: format.unwrap_or(Format::Auto), unit, trace }
+            Directive::Value {
+                address: address_of(address)?,
+                format: format.unwrap_or(Format::Auto),
+                unit,
+                trace,
+            }
         }
         ("compare", [address]) => {
             allow(true, false)?;
-            Directive::Compare { address: address_of(address)?, format: format.unwrap_or(Format::Auto), unit }
+            Directive::Compare {
+                address: address_of(address)?,
+                format: format.unwrap_or(Format::Auto),
+                unit,
+            }
         }
         ("code", [section]) => {
             allow(false, true)?;
-            Directive::Code { section: identifier(section, "section id")?, trace }
+            Directive::Code {
+                section: identifier(section, "section id")?,
+                trace,
+            }
         }
         ("chart", [id]) => {
             allow(false, true)?;
-            Directive::Chart { id: identifier(id, "chart id")?, trace }
+            Directive::Chart {
+                id: identifier(id, "chart id")?,
+                trace,
+            }
         }
         ("provenance", []) => {
             allow(false, true)?;
@@ -207,8 +238,14 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
         ("if", words) => {
             allow(false, true)?;
             let condition = match words {
-                [address] => Condition::Value { address: address_of(address)?, negate: false },
-                ["not", address] => Condition::Value { address: address_of(address)?, negate: true },
+                [address] => Condition::Value {
+                    address: address_of(address)?,
+                    negate: false,
+                },
+                ["not", address] => Condition::Value {
+                    address: address_of(address)?,
+                    negate: true,
+                },
                 ["has", address] => Condition::Has(address_of(address)?),
                 _ => return Err("`if` takes `SECTION.NAME`, `not SECTION.NAME` or `has SECTION.NAME`".into()),
             };
@@ -246,14 +283,26 @@ fn unit_of(word: &str) -> Result<Unit, String> {
 
 fn identifier(word: &str, what: &str) -> Result<String, String> {
     let ok = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if ok { Ok(word.to_string()) } else { Err(format!("`{word}` is not a valid {what} (letters, digits and `_`)")) }
+    if ok {
+        Ok(word.to_string())
+    } else {
+        Err(format!("`{word}` is not a valid {what} (letters, digits and `_`)"))
+    }
 }
 
 /// A trace's file name without `.json`; no path separators, so a directive cannot leave the
 /// trace folder.
 fn slug(word: &str) -> Result<String, String> {
-    let ok = !word.is_empty() && !word.starts_with('.') && word.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok { Ok(word.to_string()) } else { Err(format!("`{word}` is not a trace name (e.g. `cpu`, `nvidia-h200`)")) }
+    let ok = !word.is_empty()
+        && !word.starts_with('.')
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(word.to_string())
+    } else {
+        Err(format!("`{word}` is not a trace name (e.g. `cpu`, `nvidia-h200`)"))
+    }
 }
 
 fn address_of(word: &str) -> Result<Address, String> {
@@ -272,32 +321,87 @@ mod tests {
     use super::*;
 
     fn addr(section: &str, name: &str, path: &[&str]) -> Address {
-        Address { section: section.into(), name: name.into(), path: path.iter().map(|s| s.to_string()).collect() }
+        Address {
+            section: section.into(),
+            name: name.into(),
+            path: path.iter().map(|s| s.to_string()).collect(),
+        }
     }
 
     #[test]
     fn parses_each_form() {
         assert_eq!(
             parse("value tensors_memory.fp8_e4m3_info.max"),
-            Ok(Directive::Value { address: addr("tensors_memory", "fp8_e4m3_info", &["max"]), format: Format::Auto, unit: None, trace: None })
+            Ok(Directive::Value {
+                address: addr("tensors_memory", "fp8_e4m3_info", &["max"]),
+                format: Format::Auto,
+                unit: None,
+                trace: None
+            })
         );
         assert_eq!(
             parse("value tensor_slicing.row_0.1 format=plain trace=nvidia-h200"),
-            Ok(Directive::Value { address: addr("tensor_slicing", "row_0", &["1"]), format: Format::Plain, unit: None, trace: Some("nvidia-h200".into()) })
+            Ok(Directive::Value {
+                address: addr("tensor_slicing", "row_0", &["1"]),
+                format: Format::Plain,
+                unit: None,
+                trace: Some("nvidia-h200".into())
+            })
         );
         assert_eq!(
             parse("value a.b.c unit=FLOP/s format=si"),
-            Ok(Directive::Value { address: addr("a", "b", &["c"]), format: Format::Si(None), unit: Some(Unit::FlopPerSec), trace: None })
+            Ok(Directive::Value {
+                address: addr("a", "b", &["c"]),
+                format: Format::Si(None),
+                unit: Some(Unit::FlopPerSec),
+                trace: None
+            })
         );
-        assert_eq!(parse("code tensors_memory"), Ok(Directive::Code { section: "tensors_memory".into(), trace: None }));
-        assert_eq!(parse("chart float_ranges"), Ok(Directive::Chart { id: "float_ranges".into(), trace: None }));
-        assert_eq!(parse(" provenance  trace=cpu "), Ok(Directive::Provenance { trace: Some("cpu".into()) }));
-        assert_eq!(parse("compare a.b format=si"), Ok(Directive::Compare { address: addr("a", "b", &[]), format: Format::Si(None), unit: None }));
+        assert_eq!(
+            parse("code tensors_memory"),
+            Ok(Directive::Code {
+                section: "tensors_memory".into(),
+                trace: None
+            })
+        );
+        assert_eq!(
+            parse("chart float_ranges"),
+            Ok(Directive::Chart {
+                id: "float_ranges".into(),
+                trace: None
+            })
+        );
+        assert_eq!(
+            parse(" provenance  trace=cpu "),
+            Ok(Directive::Provenance {
+                trace: Some("cpu".into())
+            })
+        );
+        assert_eq!(
+            parse("compare a.b format=si"),
+            Ok(Directive::Compare {
+                address: addr("a", "b", &[]),
+                format: Format::Si(None),
+                unit: None
+            })
+        );
         assert_eq!(
             parse("if not a.b"),
-            Ok(Directive::If { condition: Condition::Value { address: addr("a", "b", &[]), negate: true }, trace: None })
+            Ok(Directive::If {
+                condition: Condition::Value {
+                    address: addr("a", "b", &[]),
+                    negate: true
+                },
+                trace: None
+            })
         );
-        assert_eq!(parse("if has a.b"), Ok(Directive::If { condition: Condition::Has(addr("a", "b", &[])), trace: None }));
+        assert_eq!(
+            parse("if has a.b"),
+            Ok(Directive::If {
+                condition: Condition::Has(addr("a", "b", &[])),
+                trace: None
+            })
+        );
         assert_eq!(parse("else"), Ok(Directive::Else));
         assert_eq!(parse("end"), Ok(Directive::End));
     }

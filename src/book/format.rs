@@ -53,7 +53,13 @@ impl FromStr for Format {
                 _ => return Err(format!("`{s}`: precision must be a number from 1 to 17")),
             }
         };
-        let no_digits = |f: Format| if n.is_some() { Err(format!("`{s}`: `{name}` takes no precision")) } else { Ok(f) };
+        let no_digits = |f: Format| {
+            if n.is_some() {
+                Err(format!("`{s}`: `{name}` takes no precision"))
+            } else {
+                Ok(f)
+            }
+        };
         match name {
             "auto" => no_digits(Format::Auto),
             "plain" => no_digits(Format::Plain),
@@ -111,9 +117,16 @@ pub fn format_value(value: &Value, unit: Unit, format: Format) -> Result<String,
         // A list or object with an explicit form: every number in it takes that form.
         (None, _) if value.is_array() || value.is_object() => {
             format_number(1.0, unit, format)?;
-            Ok(compact_with(value, &|v| number_from_json(v).and_then(|x| format_number(x, unit, format).ok()).unwrap_or_else(|| v.to_string())))
+            Ok(compact_with(value, &|v| {
+                number_from_json(v)
+                    .and_then(|x| format_number(x, unit, format).ok())
+                    .unwrap_or_else(|| v.to_string())
+            }))
         }
-        (None, _) => Err(format!("format `{format}` needs a number, but the value is {}", describe(value))),
+        (None, _) => Err(format!(
+            "format `{format}` needs a number, but the value is {}",
+            describe(value)
+        )),
     }
 }
 
@@ -141,9 +154,19 @@ pub fn compact(value: &Value) -> String {
 pub fn compact_with(value: &Value, number: &dyn Fn(&Value) -> String) -> String {
     match value {
         Value::Number(_) => number(value),
-        Value::Array(items) => format!("[{}]", items.iter().map(|v| compact_with(v, number)).collect::<Vec<_>>().join(", ")),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(|v| compact_with(v, number))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         Value::Object(map) => {
-            let fields: Vec<String> = map.iter().map(|(k, v)| format!("{}: {}", Value::from(k.as_str()), compact_with(v, number))).collect();
+            let fields: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}: {}", Value::from(k.as_str()), compact_with(v, number)))
+                .collect();
             format!("{{{}}}", fields.join(", "))
         }
         other => other.to_string(),
@@ -152,7 +175,13 @@ pub fn compact_with(value: &Value, number: &dyn Fn(&Value) -> String) -> String 
 
 fn format_number(x: f64, unit: Unit, format: Format) -> Result<String, String> {
     if !x.is_finite() {
-        let text = if x.is_nan() { "NaN" } else if x > 0.0 { "inf" } else { "-inf" };
+        let text = if x.is_nan() {
+            "NaN"
+        } else if x > 0.0 {
+            "inf"
+        } else {
+            "-inf"
+        };
         return Ok(with_word(text.to_string(), unit));
     }
     Ok(match format {
@@ -196,7 +225,11 @@ fn count(x: f64) -> String {
             return format!("{} {word}", sig(x / scale, DEFAULT_DIGITS, true));
         }
     }
-    if x.fract() == 0.0 { grouped(x) } else { sig(x, DEFAULT_DIGITS, true) }
+    if x.fract() == 0.0 {
+        grouped(x)
+    } else {
+        sig(x, DEFAULT_DIGITS, true)
+    }
 }
 
 /// The unit's word after a number, for forms without prefixes.
@@ -267,7 +300,11 @@ fn sig(x: f64, n: usize, trim: bool) -> String {
 }
 
 fn trim_zeros(text: &str) -> String {
-    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text.to_string() }
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text.to_string()
+    }
 }
 
 fn digits(n: Option<usize>) -> (usize, bool) {
@@ -282,7 +319,11 @@ fn sci(x: f64, n: Option<usize>) -> String {
     let (n, trim) = digits(n);
     let text = format!("{x:.*e}", n - 1);
     let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
-    let mantissa = if trim { trim_zeros(mantissa) } else { mantissa.to_string() };
+    let mantissa = if trim {
+        trim_zeros(mantissa)
+    } else {
+        mantissa.to_string()
+    };
     format!("{mantissa}e{exponent}")
 }
 
@@ -301,7 +342,11 @@ fn eng(x: f64, n: Option<usize>) -> String {
     let (n, trim) = digits(n);
     let (mantissa, exponent) = split_thousands(x, n);
     let mantissa = sig(mantissa, n, trim);
-    if exponent == 0 { mantissa } else { format!("{mantissa}e{exponent}") }
+    if exponent == 0 {
+        mantissa
+    } else {
+        format!("{mantissa}e{exponent}")
+    }
 }
 
 const SI_PREFIXES: [(i32, &str); 13] = [
@@ -328,7 +373,11 @@ fn si(x: f64, n: Option<usize>, unit: Unit) -> String {
         Some((_, prefix)) => {
             let text = sig(mantissa, digits, trim);
             let unit_symbol = symbol(unit);
-            if prefix.is_empty() && unit_symbol.is_empty() { text } else { format!("{text} {prefix}{unit_symbol}") }
+            if prefix.is_empty() && unit_symbol.is_empty() {
+                text
+            } else {
+                format!("{text} {prefix}{unit_symbol}")
+            }
         }
         None => with_word(sci(x, n), unit),
     }
@@ -438,7 +487,10 @@ mod tests {
         assert_eq!(auto(json!(143.92659381842682), Unit::None), "143.9");
         assert_eq!(auto(json!(448.0), Unit::None), "448");
         assert_eq!(auto(json!(1.1920928955078125e-7), Unit::None), "1.192e-7");
-        assert_eq!(with(json!(1.0011717677116394e-8), Unit::None, "plain"), "1.0011717677116394e-8");
+        assert_eq!(
+            with(json!(1.0011717677116394e-8), Unit::None, "plain"),
+            "1.0011717677116394e-8"
+        );
         assert_eq!(with(json!(143.92659381842682), Unit::None, "fixed1"), "143.9");
         assert_eq!(with(json!(143.92659381842682), Unit::None, "fixed0"), "144");
     }
@@ -447,16 +499,28 @@ mod tests {
     fn non_numbers_and_non_finite() {
         assert_eq!(auto(json!("float32"), Unit::None), "float32");
         assert_eq!(auto(json!(true), Unit::None), "true");
-        assert_eq!(auto(json!([[1.0, 4.0, 2.0], [5.0, 3.0, 6.0]]), Unit::None), "[[1, 4, 2], [5, 3, 6]]");
-        assert_eq!(auto(json!({"max": 448.0, "name": "e4m3"}), Unit::None), r#"{"max": 448, "name": "e4m3"}"#);
+        assert_eq!(
+            auto(json!([[1.0, 4.0, 2.0], [5.0, 3.0, 6.0]]), Unit::None),
+            "[[1, 4, 2], [5, 3, 6]]"
+        );
+        assert_eq!(
+            auto(json!({"max": 448.0, "name": "e4m3"}), Unit::None),
+            r#"{"max": 448, "name": "e4m3"}"#
+        );
         assert_eq!(auto(json!("NaN"), Unit::Seconds), "NaN s");
         assert_eq!(auto(json!("-inf"), Unit::Flop), "-inf FLOP");
         // A string that merely says "inf" stays a string when the value has no unit.
         assert_eq!(auto(json!("inf"), Unit::None), "inf");
         assert_eq!(with(json!({"a": 1}), Unit::None, "json"), r#"{"a":1}"#);
         // An explicit form applies to every number of a list or object.
-        assert_eq!(with(json!([1147.9453125, 769.311767578125, "x"]), Unit::None, "fixed1"), r#"[1147.9, 769.3, "x"]"#);
-        assert_eq!(with(json!({"fp32": 2.1e-7, "bf16": 0.00107}), Unit::None, "sci2"), r#"{"fp32": 2.1e-7, "bf16": 1.1e-3}"#);
+        assert_eq!(
+            with(json!([1147.9453125, 769.311767578125, "x"]), Unit::None, "fixed1"),
+            r#"[1147.9, 769.3, "x"]"#
+        );
+        assert_eq!(
+            with(json!({"fp32": 2.1e-7, "bf16": 0.00107}), Unit::None, "sci2"),
+            r#"{"fp32": 2.1e-7, "bf16": 1.1e-3}"#
+        );
         assert_eq!(with(json!([1024, 2048]), Unit::Bytes, "iec"), "[1 KiB, 2 KiB]");
     }
 
@@ -471,7 +535,9 @@ mod tests {
         assert!(err.contains("for bytes"), "{err}");
         let err = format_value(&json!([3]), Unit::Count, Format::Iec(None)).unwrap_err();
         assert!(err.contains("for bytes"), "{err}");
-        for f in ["auto", "plain", "int", "sci", "sci3", "eng2", "si", "iec3", "fixed1", "percent", "json"] {
+        for f in [
+            "auto", "plain", "int", "sci", "sci3", "eng2", "si", "iec3", "fixed1", "percent", "json",
+        ] {
             assert_eq!(f.parse::<Format>().expect("parses").to_string(), f);
         }
     }

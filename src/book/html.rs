@@ -26,9 +26,8 @@ pub fn escape_inline(text: &str) -> String {
     for c in text.chars() {
         match c {
             '&' | '<' | '>' | '"' | '\'' => out.push_str(&escape(c.encode_utf8(&mut [0; 4]))),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '(' | ')' | '#' | '+' | '-' | '=' | '|' | '~' | '!' | '{' | '}' | '$' | '\n' | '\r' => {
-                out.push_str(&format!("&#{};", c as u32))
-            }
+            '\\' | '`' | '*' | '_' | '[' | ']' | '(' | ')' | '#' | '+' | '-' | '=' | '|' | '~' | '!' | '{' | '}'
+            | '$' | '\n' | '\r' => out.push_str(&format!("&#{};", c as u32)),
             _ => out.push(c),
         }
     }
@@ -41,12 +40,18 @@ mod tests {
 
     #[test]
     fn html_specials_are_escaped() {
-        assert_eq!(escape(r#"<script>alert("x") & 'y'</script>"#), "&lt;script&gt;alert(&quot;x&quot;) &amp; &#39;y&#39;&lt;/script&gt;");
+        assert_eq!(
+            escape(r#"<script>alert("x") & 'y'</script>"#),
+            "&lt;script&gt;alert(&quot;x&quot;) &amp; &#39;y&#39;&lt;/script&gt;"
+        );
     }
 
     #[test]
     fn markdown_punctuation_becomes_references() {
-        assert_eq!(escape_inline("*a* _b_ `c` [d](e)"), "&#42;a&#42; &#95;b&#95; &#96;c&#96; &#91;d&#93;&#40;e&#41;");
+        assert_eq!(
+            escape_inline("*a* _b_ `c` [d](e)"),
+            "&#42;a&#42; &#95;b&#95; &#96;c&#96; &#91;d&#93;&#40;e&#41;"
+        );
         assert_eq!(escape_inline("-inf\n\n# x"), "&#45;inf&#10;&#10;&#35; x");
         assert_eq!(escape_inline("2.25 GiB"), "2.25 GiB");
         assert_eq!(escape_inline("{{value x}}"), "&#123;&#123;value x&#125;&#125;");

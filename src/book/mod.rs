@@ -74,7 +74,10 @@ pub struct BuildOptions {
 pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf> {
     let failed = |e: anyhow::Error| match e.downcast::<Error>() {
         Ok(ours) => ours,
-        Err(other) => Error::BookBuild { root: book_root.to_path_buf(), msg: format!("{other:#}") },
+        Err(other) => Error::BookBuild {
+            root: book_root.to_path_buf(),
+            msg: format!("{other:#}"),
+        },
     };
     let mut book = mdbook_driver::MDBook::load(book_root).map_err(failed)?;
     if let Some(dir) = &options.out_dir {
@@ -82,7 +85,10 @@ pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf> {
     }
     // Replaces the `[preprocessor.lecture]` command from book.toml (same name) with this
     // process's own preprocessor: no second process, no second compile.
-    book.with_preprocessor(LecturePreprocessor { trace: options.trace.clone(), trace_dir: options.trace_dir.clone() });
+    book.with_preprocessor(LecturePreprocessor {
+        trace: options.trace.clone(),
+        trace_dir: options.trace_dir.clone(),
+    });
     book.build().map_err(failed)?;
     let index = book.build_dir_for("html").join("index.html");
     Ok(std::path::absolute(&index).unwrap_or(index))

@@ -35,15 +35,30 @@ pub struct Settings {
 impl Settings {
     pub fn read(ctx: &PreprocessorContext) -> anyhow::Result<Settings> {
         let key = |k: &str| format!("preprocessor.{NAME}.{k}");
-        let dir: Option<String> = ctx.config.get(&key("trace-dir")).with_context(|| format!("reading `{}` in book.toml", key("trace-dir")))?;
-        let choice: Option<String> = ctx.config.get(&key("trace")).with_context(|| format!("reading `{}` in book.toml", key("trace")))?;
-        let resolve = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { clean(&ctx.root.join(p)) };
+        let dir: Option<String> = ctx
+            .config
+            .get(&key("trace-dir"))
+            .with_context(|| format!("reading `{}` in book.toml", key("trace-dir")))?;
+        let choice: Option<String> = ctx
+            .config
+            .get(&key("trace"))
+            .with_context(|| format!("reading `{}` in book.toml", key("trace")))?;
+        let resolve = |p: &Path| {
+            if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                clean(&ctx.root.join(p))
+            }
+        };
         let default = match choice.as_deref().map(TraceChoice::parse) {
             Some(TraceChoice::File(p)) => TraceChoice::File(resolve(&p)),
             Some(other) => other,
             None => TraceChoice::Newest,
         };
-        Ok(Settings { trace_dir: resolve(Path::new(dir.as_deref().unwrap_or(DEFAULT_TRACE_DIR))), default })
+        Ok(Settings {
+            trace_dir: resolve(Path::new(dir.as_deref().unwrap_or(DEFAULT_TRACE_DIR))),
+            default,
+        })
     }
 }
 
@@ -74,6 +89,10 @@ impl Preprocessor for LecturePreprocessor {
                 })),
             }
         });
-        if problems.is_empty() { Ok(book) } else { Err(crate::Error::Book(problems).into()) }
+        if problems.is_empty() {
+            Ok(book)
+        } else {
+            Err(crate::Error::Book(problems).into())
+        }
     }
 }

@@ -32,19 +32,37 @@ pub enum Cause {
     UnknownSection { section: String, known: String },
 
     #[error("trace {} section `{section}` has no value `{name}` (it records: {known})", trace.display())]
-    MissingValue { trace: PathBuf, section: String, name: String, known: String },
+    MissingValue {
+        trace: PathBuf,
+        section: String,
+        name: String,
+        known: String,
+    },
 
     #[error("trace {}: `{address}` has nothing at `{step}` ({what})", trace.display())]
-    MissingPath { trace: PathBuf, address: String, step: String, what: String },
+    MissingPath {
+        trace: PathBuf,
+        address: String,
+        step: String,
+        what: String,
+    },
 
     #[error(
         "section `{section}` changed since trace {} recorded it (the trace holds the hash of older source)",
         trace.display()
     )]
-    Stale { trace: PathBuf, section: String, device: String },
+    Stale {
+        trace: PathBuf,
+        section: String,
+        device: String,
+    },
 
     #[error("`{address}` in trace {}: {msg}", trace.display())]
-    BadValue { trace: PathBuf, address: String, msg: String },
+    BadValue {
+        trace: PathBuf,
+        address: String,
+        msg: String,
+    },
 
     #[error("unknown chart `{id}` (charts: {known})")]
     UnknownChart { id: String, known: String },
@@ -68,7 +86,9 @@ impl Cause {
             }
             Cause::BadTrace(_) => "re-run `cargo run --release --bin lecture` to write a fresh trace".into(),
             Cause::MissingSection { section, .. } => format!("run `{}` to record it", rerun(section)),
-            Cause::UnknownSection { .. } => "fix the section id in the directive (`cargo run --release --bin lecture -- --list` lists them)".into(),
+            Cause::UnknownSection { .. } => {
+                "fix the section id in the directive (`cargo run --release --bin lecture -- --list` lists them)".into()
+            }
             Cause::MissingValue { section, name, .. } => format!(
                 "fix the name in the directive, or record `{name}` in section `{section}` and run `{}`",
                 rerun(section)
@@ -94,7 +114,15 @@ pub struct Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: `{}`: {}\n    fix: {}", self.chapter.display(), self.line, self.directive, self.cause, self.cause.fix())
+        write!(
+            f,
+            "{}:{}: `{}`: {}\n    fix: {}",
+            self.chapter.display(),
+            self.line,
+            self.directive,
+            self.cause,
+            self.cause.fix()
+        )
     }
 }
 
@@ -120,8 +148,11 @@ pub fn report(problems: &[Problem]) -> String {
             continue;
         }
         text.push_str(&format!("{cause}\n    in {} directives: ", members.len()));
-        let places: Vec<String> =
-            members.iter().take(PLACES_SHOWN).map(|p| format!("{}:{} `{}`", p.chapter.display(), p.line, p.directive)).collect();
+        let places: Vec<String> = members
+            .iter()
+            .take(PLACES_SHOWN)
+            .map(|p| format!("{}:{} `{}`", p.chapter.display(), p.line, p.directive))
+            .collect();
         text.push_str(&places.join(", "));
         if members.len() > PLACES_SHOWN {
             text.push_str(&format!(" and {} more", members.len() - PLACES_SHOWN));
@@ -136,19 +167,36 @@ mod tests {
     use super::*;
 
     fn problem(line: usize, cause: Cause) -> Problem {
-        Problem { chapter: PathBuf::from("src/a.md"), line, directive: format!("{{{{value x.y{line}}}}}"), cause }
+        Problem {
+            chapter: PathBuf::from("src/a.md"),
+            line,
+            directive: format!("{{{{value x.y{line}}}}}"),
+            cause,
+        }
     }
 
     #[test]
     fn repeated_causes_are_reported_once_with_their_places() {
-        let missing = Cause::MissingTrace { path: PathBuf::from("trace/lecture_02/gpu.json") };
+        let missing = Cause::MissingTrace {
+            path: PathBuf::from("trace/lecture_02/gpu.json"),
+        };
         let mut problems: Vec<Problem> = (1..=6).map(|l| problem(l, missing.clone())).collect();
         problems.push(problem(9, Cause::Malformed("unknown directive `x`".into())));
         let text = report(&problems);
-        assert_eq!(text.matches("no trace file trace/lecture_02/gpu.json").count(), 1, "{text}");
-        assert!(text.contains("in 6 directives: src/a.md:1 `{{value x.y1}}`, src/a.md:2"), "{text}");
+        assert_eq!(
+            text.matches("no trace file trace/lecture_02/gpu.json").count(),
+            1,
+            "{text}"
+        );
+        assert!(
+            text.contains("in 6 directives: src/a.md:1 `{{value x.y1}}`, src/a.md:2"),
+            "{text}"
+        );
         assert!(text.contains("and 2 more"), "{text}");
-        assert!(text.contains("src/a.md:9: `{{value x.y9}}`: malformed directive: unknown directive `x`"), "{text}");
+        assert!(
+            text.contains("src/a.md:9: `{{value x.y9}}`: malformed directive: unknown directive `x`"),
+            "{text}"
+        );
         assert_eq!(text.matches("fix: ").count(), 2);
         assert!(text.starts_with("the book has 7 problem(s):"));
     }

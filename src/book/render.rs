@@ -53,15 +53,28 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
                 } else {
                     false
                 };
-                open.push(Open { line: found.line, text: found.text.clone(), keep, in_else: false });
+                open.push(Open {
+                    line: found.line,
+                    text: found.text.clone(),
+                    keep,
+                    in_else: false,
+                });
             }
             Directive::Else => match open.last_mut() {
                 Some(o) if !o.in_else => o.in_else = true,
-                _ => problems.push((found.line, found.text.clone(), Cause::Structure("`{{else}}` without an open `{{if}}`".into()))),
+                _ => problems.push((
+                    found.line,
+                    found.text.clone(),
+                    Cause::Structure("`{{else}}` without an open `{{if}}`".into()),
+                )),
             },
             Directive::End => {
                 if open.pop().is_none() {
-                    problems.push((found.line, found.text.clone(), Cause::Structure("`{{end}}` without an open `{{if}}`".into())));
+                    problems.push((
+                        found.line,
+                        found.text.clone(),
+                        Cause::Structure("`{{end}}` without an open `{{if}}`".into()),
+                    ));
                 }
             }
             _ if !was_active => continue,
@@ -88,7 +101,11 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
         }
     }
     for o in open {
-        problems.push((o.line, o.text, Cause::Structure("this `{{if}}` is never closed by `{{end}}`".into())));
+        problems.push((
+            o.line,
+            o.text,
+            Cause::Structure("this `{{if}}` is never closed by `{{end}}`".into()),
+        ));
     }
     if !problems.is_empty() {
         return Err(problems);
@@ -98,7 +115,11 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
 
 /// The directive's line including its newline.
 fn whole_line(markdown: &str, found: &Found) -> Range<usize> {
-    let end = if markdown[found.line_span.end..].starts_with('\n') { found.line_span.end + 1 } else { found.line_span.end };
+    let end = if markdown[found.line_span.end..].starts_with('\n') {
+        found.line_span.end + 1
+    } else {
+        found.line_span.end
+    };
     found.line_span.start..end
 }
 
@@ -141,7 +162,12 @@ fn condition_holds(condition: &Condition, slug: Option<&str>, traces: &mut Trace
 
 fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Cause> {
     match directive {
-        Directive::Value { address, format, unit, trace } => {
+        Directive::Value {
+            address,
+            format,
+            unit,
+            trace,
+        } => {
             let path = traces.path(trace.as_deref())?;
             value(&path, &*traces.load(&path)?, address, *format, *unit)
         }
@@ -158,7 +184,9 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
             Ok(provenance(&path, &*traces.load(&path)?))
         }
         Directive::Compare { address, format, unit } => compare(traces, address, *format, *unit),
-        Directive::If { .. } | Directive::Else | Directive::End => Err(Cause::Structure("misplaced `if`/`else`/`end`".into())),
+        Directive::If { .. } | Directive::Else | Directive::End => {
+            Err(Cause::Structure("misplaced `if`/`else`/`end`".into()))
+        }
     }
 }
 
@@ -166,11 +194,19 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
 /// a number inside a recorded object (the record's unit covers the whole record).
 fn value(path: &Path, trace: &Trace, address: &Address, format: Format, unit: Option<Unit>) -> Result<String, Cause> {
     let found = Traces::resolve(path, trace, address)?;
-    let bad = |msg: String| Cause::BadValue { trace: path.to_path_buf(), address: address.to_string(), msg };
+    let bad = |msg: String| Cause::BadValue {
+        trace: path.to_path_buf(),
+        address: address.to_string(),
+        msg,
+    };
     let unit = match (unit, found.record.unit) {
         (None, recorded) => recorded,
         (Some(given), Unit::None) => given,
-        (Some(_), recorded) => return Err(bad(format!("it was recorded with unit {recorded:?}; `unit=` is only for values recorded without one"))),
+        (Some(_), recorded) => {
+            return Err(bad(format!(
+                "it was recorded with unit {recorded:?}; `unit=` is only for values recorded without one"
+            )));
+        }
     };
     let text = format_value(found.value, unit, format).map_err(bad)?;
     // Numbers stay on one line; lists and text (error messages) may wrap.
@@ -183,13 +219,19 @@ fn value(path: &Path, trace: &Trace, address: &Address, format: Format, unit: Op
         "{address} · {} trace · {}:{}",
         trace.provenance.device.slug, found.section.source_file, found.record.line
     );
-    Ok(format!("<span class=\"{class}\" title=\"{}\">{}</span>", escape(&title), escape_inline(&text)))
+    Ok(format!(
+        "<span class=\"{class}\" title=\"{}\">{}</span>",
+        escape(&title),
+        escape_inline(&text)
+    ))
 }
 
 /// The commit as `abc1234`, with whether the tree had uncommitted changes.
 fn short_commit(trace: &Trace, long: bool) -> String {
     let git = &trace.provenance.git;
-    let commit = git.commit.as_deref().map_or("unknown".to_string(), |c| c.chars().take(if long { 10 } else { 7 }).collect());
+    let commit = git.commit.as_deref().map_or("unknown".to_string(), |c| {
+        c.chars().take(if long { 10 } else { 7 }).collect()
+    });
     match (git.dirty, long) {
         (Some(true), true) => format!("{commit} with uncommitted changes"),
         (Some(true), false) => format!("{commit} (dirty)"),
@@ -227,7 +269,12 @@ fn provenance(path: &Path, trace: &Trace) -> String {
         escape(&when(&p.created_at)),
         p.seed,
         escape(&p.rustc),
-        escape(&path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()),
+        escape(
+            &path
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        ),
     )
 }
 

@@ -8,7 +8,7 @@ pub mod peaks;
 pub mod probe;
 
 use crate::error::{Error, Result};
-use crate::tensor::{Buffer, CpuBuffer, DType, Layout, ReduceOp, Tensor, UnaryOp, BinaryOp};
+use crate::tensor::{BinaryOp, Buffer, CpuBuffer, DType, Layout, ReduceOp, Tensor, UnaryOp};
 
 pub use cuda::CudaDevice;
 
@@ -82,12 +82,23 @@ pub enum DeviceRequest {
 /// CPU with the reason; `--device cuda` without a usable GPU is an error that says why.
 pub fn choose(request: DeviceRequest) -> Result<DeviceChoice> {
     if request == DeviceRequest::Cpu {
-        return Ok(DeviceChoice { device: Device::Cpu, cuda_unavailable_reason: Some("the CPU was requested (--device cpu)".to_string()) });
+        return Ok(DeviceChoice {
+            device: Device::Cpu,
+            cuda_unavailable_reason: Some("the CPU was requested (--device cpu)".to_string()),
+        });
     }
     match (cuda::open(0), request) {
-        (Ok(dev), _) => Ok(DeviceChoice { device: Device::Cuda(dev), cuda_unavailable_reason: None }),
-        (Err(why), DeviceRequest::Cuda) => Err(Error::Cuda(format!("--device cuda was requested but CUDA cannot be used: {why}"))),
-        (Err(why), _) => Ok(DeviceChoice { device: Device::Cpu, cuda_unavailable_reason: Some(why) }),
+        (Ok(dev), _) => Ok(DeviceChoice {
+            device: Device::Cuda(dev),
+            cuda_unavailable_reason: None,
+        }),
+        (Err(why), DeviceRequest::Cuda) => Err(Error::Cuda(format!(
+            "--device cuda was requested but CUDA cannot be used: {why}"
+        ))),
+        (Err(why), _) => Ok(DeviceChoice {
+            device: Device::Cpu,
+            cuda_unavailable_reason: Some(why),
+        }),
     }
 }
 
@@ -102,13 +113,21 @@ impl std::fmt::Display for Device {
 
 fn same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.device() != b.device() {
-        return Err(Error::DeviceMismatch { op, lhs: a.device().to_string(), rhs: b.device().to_string() });
+        return Err(Error::DeviceMismatch {
+            op,
+            lhs: a.device().to_string(),
+            rhs: b.device().to_string(),
+        });
     }
     Ok(())
 }
 
 fn mixed(op: &'static str, a: &Tensor, b: &Tensor) -> Error {
-    Error::DeviceMismatch { op, lhs: a.device().to_string(), rhs: b.device().to_string() }
+    Error::DeviceMismatch {
+        op,
+        lhs: a.device().to_string(),
+        rhs: b.device().to_string(),
+    }
 }
 
 /// Output tensors are always fresh and contiguous.
@@ -138,7 +157,13 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// Reduces `dims` of `x`; the result has those dims removed (callers add them back for keepdim).
 pub(crate) fn reduce(op: ReduceOp, x: &Tensor, dims: &[usize]) -> Result<Tensor> {
-    let out_shape: Vec<usize> = x.shape().iter().enumerate().filter(|(d, _)| !dims.contains(d)).map(|(_, &n)| n).collect();
+    let out_shape: Vec<usize> = x
+        .shape()
+        .iter()
+        .enumerate()
+        .filter(|(d, _)| !dims.contains(d))
+        .map(|(_, &n)| n)
+        .collect();
     let out = match &*x.storage().read() {
         Buffer::Cpu(buf) => Buffer::Cpu(cpu::reduce(op, buf, x.layout(), dims)?),
         Buffer::Cuda(buf) => Buffer::Cuda(cuda::reduce(op, buf, x.layout(), dims)?),
@@ -187,14 +212,24 @@ pub(crate) fn triu(x: &Tensor, diagonal: i64) -> Result<Tensor> {
 pub(crate) fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
     let n: usize = shape.iter().product();
     let buffer = match device {
-        Device::Cpu => Buffer::Cpu(if value == 0.0 { CpuBuffer::zeros(dtype, n) } else { CpuBuffer::from_f64(dtype, std::iter::repeat_n(value, n)) }),
+        Device::Cpu => Buffer::Cpu(if value == 0.0 {
+            CpuBuffer::zeros(dtype, n)
+        } else {
+            CpuBuffer::from_f64(dtype, std::iter::repeat_n(value, n))
+        }),
         Device::Cuda(c) => Buffer::Cuda(cuda::full(&c.0, dtype, n, value)?),
     };
     wrap(buffer, shape, device)
 }
 
 /// Random values drawn on a GPU from a seed (the CPU draws from its own `Rng` instead).
-pub(crate) fn random_on_gpu(dev: &CudaDevice, dist: cuda::ops::Distribution, shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
+pub(crate) fn random_on_gpu(
+    dev: &CudaDevice,
+    dist: cuda::ops::Distribution,
+    shape: &[usize],
+    dtype: DType,
+    seed: u64,
+) -> Result<Tensor> {
     let n: usize = shape.iter().product();
     let buffer = Buffer::Cuda(cuda::random(&dev.0, dist, dtype, n, seed)?);
     wrap(buffer, shape, &Device::Cuda(dev.clone()))
@@ -203,7 +238,11 @@ pub(crate) fn random_on_gpu(dev: &CudaDevice, dist: cuda::ops::Distribution, sha
 /// The storage range of a contiguous tensor's elements (`0..0` when it is empty: an empty view's
 /// offset may lie past the end of its storage).
 fn contiguous_range(op: &'static str, x: &Tensor) -> Result<std::ops::Range<usize>> {
-    x.layout().contiguous_range().ok_or_else(|| Error::NotContiguous { op, shape: x.shape().to_vec(), strides: x.strides().to_vec() })
+    x.layout().contiguous_range().ok_or_else(|| Error::NotContiguous {
+        op,
+        shape: x.shape().to_vec(),
+        strides: x.strides().to_vec(),
+    })
 }
 
 /// Copies `x` to `device` (a no-op view when it is already there).
@@ -217,7 +256,13 @@ pub(crate) fn to_device(x: &Tensor, device: &Device) -> Result<Tensor> {
     let out = match (&*x.storage().read(), device) {
         (Buffer::Cpu(buf), Device::Cuda(c)) => Buffer::Cuda(cuda::upload(&c.0, buf, range)?),
         (Buffer::Cuda(buf), Device::Cpu) => Buffer::Cpu(cuda::download(buf, range)?),
-        _ => return Err(Error::DeviceMismatch { op: "to_device", lhs: x.device().to_string(), rhs: device.to_string() }),
+        _ => {
+            return Err(Error::DeviceMismatch {
+                op: "to_device",
+                lhs: x.device().to_string(),
+                rhs: device.to_string(),
+            });
+        }
     };
     wrap(out, x.shape(), device)
 }
@@ -258,7 +303,12 @@ pub fn memory_allocated(device: &Device) -> Option<usize> {
 pub fn mse_loss(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
     same_device("mse_loss", pred, target)?;
     if pred.shape() != target.shape() {
-        return Err(Error::shape("mse_loss", pred.shape(), target.shape(), "prediction and target must have one shape"));
+        return Err(Error::shape(
+            "mse_loss",
+            pred.shape(),
+            target.shape(),
+            "prediction and target must have one shape",
+        ));
     }
     if pred.device().is_cpu() {
         return pred.sub(target)?.square()?.mean_all();
@@ -277,7 +327,10 @@ pub fn mse_loss(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
 /// Checks that a layout stays inside its buffer before any unchecked access.
 pub(crate) fn check_bounds(op: &'static str, layout: &Layout, len: usize) -> Result<()> {
     match layout.max_storage_index() {
-        Some(max) if max >= len => Err(Error::invalid(op, format!("layout {layout:?} reaches past the end of its storage ({len} elements)"))),
+        Some(max) if max >= len => Err(Error::invalid(
+            op,
+            format!("layout {layout:?} reaches past the end of its storage ({len} elements)"),
+        )),
         _ => Ok(()),
     }
 }
@@ -318,10 +371,19 @@ pub(crate) fn adagrad_update(param: &Tensor, sum_sq: &Tensor, grad: &Tensor, lr:
     let mut p = param.storage().write();
     let mut s = sum_sq.storage().write();
     match (&mut *p, &mut *s, &*g) {
-        (Buffer::Cpu(p), Buffer::Cpu(s), Buffer::Cpu(g)) => {
-            cpu::update::adagrad(cpu::update::AdaGradArgs { param: p, param_layout: param.layout(), sum_sq: s, sum_sq_layout: sum_sq.layout(), grad: g, grad_layout: grad.layout(), lr, eps })
+        (Buffer::Cpu(p), Buffer::Cpu(s), Buffer::Cpu(g)) => cpu::update::adagrad(cpu::update::AdaGradArgs {
+            param: p,
+            param_layout: param.layout(),
+            sum_sq: s,
+            sum_sq_layout: sum_sq.layout(),
+            grad: g,
+            grad_layout: grad.layout(),
+            lr,
+            eps,
+        }),
+        (Buffer::Cuda(p), Buffer::Cuda(s), Buffer::Cuda(g)) => {
+            cuda::adagrad_update(p, param.layout(), s, sum_sq.layout(), g, grad.layout(), lr, eps)
         }
-        (Buffer::Cuda(p), Buffer::Cuda(s), Buffer::Cuda(g)) => cuda::adagrad_update(p, param.layout(), s, sum_sq.layout(), g, grad.layout(), lr, eps),
         _ => Err(mixed("adagrad_update", param, &grad)),
     }
 }

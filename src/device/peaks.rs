@@ -50,15 +50,87 @@ pub struct DatasheetPeak {
 }
 
 pub const DATASHEET: &[DatasheetPeak] = &[
-    DatasheetPeak { name_contains: &["h100", "pcie"], device: "H100 PCIe", fp32: 51e12, tf32: 378e12, bf16: 756.5e12, fp16: 756.5e12, source: "NVIDIA H100 datasheet (PCIe)" },
-    DatasheetPeak { name_contains: &["h100"], device: "H100 SXM", fp32: 67e12, tf32: 494.7e12, bf16: H100_SXM_BF16_DENSE, fp16: H100_SXM_BF16_DENSE, source: "NVIDIA H100 datasheet (SXM)" },
-    DatasheetPeak { name_contains: &["h200"], device: "H200", fp32: 67e12, tf32: 494.7e12, bf16: H100_SXM_BF16_DENSE, fp16: H100_SXM_BF16_DENSE, source: "NVIDIA H200 datasheet (SXM)" },
-    DatasheetPeak { name_contains: &["a100"], device: "A100", fp32: 19.5e12, tf32: 156e12, bf16: 312e12, fp16: 312e12, source: "NVIDIA A100 datasheet" },
-    DatasheetPeak { name_contains: &["l40s"], device: "L40S", fp32: 91.6e12, tf32: 183e12, bf16: 362.05e12, fp16: 362.05e12, source: "NVIDIA L40S datasheet" },
-    DatasheetPeak { name_contains: &["a10g"], device: "A10G", fp32: 31.2e12, tf32: 62.5e12, bf16: 125e12, fp16: 125e12, source: "NVIDIA A10G (AWS) specifications" },
-    DatasheetPeak { name_contains: &["l40"], device: "L40", fp32: 90.5e12, tf32: 90.5e12, bf16: 181e12, fp16: 181e12, source: "NVIDIA L40 datasheet" },
-    DatasheetPeak { name_contains: &["a40"], device: "A40", fp32: 37.4e12, tf32: 74.8e12, bf16: 149.7e12, fp16: 149.7e12, source: "NVIDIA A40 datasheet" },
-    DatasheetPeak { name_contains: &["l4"], device: "L4", fp32: 30.3e12, tf32: 60e12, bf16: 121e12, fp16: 121e12, source: "NVIDIA L4 datasheet" },
+    DatasheetPeak {
+        name_contains: &["h100", "pcie"],
+        device: "H100 PCIe",
+        fp32: 51e12,
+        tf32: 378e12,
+        bf16: 756.5e12,
+        fp16: 756.5e12,
+        source: "NVIDIA H100 datasheet (PCIe)",
+    },
+    DatasheetPeak {
+        name_contains: &["h100"],
+        device: "H100 SXM",
+        fp32: 67e12,
+        tf32: 494.7e12,
+        bf16: H100_SXM_BF16_DENSE,
+        fp16: H100_SXM_BF16_DENSE,
+        source: "NVIDIA H100 datasheet (SXM)",
+    },
+    DatasheetPeak {
+        name_contains: &["h200"],
+        device: "H200",
+        fp32: 67e12,
+        tf32: 494.7e12,
+        bf16: H100_SXM_BF16_DENSE,
+        fp16: H100_SXM_BF16_DENSE,
+        source: "NVIDIA H200 datasheet (SXM)",
+    },
+    DatasheetPeak {
+        name_contains: &["a100"],
+        device: "A100",
+        fp32: 19.5e12,
+        tf32: 156e12,
+        bf16: 312e12,
+        fp16: 312e12,
+        source: "NVIDIA A100 datasheet",
+    },
+    DatasheetPeak {
+        name_contains: &["l40s"],
+        device: "L40S",
+        fp32: 91.6e12,
+        tf32: 183e12,
+        bf16: 362.05e12,
+        fp16: 362.05e12,
+        source: "NVIDIA L40S datasheet",
+    },
+    DatasheetPeak {
+        name_contains: &["a10g"],
+        device: "A10G",
+        fp32: 31.2e12,
+        tf32: 62.5e12,
+        bf16: 125e12,
+        fp16: 125e12,
+        source: "NVIDIA A10G (AWS) specifications",
+    },
+    DatasheetPeak {
+        name_contains: &["l40"],
+        device: "L40",
+        fp32: 90.5e12,
+        tf32: 90.5e12,
+        bf16: 181e12,
+        fp16: 181e12,
+        source: "NVIDIA L40 datasheet",
+    },
+    DatasheetPeak {
+        name_contains: &["a40"],
+        device: "A40",
+        fp32: 37.4e12,
+        tf32: 74.8e12,
+        bf16: 149.7e12,
+        fp16: 149.7e12,
+        source: "NVIDIA A40 datasheet",
+    },
+    DatasheetPeak {
+        name_contains: &["l4"],
+        device: "L4",
+        fp32: 30.3e12,
+        tf32: 60e12,
+        bf16: 121e12,
+        fp16: 121e12,
+        source: "NVIDIA L4 datasheet",
+    },
 ];
 
 impl DatasheetPeak {
@@ -75,7 +147,9 @@ impl DatasheetPeak {
 /// The datasheet entry for a device name such as "NVIDIA H100 80GB HBM3".
 pub fn datasheet_for(device_name: &str) -> Option<&'static DatasheetPeak> {
     let name = device_name.to_lowercase();
-    DATASHEET.iter().find(|p| p.name_contains.iter().all(|part| name.contains(part)))
+    DATASHEET
+        .iter()
+        .find(|p| p.name_contains.iter().all(|part| name.contains(part)))
 }
 
 /// The peak an MFU is computed against, and where it came from.
@@ -101,7 +175,11 @@ pub fn promised(device: &crate::device::Device, mode: MathMode) -> std::result::
     match device {
         crate::device::Device::Cpu => {
             let m = crate::device::cpu::peak::measured(mode)?;
-            Ok(PromisedPeak { flop_per_sec: m.flop_per_sec, kind: "measured", how: m.method })
+            Ok(PromisedPeak {
+                flop_per_sec: m.flop_per_sec,
+                kind: "measured",
+                how: m.method,
+            })
         }
         crate::device::Device::Cuda(c) => promised_by_name(&c.props().name, mode),
     }
@@ -109,8 +187,14 @@ pub fn promised(device: &crate::device::Device, mode: MathMode) -> std::result::
 
 /// The datasheet peak for a GPU called `device_name`, or why there is none.
 pub fn promised_by_name(device_name: &str, mode: MathMode) -> std::result::Result<PromisedPeak, String> {
-    let entry = datasheet_for(device_name).ok_or_else(|| format!("\"{device_name}\" is not in the datasheet table (src/device/peaks.rs), so no MFU is computed"))?;
-    Ok(PromisedPeak { flop_per_sec: entry.flop_per_sec(mode), kind: "datasheet", how: format!("{} dense {} peak, {}", entry.device, mode.name(), entry.source) })
+    let entry = datasheet_for(device_name).ok_or_else(|| {
+        format!("\"{device_name}\" is not in the datasheet table (src/device/peaks.rs), so no MFU is computed")
+    })?;
+    Ok(PromisedPeak {
+        flop_per_sec: entry.flop_per_sec(mode),
+        kind: "datasheet",
+        how: format!("{} dense {} peak, {}", entry.device, mode.name(), entry.source),
+    })
 }
 
 #[cfg(test)]
@@ -120,7 +204,10 @@ mod tests {
     #[test]
     fn names_match_the_most_specific_entry() {
         assert_eq!(datasheet_for("NVIDIA H100 PCIe").map(|p| p.device), Some("H100 PCIe"));
-        assert_eq!(datasheet_for("NVIDIA H100 80GB HBM3").map(|p| p.device), Some("H100 SXM"));
+        assert_eq!(
+            datasheet_for("NVIDIA H100 80GB HBM3").map(|p| p.device),
+            Some("H100 SXM")
+        );
         assert_eq!(datasheet_for("NVIDIA H200").map(|p| p.bf16), Some(989.5e12));
         assert!(datasheet_for("AMD EPYC 9R14").is_none());
         assert_eq!(datasheet_for("NVIDIA L40S").map(|p| p.device), Some("L40S"));

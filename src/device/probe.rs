@@ -14,7 +14,10 @@ pub fn probe_libraries() -> CudaStatus {
     // SAFETY: these only try to open a shared library by name and close it again.
     let checks: [(&str, bool); 3] = unsafe {
         [
-            ("the CUDA driver library (libcuda.so; is an NVIDIA driver installed?)", cudarc::driver::sys::is_culib_present()),
+            (
+                "the CUDA driver library (libcuda.so; is an NVIDIA driver installed?)",
+                cudarc::driver::sys::is_culib_present(),
+            ),
             ("cuBLAS (libcublas.so.13)", cudarc::cublas::sys::is_culib_present()),
             ("NVRTC (libnvrtc.so.13)", cudarc::nvrtc::sys::is_culib_present()),
         ]

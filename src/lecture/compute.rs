@@ -83,7 +83,11 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
 
 /// The lecture's sizes on a GPU; on a CPU sizes that keep the run short.
 pub(crate) fn linear_model_sizes(device: &Device) -> (usize, usize, usize) {
-    if device.is_cpu() { (1024, 256, 64) } else { (16384, 32768, 8192) }
+    if device.is_cpu() {
+        (1024, 256, 64)
+    } else {
+        (16384, 32768, 8192)
+    }
 }
 
 /// Records a timed product under the lecture's names, prefixed by precision ("" for float32,
@@ -97,7 +101,11 @@ fn record_speed(cx: &mut SectionCtx, prefix: &str, mode: MathMode, timing: &Timi
     cx.record(&format!("{prefix}actual_flop_per_sec"), achieved, Unit::FlopPerSec)?;
     match peaks::promised(&cx.device, mode) {
         Ok(peak) => {
-            cx.record(&format!("{prefix}promised_flop_per_sec"), peak.flop_per_sec, Unit::FlopPerSec)?;
+            cx.record(
+                &format!("{prefix}promised_flop_per_sec"),
+                peak.flop_per_sec,
+                Unit::FlopPerSec,
+            )?;
             cx.record(&format!("{prefix}promised_peak_source"), peak.how.clone(), Unit::None)?;
             cx.record(&format!("{prefix}mfu"), peak.mfu(achieved), Unit::Ratio)
         }
@@ -111,8 +119,10 @@ fn time_matmul(device: &Device, x: &Tensor, w: &Tensor) -> Result<Timing> {
 
 fn cpu_formula_json() -> serde_json::Value {
     let one = |mode: MathMode| match cpu::peak::formula(mode) {
-        Ok(f) => json!({"flop_per_sec": f.flop_per_sec, "physical_cores": f.physical_cores, "flop_per_instruction": f.flop_per_instruction,
-                        "instructions_per_cycle": f.instructions_per_cycle, "clock_hz": f.clock_hz, "assumptions": f.assumptions}),
+        Ok(f) => {
+            json!({"flop_per_sec": f.flop_per_sec, "physical_cores": f.physical_cores, "flop_per_instruction": f.flop_per_instruction,
+                        "instructions_per_cycle": f.instructions_per_cycle, "clock_hz": f.clock_hz, "assumptions": f.assumptions})
+        }
         Err(why) => json!({"unavailable": why}),
     };
     json!({"fp32": one(MathMode::Fp32), "bf16": one(MathMode::Bf16)})
@@ -128,7 +138,11 @@ fn peak_json(peak: &std::result::Result<PromisedPeak, String>) -> serde_json::Va
 /// Square n×n·n×n products in fp32 and bf16 (and tf32 on a GPU): sizes, median time, FLOP/s and
 /// MFU, plus the promised peaks to draw as lines.
 fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_json::Value)> {
-    let sizes: &[usize] = if cx.device.is_cpu() { &[64, 128, 256, 512, 1024] } else { &[256, 512, 1024, 2048, 4096, 8192, 16384] };
+    let sizes: &[usize] = if cx.device.is_cpu() {
+        &[64, 128, 256, 512, 1024]
+    } else {
+        &[256, 512, 1024, 2048, 4096, 8192, 16384]
+    };
     let mut modes = vec![(DType::F32, MathMode::Fp32), (DType::BF16, MathMode::Bf16)];
     if cx.device.is_cuda() {
         modes.push((DType::F32, MathMode::Tf32));
@@ -150,6 +164,10 @@ fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_jso
             points.push(json!({"dtype": mode.name(), "n": n, "flops": flops, "median_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s, "flop_per_sec": fps, "mfu": mfu}));
         }
     }
-    let peak_lines: serde_json::Map<String, serde_json::Value> = modes.iter().zip(&peaks).map(|((_, m), p)| (m.name().to_string(), peak_json(p))).collect();
+    let peak_lines: serde_json::Map<String, serde_json::Value> = modes
+        .iter()
+        .zip(&peaks)
+        .map(|((_, m), p)| (m.name().to_string(), peak_json(p)))
+        .collect();
     Ok((serde_json::Value::Array(points), serde_json::Value::Object(peak_lines)))
 }

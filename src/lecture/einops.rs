@@ -25,14 +25,23 @@ pub fn jaxtyping_basics(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::ones(&[2, 2, 1, 3], DType::F32)?; // old way: batch seq heads hidden, in a comment
     let mut dims = Dims::new();
     dims.check(&x, "batch seq heads hidden")?; // new way: the names are checked
-    let bound: serde_json::Map<String, serde_json::Value> = dims.iter().map(|(n, s)| (n.to_string(), s.into())).collect();
+    let bound: serde_json::Map<String, serde_json::Value> =
+        dims.iter().map(|(n, s)| (n.to_string(), s.into())).collect();
     cx.record("dims", serde_json::Value::Object(bound), Unit::None)?;
 
     // A tensor whose hidden size disagrees is caught where it appears, not three ops later.
     let y = Tensor::ones(&[2, 2, 1, 4], DType::F32)?;
-    cx.record("mismatch_error", expect_error(dims.check(&y, "batch seq heads hidden"))?, Unit::None)?;
+    cx.record(
+        "mismatch_error",
+        expect_error(dims.check(&y, "batch seq heads hidden"))?,
+        Unit::None,
+    )?;
     let y = Tensor::ones(&[2, 2, 3], DType::F32)?;
-    cx.record("ndim_error", expect_error(dims.check(&y, "batch seq heads hidden"))?, Unit::None)?;
+    cx.record(
+        "ndim_error",
+        expect_error(dims.check(&y, "batch seq heads hidden"))?,
+        Unit::None,
+    )?;
 
     // A tensor can carry its names: size by name instead of by position.
     let x = NamedTensor::new(x, "batch seq heads hidden")?;
@@ -77,7 +86,11 @@ pub fn einops_reduce(cx: &mut SectionCtx) -> Result<()> {
     let y_old = x.mean(&[-1], false)?; // old way
     let y = reduce(&x, "... hidden -> ...", ReduceOp::Mean)?; // new way
     cx.record_tensor("y_mean", &y)?;
-    cx.record("y_mean_equals_old_way", y.to_vec_f64()? == y_old.to_vec_f64()?, Unit::None)?;
+    cx.record(
+        "y_mean_equals_old_way",
+        y.to_vec_f64()? == y_old.to_vec_f64()?,
+        Unit::None,
+    )?;
     let y = reduce(&x, "... hidden -> ...", ReduceOp::Sum)?;
     cx.record_tensor("y_sum", &y)?; // 4 ones per row
     Ok(())

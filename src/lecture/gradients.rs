@@ -66,7 +66,11 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     let x_grad_flops = 2 * b * d * d; // x.grad = h1.grad @ w1ᵀ
     let num_backward_flops = w2_grad_flops + h1_grad_flops + w1_grad_flops + x_grad_flops;
     cx.record("num_backward_flops", num_backward_flops, Unit::Flop)?;
-    cx.record("backward_to_forward_ratio", num_backward_flops as f64 / num_forward_flops as f64, Unit::Ratio)?;
+    cx.record(
+        "backward_to_forward_ratio",
+        num_backward_flops as f64 / num_forward_flops as f64,
+        Unit::Ratio,
+    )?;
 
     let counter = FlopCounter::start();
     loss.backward()?;
@@ -74,8 +78,16 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     // x is data: nothing asked for its gradient, so the last matmul is never run.
     cx.record("counted_backward_flops", matmul_flops(&counted), Unit::Flop)?;
     cx.record("counted_backward_flops_all_ops", counted.backward, Unit::Flop)?;
-    cx.record("backward_flops_skipped", num_backward_flops as u64 - matmul_flops(&counted), Unit::Flop)?;
-    cx.record("skipped_explanation", "x needs no gradient, so backward skips x.grad = h1.grad @ w1ᵀ (2·B·D·D FLOPs)", Unit::None)?;
+    cx.record(
+        "backward_flops_skipped",
+        num_backward_flops as u64 - matmul_flops(&counted),
+        Unit::Flop,
+    )?;
+    cx.record(
+        "skipped_explanation",
+        "x needs no gradient, so backward skips x.grad = h1.grad @ w1ᵀ (2·B·D·D FLOPs)",
+        Unit::None,
+    )?;
 
     // With x requiring a gradient the count meets the formula.
     w1.zero_grad();
@@ -83,11 +95,19 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     let loss = forward(&Var::parameter(x.clone()))?;
     let counter = FlopCounter::start();
     loss.backward()?;
-    cx.record("counted_backward_flops_x_requires_grad", matmul_flops(&counter.finish()), Unit::Flop)?;
+    cx.record(
+        "counted_backward_flops_x_requires_grad",
+        matmul_flops(&counter.finish()),
+        Unit::Flop,
+    )?;
 
     // Time both passes (the backward needs a fresh graph each time). At the GPU sizes one
     // forward pass is 44 TFLOP in float32, about a second: a few repetitions suffice.
-    let options = if cx.device.is_cpu() { TimingOptions::default() } else { TimingOptions::quick() };
+    let options = if cx.device.is_cpu() {
+        TimingOptions::default()
+    } else {
+        TimingOptions::quick()
+    };
     let forward_time = timing::time(&cx.device, options, || forward(&Var::constant(x.clone())).map(drop))?;
     let backward_time = timing::time_with_setup(
         &cx.device,
@@ -104,6 +124,10 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     cx.record("forward_time_spread", forward_time.to_json(), Unit::None)?;
     cx.record("backward_time", backward_time.median_s, Unit::Seconds)?;
     cx.record("backward_time_spread", backward_time.to_json(), Unit::None)?;
-    cx.record("measured_backward_to_forward_ratio", backward_time.median_s / forward_time.median_s, Unit::Ratio)?;
+    cx.record(
+        "measured_backward_to_forward_ratio",
+        backward_time.median_s / forward_time.median_s,
+        Unit::Ratio,
+    )?;
     Ok(())
 }

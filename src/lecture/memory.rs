@@ -24,7 +24,11 @@ pub fn tensors_basics(cx: &mut SectionCtx) -> Result<()> {
     // holds zeros; do not rely on that, fill it before use.
     let x = Tensor::empty(&[4, 8], DType::F32)?;
     cx.record("x_empty_nbytes", x.nbytes(), Unit::Bytes)?;
-    cx.record("x_empty_all_zero", x.to_vec_f64()?.iter().all(|&v| v == 0.0), Unit::None)?;
+    cx.record(
+        "x_empty_all_zero",
+        x.to_vec_f64()?.iter().all(|&v| v == 0.0),
+        Unit::None,
+    )?;
 
     // A truncated normal redraws samples that fall outside [a, b].
     let (a, b) = (-2.0, 2.0);
@@ -80,8 +84,10 @@ pub fn tensors_memory(cx: &mut SectionCtx) -> Result<()> {
     // fp8 (H100 tensor cores): E4M3 trades range for precision, E5M2 the other way round.
     cx.record("fp8_e4m3_info", info_json(&formats::FP8_E4M3), Unit::None)?;
     cx.record("fp8_e5m2_info", info_json(&formats::FP8_E5M2), Unit::None)?;
-    let layouts: Vec<serde_json::Value> =
-        formats::ALL_FORMATS.iter().map(|f| json!({"name": f.name, "sign": 1, "exponent": f.exponent_bits, "mantissa": f.mantissa_bits})).collect();
+    let layouts: Vec<serde_json::Value> = formats::ALL_FORMATS
+        .iter()
+        .map(|f| json!({"name": f.name, "sign": 1, "exponent": f.exponent_bits, "mantissa": f.mantissa_bits}))
+        .collect();
     cx.record("bit_layouts", serde_json::Value::Array(layouts), Unit::None)?;
     Ok(())
 }
@@ -93,7 +99,10 @@ pub fn tensors_on_gpus(cx: &mut SectionCtx) -> Result<()> {
     cx.record("x_device", x.device().to_string(), Unit::None)?;
     let Some(gpu) = cx.device.cuda().cloned() else {
         cx.record("cuda_available", false, Unit::None)?;
-        let reason = cx.cuda_unavailable_reason.clone().unwrap_or_else(|| "not recorded".into());
+        let reason = cx
+            .cuda_unavailable_reason
+            .clone()
+            .unwrap_or_else(|| "not recorded".into());
         cx.record("cuda_unavailable_reason", reason, Unit::None)?;
         return Ok(());
     };
@@ -127,7 +136,11 @@ pub fn tensors_on_gpus(cx: &mut SectionCtx) -> Result<()> {
     let driver_used = driver_free_before as i64 - driver_free_after as i64;
     cx.record("driver_total_memory", total, Unit::Bytes)?;
     cx.record("driver_memory_used", driver_used, Unit::Bytes)?;
-    cx.record("driver_over_allocator", driver_used as f64 / memory_used as f64, Unit::Ratio)?;
+    cx.record(
+        "driver_over_allocator",
+        driver_used as f64 / memory_used as f64,
+        Unit::Ratio,
+    )?;
     cx.record("stream_ordered_pool", gpu.context().has_async_alloc(), Unit::None)?;
     drop((y, z));
     cx.record("memory_allocated_after_free", gpu.memory_stats().allocated, Unit::Bytes)?;

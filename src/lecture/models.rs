@@ -27,14 +27,22 @@ pub fn module_parameters(cx: &mut SectionCtx) -> Result<()> {
     let x = Var::constant(Tensor::randn(&[input_dim], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
 
     // w ~ N(0, 1): outputs of size about √input_dim = 128.
-    let w = Var::parameter(Init::Normal { std: 1.0 }.sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
+    let w = Var::parameter(
+        Init::Normal { std: 1.0 }
+            .sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?
+            .to_device(&cx.device)?,
+    );
     let output = x.matmul(&w)?;
     cx.record_tensor("output", output.value())?;
     cx.record("output_std", std_of(output.value())?, Unit::None)?;
     cx.record("expected_output_std", (input_dim as f64).sqrt(), Unit::None)?;
 
     // w ~ N(0, 1/input_dim) (Xavier, up to a constant): outputs O(1).
-    let w = Var::parameter(Init::Xavier.sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
+    let w = Var::parameter(
+        Init::Xavier
+            .sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?
+            .to_device(&cx.device)?,
+    );
     let output = x.matmul(&w)?;
     cx.record_tensor("xavier_output", output.value())?;
     cx.record("xavier_output_std", std_of(output.value())?, Unit::None)?;
@@ -49,7 +57,9 @@ pub fn module_parameters(cx: &mut SectionCtx) -> Result<()> {
     cx.record("truncated_output_std", std_of(output.value())?, Unit::None)?;
     // The original passes a=-3, b=3 as absolute bounds with std 1/128: 3 is 384σ, so nothing
     // is ever cut. Count how many of the untruncated Xavier weights lie beyond ±3 and ±3σ.
-    let untruncated = Init::Xavier.sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?.to_vec_f64()?;
+    let untruncated = Init::Xavier
+        .sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?
+        .to_vec_f64()?;
     let beyond = |bound: f64| untruncated.iter().filter(|v| v.abs() > bound).count();
     cx.record("weights_beyond_absolute_3", beyond(3.0), Unit::Count)?;
     cx.record("weights_beyond_3_sigma", beyond(3.0 * sigma), Unit::Count)?;
@@ -79,15 +89,26 @@ pub fn custom_model(cx: &mut SectionCtx) -> Result<()> {
     let d = 64;
     let num_layers = 2;
     let model = Cruncher::new(d, num_layers, &mut cx.rng)?;
-    let params: Vec<serde_json::Value> =
-        model.named_parameters().iter().map(|(name, p)| json!({"name": name, "shape": p.shape(), "numel": p.value().numel()})).collect();
+    let params: Vec<serde_json::Value> = model
+        .named_parameters()
+        .iter()
+        .map(|(name, p)| json!({"name": name, "shape": p.shape(), "numel": p.value().numel()}))
+        .collect();
     cx.record("param_sizes", serde_json::Value::Array(params), Unit::None)?;
     cx.record("num_parameters", model.num_parameters(), Unit::Count)?;
-    cx.record("expected_num_parameters", Cruncher::expected_num_parameters(d, num_layers), Unit::Count)?;
+    cx.record(
+        "expected_num_parameters",
+        Cruncher::expected_num_parameters(d, num_layers),
+        Unit::Count,
+    )?;
 
     // Move it to the run's device and run a batch through it.
     let model = model.to_device(&cx.device)?;
-    cx.record("device", model.final_layer.weight.value().device().to_string(), Unit::None)?;
+    cx.record(
+        "device",
+        model.final_layer.weight.value().device().to_string(),
+        Unit::None,
+    )?;
     let b = 8;
     let x = Var::constant(Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
     let y = model.forward(&x)?;

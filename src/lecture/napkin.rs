@@ -36,7 +36,11 @@ pub fn motivating_questions(cx: &mut SectionCtx) -> Result<()> {
     let here_bytes = cx.device.memory_bytes();
     if let Some(bytes) = here_bytes {
         cx.record("this_device_bytes", bytes, Unit::Bytes)?;
-        cx.record("this_device_num_parameters", bytes as f64 / bytes_per_parameter as f64, Unit::Count)?;
+        cx.record(
+            "this_device_num_parameters",
+            bytes as f64 / bytes_per_parameter as f64,
+            Unit::Count,
+        )?;
     }
     Ok(())
 }

@@ -16,7 +16,11 @@ pub fn tensor_storage(cx: &mut SectionCtx) -> Result<()> {
     let index = r * x.strides()[0] + c * x.strides()[1];
     cx.record("index", index, Unit::Count)?;
     cx.record("element", x.get(&[r, c])?, Unit::None)?;
-    cx.record("element_at_index", Tensor::arange(16, DType::F32)?.get(&[index])?, Unit::None)?;
+    cx.record(
+        "element_at_index",
+        Tensor::arange(16, DType::F32)?.get(&[index])?,
+        Unit::None,
+    )?;
     Ok(())
 }
 

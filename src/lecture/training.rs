@@ -49,7 +49,11 @@ pub fn note_about_randomness(cx: &mut SectionCtx) -> Result<()> {
     let mut shared = Rng::seed(seed);
     let _batch = Tensor::randn(&[4], DType::F32, &mut shared)?;
     let w_after_batch = Tensor::randn(&[4], DType::F32, &mut shared)?;
-    cx.record("shared_stream_init_unchanged", bits(&w)? == bits(&w_after_batch)?, Unit::None)?;
+    cx.record(
+        "shared_stream_init_unchanged",
+        bits(&w)? == bits(&w_after_batch)?,
+        Unit::None,
+    )?;
     let streams = |seed: u64| {
         let mut root = Rng::seed(seed);
         (root.fork(), root.fork()) // (initialisation, data)
@@ -59,7 +63,11 @@ pub fn note_about_randomness(cx: &mut SectionCtx) -> Result<()> {
     let (mut init_rng, mut data_rng) = streams(seed);
     let _batch = Tensor::randn(&[4], DType::F32, &mut data_rng)?;
     let w_after_batch = Tensor::randn(&[4], DType::F32, &mut init_rng)?;
-    cx.record("separate_streams_init_unchanged", bits(&w)? == bits(&w_after_batch)?, Unit::None)?;
+    cx.record(
+        "separate_streams_init_unchanged",
+        bits(&w)? == bits(&w_after_batch)?,
+        Unit::None,
+    )?;
     Ok(())
 }
 
@@ -79,23 +87,37 @@ pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
     cx.record_tensor("x", &batch.inputs)?;
     cx.record("starts", batch.starts.clone(), Unit::None)?;
     let rows = batch.inputs.to_vec::<i64>()?;
-    let consecutive = rows.chunks(sequence_length).all(|r| r.windows(2).all(|w| w[1] == w[0] + 1));
+    let consecutive = rows
+        .chunks(sequence_length)
+        .all(|r| r.windows(2).all(|w| w[1] == w[0] + 1));
     cx.record("rows_consecutive", consecutive, Unit::None)?;
     if cx.device.is_cpu() {
-        cx.record("pinned_memory", "not applicable: the batch already lives in host memory", Unit::None)?;
+        cx.record(
+            "pinned_memory",
+            "not applicable: the batch already lives in host memory",
+            Unit::None,
+        )?;
     }
     if let Some(gpu) = cx.device.cuda().cloned() {
         // get_batch staged the batch in pinned (page-locked) host memory and copied it
         // asynchronously. Why: the GPU reads pinned memory directly, while ordinary (pageable)
         // memory must first be copied by the driver into a pinned buffer of its own.
-        cx.record("pinned_memory", "staged in pinned host memory, copied to the GPU asynchronously", Unit::None)?;
+        cx.record(
+            "pinned_memory",
+            "staged in pinned host memory, copied to the GPU asynchronously",
+            Unit::None,
+        )?;
         let bytes = 256usize << 20;
         let pageable = cuda::timing::bench_host_to_device(&gpu.0, bytes, false, 1, 5)?;
         let pinned = cuda::timing::bench_host_to_device(&gpu.0, bytes, true, 1, 5)?;
         cx.record("h2d_bytes", bytes, Unit::Bytes)?;
         cx.record("h2d_pageable_bytes_per_sec", pageable.bytes_per_sec, Unit::BytesPerSec)?;
         cx.record("h2d_pinned_bytes_per_sec", pinned.bytes_per_sec, Unit::BytesPerSec)?;
-        cx.record("pinned_over_pageable", pinned.bytes_per_sec / pageable.bytes_per_sec, Unit::Ratio)?;
+        cx.record(
+            "pinned_over_pageable",
+            pinned.bytes_per_sec / pageable.bytes_per_sec,
+            Unit::Ratio,
+        )?;
     }
 
     // Bad input: 10 bytes is not a whole number of int32 tokens; a sequence longer than the data.
@@ -103,7 +125,9 @@ pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
     crate::trace::io::write_atomic(&odd, &[0u8; 10])?;
     let err = TokenFile::open(&odd).err().map(|e| message_in(dir.path(), &e));
     cx.record("odd_length_error", err.unwrap_or_else(|| "no error".into()), Unit::None)?;
-    let err = data::get_batch(&data, batch_size, 10, &mut cx.rng, &cx.device).err().map(|e| message_in(dir.path(), &e));
+    let err = data::get_batch(&data, batch_size, 10, &mut cx.rng, &cx.device)
+        .err()
+        .map(|e| message_in(dir.path(), &e));
     cx.record("too_short_error", err.unwrap_or_else(|| "no error".into()), Unit::None)?;
     Ok(())
 }
@@ -118,7 +142,11 @@ fn tensors_json(named: &[(String, Tensor)]) -> Result<serde_json::Value> {
 }
 
 fn grads(model: &dyn Module) -> Vec<(String, Tensor)> {
-    model.named_parameters().into_iter().filter_map(|(n, p)| p.grad().map(|g| (n, g))).collect()
+    model
+        .named_parameters()
+        .into_iter()
+        .filter_map(|(n, p)| p.grad().map(|g| (n, g)))
+        .collect()
 }
 
 /// An optimizer step, and the memory and compute a training step costs.
@@ -129,7 +157,17 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
     let mut optimizer = AdaGrad::new(&model, lr)?;
     cx.record("lr", lr, Unit::None)?;
     cx.record("eps", optimizer.eps(), Unit::None)?;
-    cx.record("state", tensors_json(&model.state_dict().iter().map(|(n, t)| Ok((n.clone(), t.deep_clone()?))).collect::<Result<Vec<_>>>()?)?, Unit::None)?;
+    cx.record(
+        "state",
+        tensors_json(
+            &model
+                .state_dict()
+                .iter()
+                .map(|(n, t)| Ok((n.clone(), t.deep_clone()?)))
+                .collect::<Result<Vec<_>>>()?,
+        )?,
+        Unit::None,
+    )?;
 
     let x = Var::constant(Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
     let y = Var::constant(Tensor::from_data(&[4.0, 5.0], DType::F32)?.to_device(&cx.device)?);
@@ -170,10 +208,17 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
         "saved_activations": activation_bytes,
         "saved_inputs": saved.iter().filter(|s| s.kind != "activation").map(|s| s.bytes).sum::<usize>(),
     });
-    let measured_total = ["parameters", "gradients", "optimizer_state", "saved_activations"].iter().filter_map(|k| measured[k].as_u64()).sum::<u64>();
+    let measured_total = ["parameters", "gradients", "optimizer_state", "saved_activations"]
+        .iter()
+        .filter_map(|k| measured[k].as_u64())
+        .sum::<u64>();
     cx.record("measured_bytes", measured, Unit::None)?;
     cx.record("measured_total_memory", measured_total, Unit::Bytes)?;
-    cx.record("saved_for_backward", saved.iter().map(SavedInfo::to_json).collect::<Vec<_>>(), Unit::None)?;
+    cx.record(
+        "saved_for_backward",
+        saved.iter().map(SavedInfo::to_json).collect::<Vec<_>>(),
+        Unit::None,
+    )?;
 
     // Compute: 2 FLOPs per (data point, parameter) forward, 4 backward.
     let flops = 6 * b * num_parameters;
@@ -181,7 +226,11 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
     let counted = step_flops.by_op.get("matmul").copied().unwrap_or(0);
     cx.record("counted_flops", counted, Unit::Flop)?;
     // x is data, so backward skips x.grad = h.grad @ W0ᵀ: 2·B·D·D fewer than the formula.
-    cx.record("counted_flops_x_requires_grad", counted_step_flops_with_input_grad(&model, &x, &y)?, Unit::Flop)?;
+    cx.record(
+        "counted_flops_x_requires_grad",
+        counted_step_flops_with_input_grad(&model, &x, &y)?,
+        Unit::Flop,
+    )?;
     cx.record("counted_optimizer_flops", optimizer_flops.total(), Unit::Flop)?;
     optimizer.zero_grad();
     Ok(())
@@ -215,7 +264,12 @@ fn saved_for_backward(loss: &Var, model: &dyn Module, x: &Var, y: &Var) -> Vec<S
             } else {
                 "activation"
             };
-            SavedInfo { op: s.op, shape: s.tensor.shape().to_vec(), bytes: s.tensor.nbytes(), kind }
+            SavedInfo {
+                op: s.op,
+                shape: s.tensor.shape().to_vec(),
+                bytes: s.tensor.nbytes(),
+                kind,
+            }
         })
         .collect()
 }
@@ -259,7 +313,14 @@ fn make_optimizer(kind: OptimizerKind, model: &dyn Module, lr: f64) -> Result<Bo
 
 /// The lecture's `train`: every step draws a batch, computes the loss, backpropagates, steps and
 /// clears the gradients. Returns the loss at each step (before that step's update).
-fn train(model: &Cruncher, optimizer: &mut dyn Optimizer, data: &LinearData, b: usize, num_train_steps: usize, data_rng: &mut Rng) -> Result<Vec<f64>> {
+fn train(
+    model: &Cruncher,
+    optimizer: &mut dyn Optimizer,
+    data: &LinearData,
+    b: usize,
+    num_train_steps: usize,
+    data_rng: &mut Rng,
+) -> Result<Vec<f64>> {
     let mut losses = Vec::with_capacity(num_train_steps);
     for _ in 0..num_train_steps {
         let (x, y) = data.batch(b, data_rng)?;
@@ -278,7 +339,10 @@ fn train(model: &Cruncher, optimizer: &mut dyn Optimizer, data: &LinearData, b: 
 pub fn train_loop(cx: &mut SectionCtx) -> Result<()> {
     let d = 16;
     let true_w = Tensor::arange(d, DType::F32)?.to_device(&cx.device)?; // weights 0, 1, …, D−1
-    let data = LinearData { true_w, device: cx.device.clone() };
+    let data = LinearData {
+        true_w,
+        device: cx.device.clone(),
+    };
     let (b, num_layers, num_train_steps) = (4, 0, 10);
     // The same initial weights and the same batches for every run: only the optimizer differs.
     let (init_rng, data_rng) = (cx.rng.fork(), cx.rng.fork());
@@ -288,17 +352,34 @@ pub fn train_loop(cx: &mut SectionCtx) -> Result<()> {
         let losses = train(&model, optimizer.as_mut(), &data, b, steps, &mut data_rng.clone())?;
         Ok((losses, model))
     };
-    cx.record("losses_lr_0_01", run(OptimizerKind::Sgd, 0.01, num_train_steps)?.0, Unit::None)?;
-    cx.record("losses_lr_0_1", run(OptimizerKind::Sgd, 0.1, num_train_steps)?.0, Unit::None)?;
+    cx.record(
+        "losses_lr_0_01",
+        run(OptimizerKind::Sgd, 0.01, num_train_steps)?.0,
+        Unit::None,
+    )?;
+    cx.record(
+        "losses_lr_0_1",
+        run(OptimizerKind::Sgd, 0.1, num_train_steps)?.0,
+        Unit::None,
+    )?;
 
     // Longer runs: convergence, and SGD against AdaGrad.
     let long = 300;
     cx.record("long_num_train_steps", long, Unit::Count)?;
     let mut runs = serde_json::Map::new();
-    for (name, kind, lr) in [("sgd_lr_0_01", OptimizerKind::Sgd, 0.01), ("sgd_lr_0_1", OptimizerKind::Sgd, 0.1), ("adagrad_lr_0_1", OptimizerKind::AdaGrad, 0.1), ("adagrad_lr_1", OptimizerKind::AdaGrad, 1.0)] {
+    for (name, kind, lr) in [
+        ("sgd_lr_0_01", OptimizerKind::Sgd, 0.01),
+        ("sgd_lr_0_1", OptimizerKind::Sgd, 0.1),
+        ("adagrad_lr_0_1", OptimizerKind::AdaGrad, 0.1),
+        ("adagrad_lr_1", OptimizerKind::AdaGrad, 1.0),
+    ] {
         let (losses, model) = run(kind, lr, long)?;
         let w = model.final_layer.weight.value().to_vec_f64()?;
-        let err = w.iter().enumerate().map(|(i, v)| (v - i as f64).abs()).fold(0.0, f64::max);
+        let err = w
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v - i as f64).abs())
+            .fold(0.0, f64::max);
         runs.insert(name.into(), json!({"optimizer": if matches!(kind, OptimizerKind::Sgd) { "sgd" } else { "adagrad" }, "lr": lr, "losses": losses, "final_loss": losses.last(), "max_weight_error": err}));
     }
     cx.record("longer_runs", serde_json::Value::Object(runs), Unit::None)?;
@@ -312,7 +393,14 @@ fn batch_rng(data_seed: u64, step: u64) -> Rng {
 }
 
 /// Runs steps `from..to`, returning the losses.
-fn train_steps(model: &Cruncher, optimizer: &mut dyn Optimizer, data: &LinearData, b: usize, data_seed: u64, steps: std::ops::Range<u64>) -> Result<Vec<f32>> {
+fn train_steps(
+    model: &Cruncher,
+    optimizer: &mut dyn Optimizer,
+    data: &LinearData,
+    b: usize,
+    data_seed: u64,
+    steps: std::ops::Range<u64>,
+) -> Result<Vec<f32>> {
     let mut losses = Vec::new();
     for t in steps {
         let (x, y) = data.batch(b, &mut batch_rng(data_seed, t))?;
@@ -331,7 +419,10 @@ pub fn checkpointing(cx: &mut SectionCtx) -> Result<()> {
     let (d, num_layers, b, lr) = (64, 3, 16, 0.01);
     let (total_steps, save_at) = (20u64, 10u64);
     let true_w = Tensor::randn(&[d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?;
-    let data = LinearData { true_w, device: cx.device.clone() };
+    let data = LinearData {
+        true_w,
+        device: cx.device.clone(),
+    };
     let (init_rng, data_seed) = (cx.rng.fork(), cx.rng.below(usize::MAX) as u64);
     let fresh = |rng: &mut Rng| -> Result<(Cruncher, AdaGrad)> {
         let model = Cruncher::new(d, num_layers, rng)?.to_device(&data.device)?;
@@ -355,17 +446,39 @@ pub fn checkpointing(cx: &mut SectionCtx) -> Result<()> {
     let (new_model, mut new_optimizer) = fresh(&mut Rng::seed(cx.seed ^ 0xDEAD_BEEF))?;
     let step = checkpoint::load(&path, &new_model, &mut new_optimizer)?;
     cx.record("loaded_step", step, Unit::Count)?;
-    cx.record("loaded_bit_identical", checkpoint_bits(&new_model, &new_optimizer)? == saved_values, Unit::None)?;
-    resumed.extend(train_steps(&new_model, &mut new_optimizer, &data, b, data_seed, step..total_steps)?);
+    cx.record(
+        "loaded_bit_identical",
+        checkpoint_bits(&new_model, &new_optimizer)? == saved_values,
+        Unit::None,
+    )?;
+    resumed.extend(train_steps(
+        &new_model,
+        &mut new_optimizer,
+        &data,
+        b,
+        data_seed,
+        step..total_steps,
+    )?);
     cx.record("losses_uninterrupted", uninterrupted.clone(), Unit::None)?;
     cx.record("losses_resumed", resumed.clone(), Unit::None)?;
-    let same = uninterrupted.iter().map(|x| x.to_bits()).eq(resumed.iter().map(|x| x.to_bits()));
+    let same = uninterrupted
+        .iter()
+        .map(|x| x.to_bits())
+        .eq(resumed.iter().map(|x| x.to_bits()));
     cx.record("resumed_bit_identical", same, Unit::None)?;
 
     // The file: a plain safetensors file any reader can list.
     let info = checkpoint::inspect(&path)?;
-    cx.record("checkpoint_bytes", std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len(), Unit::Bytes)?;
-    let tensors: Vec<serde_json::Value> = info.tensors.iter().map(|(n, s, t)| json!({"name": n, "shape": s, "dtype": t})).collect();
+    cx.record(
+        "checkpoint_bytes",
+        std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len(),
+        Unit::Bytes,
+    )?;
+    let tensors: Vec<serde_json::Value> = info
+        .tensors
+        .iter()
+        .map(|(n, s, t)| json!({"name": n, "shape": s, "dtype": t}))
+        .collect();
     cx.record("checkpoint_tensors", tensors, Unit::None)?;
     cx.record("checkpoint_metadata", json!(info.metadata), Unit::None)?;
 
@@ -373,25 +486,42 @@ pub fn checkpointing(cx: &mut SectionCtx) -> Result<()> {
     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
     let truncated = dir.path().join("truncated.safetensors");
     crate::trace::io::write_atomic(&truncated, &bytes[..bytes.len() / 2])?;
-    cx.record("truncated_error", load_error(dir.path(), &truncated, &new_model, &mut new_optimizer), Unit::None)?;
+    cx.record(
+        "truncated_error",
+        load_error(dir.path(), &truncated, &new_model, &mut new_optimizer),
+        Unit::None,
+    )?;
     let corrupt = dir.path().join("corrupt.safetensors");
     let mut flipped = bytes.clone();
     let last = flipped.len() - 1;
     flipped[last] ^= 0x40;
     crate::trace::io::write_atomic(&corrupt, &flipped)?;
-    cx.record("corrupt_error", load_error(dir.path(), &corrupt, &new_model, &mut new_optimizer), Unit::None)?;
+    cx.record(
+        "corrupt_error",
+        load_error(dir.path(), &corrupt, &new_model, &mut new_optimizer),
+        Unit::None,
+    )?;
     let (small_model, mut small_optimizer) = {
         let m = Cruncher::new(d / 2, num_layers, &mut Rng::seed(1))?.to_device(&cx.device)?;
         let o = AdaGrad::new(&m, lr)?;
         (m, o)
     };
-    cx.record("shape_mismatch_error", load_error(dir.path(), &path, &small_model, &mut small_optimizer), Unit::None)?;
+    cx.record(
+        "shape_mismatch_error",
+        load_error(dir.path(), &path, &small_model, &mut small_optimizer),
+        Unit::None,
+    )?;
     Ok(())
 }
 
 /// Every tensor a checkpoint holds, as bits.
 fn checkpoint_bits(model: &dyn Module, optimizer: &dyn Optimizer) -> Result<Vec<Vec<u32>>> {
-    model.state_dict().iter().chain(optimizer.state().iter()).map(|(_, t)| bits(t)).collect()
+    model
+        .state_dict()
+        .iter()
+        .chain(optimizer.state().iter())
+        .map(|(_, t)| bits(t))
+        .collect()
 }
 
 fn load_error(dir: &Path, path: &Path, model: &dyn Module, optimizer: &mut dyn Optimizer) -> String {
@@ -416,15 +546,36 @@ enum Precision {
 /// compute on fp32 master weights tracks fp32.
 pub fn mixed_precision_training(cx: &mut SectionCtx) -> Result<()> {
     let (d, num_layers, b, lr, steps) = (32, 2, 32, 0.01, 300);
-    cx.record("setup", json!({"dim": d, "num_layers": num_layers, "batch_size": b, "lr": lr, "steps": steps, "optimizer": "sgd"}), Unit::None)?;
+    cx.record(
+        "setup",
+        json!({"dim": d, "num_layers": num_layers, "batch_size": b, "lr": lr, "steps": steps, "optimizer": "sgd"}),
+        Unit::None,
+    )?;
     // Unit-scale targets: true weights ~ N(0, 1/D), so y = x @ true_w ~ N(0, 1).
-    let true_w = Tensor::randn(&[d], DType::F32, &mut cx.rng)?.div_scalar((d as f64).sqrt())?.to_device(&cx.device)?;
-    let data = LinearData { true_w, device: cx.device.clone() };
+    let true_w = Tensor::randn(&[d], DType::F32, &mut cx.rng)?
+        .div_scalar((d as f64).sqrt())?
+        .to_device(&cx.device)?;
+    let data = LinearData {
+        true_w,
+        device: cx.device.clone(),
+    };
     let (init_rng, data_rng) = (cx.rng.fork(), cx.rng.fork());
     // The same initial weights (rounded to bf16 where the run keeps bf16 weights) and batches.
-    let run = |precision: Precision, lr: f64| train_in(precision, &data, (d, num_layers, b, lr, steps), &mut init_rng.clone(), &mut data_rng.clone());
+    let run = |precision: Precision, lr: f64| {
+        train_in(
+            precision,
+            &data,
+            (d, num_layers, b, lr, steps),
+            &mut init_rng.clone(),
+            &mut data_rng.clone(),
+        )
+    };
     let tail_mean = |l: &[f64]| l[l.len().saturating_sub(20)..].iter().sum::<f64>() / l.len().clamp(1, 20) as f64;
-    for (name, precision) in [("fp32", Precision::Fp32), ("bf16", Precision::Bf16), ("mixed", Precision::Mixed)] {
+    for (name, precision) in [
+        ("fp32", Precision::Fp32),
+        ("bf16", Precision::Bf16),
+        ("mixed", Precision::Mixed),
+    ] {
         let r = run(precision, lr)?;
         cx.record(&format!("losses_{name}"), r.losses.clone(), Unit::None)?;
         // Mean of the last 20 steps: single-batch losses are noisy.
@@ -437,9 +588,16 @@ pub fn mixed_precision_training(cx: &mut SectionCtx) -> Result<()> {
     // three runs go further before the precision of the forward pass limits them.
     let high_lr = 5.0 * lr;
     let mut high = serde_json::Map::new();
-    for (name, precision) in [("fp32", Precision::Fp32), ("bf16", Precision::Bf16), ("mixed", Precision::Mixed)] {
+    for (name, precision) in [
+        ("fp32", Precision::Fp32),
+        ("bf16", Precision::Bf16),
+        ("mixed", Precision::Mixed),
+    ] {
         let r = run(precision, high_lr)?;
-        high.insert(name.into(), json!({"final_loss": tail_mean(&r.losses), "updates_lost": r.updates_lost}));
+        high.insert(
+            name.into(),
+            json!({"final_loss": tail_mean(&r.losses), "updates_lost": r.updates_lost}),
+        );
     }
     cx.record("high_lr", high_lr, Unit::None)?;
     cx.record("high_lr_results", serde_json::Value::Object(high), Unit::None)?;
@@ -452,10 +610,24 @@ struct PrecisionRun {
     updates_lost: f64,
 }
 
-fn train_in(precision: Precision, data: &LinearData, size: (usize, usize, usize, f64, usize), init_rng: &mut Rng, data_rng: &mut Rng) -> Result<PrecisionRun> {
+fn train_in(
+    precision: Precision,
+    data: &LinearData,
+    size: (usize, usize, usize, f64, usize),
+    init_rng: &mut Rng,
+    data_rng: &mut Rng,
+) -> Result<PrecisionRun> {
     let (d, num_layers, b, lr, steps) = size;
-    let param_dtype = if matches!(precision, Precision::Bf16) { DType::BF16 } else { DType::F32 };
-    let options = ParamOptions { dtype: param_dtype, device: data.device.clone(), ..ParamOptions::default() };
+    let param_dtype = if matches!(precision, Precision::Bf16) {
+        DType::BF16
+    } else {
+        DType::F32
+    };
+    let options = ParamOptions {
+        dtype: param_dtype,
+        device: data.device.clone(),
+        ..ParamOptions::default()
+    };
     let model = Cruncher::with_options(d, num_layers, &options, init_rng)?;
     let mut optimizer = Sgd::new(&model, lr)?;
     let mut losses = Vec::with_capacity(steps);
@@ -470,7 +642,11 @@ fn train_in(precision: Precision, data: &LinearData, size: (usize, usize, usize,
         let loss = mse_loss(&pred, &y.to_dtype(param_dtype)?)?;
         losses.push(loss.value().item()?);
         loss.backward()?;
-        let before: Vec<Tensor> = model.state_dict().iter().map(|(_, p)| p.deep_clone()).collect::<Result<_>>()?;
+        let before: Vec<Tensor> = model
+            .state_dict()
+            .iter()
+            .map(|(_, p)| p.deep_clone())
+            .collect::<Result<_>>()?;
         optimizer.step()?;
         optimizer.zero_grad();
         if t + 1 == steps {

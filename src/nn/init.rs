@@ -23,7 +23,9 @@ impl Init {
         match self {
             Init::Normal { std } => Tensor::randn(shape, DType::F32, rng)?.mul_scalar(std)?.to_dtype(dtype),
             // Scaled in f32 then rounded once into the dtype, as `randn(...) / sqrt(in)` would be.
-            Init::Xavier => Tensor::randn(shape, DType::F32, rng)?.div_scalar(in_dim.sqrt())?.to_dtype(dtype),
+            Init::Xavier => Tensor::randn(shape, DType::F32, rng)?
+                .div_scalar(in_dim.sqrt())?
+                .to_dtype(dtype),
             Init::TruncatedXavier => {
                 let std = 1.0 / in_dim.sqrt();
                 Tensor::trunc_normal(shape, 0.0, std, -3.0 * std, 3.0 * std, dtype, rng)

@@ -27,7 +27,10 @@ pub trait Module {
 
     /// The parameter tensors by name (they share storage with the model).
     fn state_dict(&self) -> Vec<(String, Tensor)> {
-        self.named_parameters().into_iter().map(|(n, p)| (n, p.value().clone())).collect()
+        self.named_parameters()
+            .into_iter()
+            .map(|(n, p)| (n, p.value().clone()))
+            .collect()
     }
 
     /// Forgets every parameter's gradient.
@@ -46,7 +49,11 @@ pub struct ParamOptions {
 
 impl Default for ParamOptions {
     fn default() -> Self {
-        ParamOptions { dtype: DType::F32, device: Device::Cpu, init: Init::Xavier }
+        ParamOptions {
+            dtype: DType::F32,
+            device: Device::Cpu,
+            init: Init::Xavier,
+        }
     }
 }
 
@@ -58,8 +65,13 @@ pub struct Linear {
 
 impl Linear {
     pub fn new(in_dim: usize, out_dim: usize, options: &ParamOptions, rng: &mut Rng) -> Result<Linear> {
-        let w = options.init.sample(&[in_dim, out_dim], options.dtype, rng)?.to_device(&options.device)?;
-        Ok(Linear { weight: Var::parameter(w) })
+        let w = options
+            .init
+            .sample(&[in_dim, out_dim], options.dtype, rng)?
+            .to_device(&options.device)?;
+        Ok(Linear {
+            weight: Var::parameter(w),
+        })
     }
 
     pub fn forward(&self, x: &Var) -> Result<Var> {
@@ -91,9 +103,15 @@ impl Cruncher {
         if dim == 0 {
             return Err(Error::invalid("Cruncher", "dim must be at least 1"));
         }
-        let layers = (0..num_layers).map(|_| Linear::new(dim, dim, options, rng)).collect::<Result<Vec<_>>>()?;
+        let layers = (0..num_layers)
+            .map(|_| Linear::new(dim, dim, options, rng))
+            .collect::<Result<Vec<_>>>()?;
         let final_layer = Linear::new(dim, 1, options, rng)?;
-        Ok(Cruncher { dim, layers, final_layer })
+        Ok(Cruncher {
+            dim,
+            layers,
+            final_layer,
+        })
     }
 
     /// D²·L + D.
@@ -103,7 +121,12 @@ impl Cruncher {
 
     fn check_input(&self, x: &Var) -> Result<()> {
         if x.shape().len() != 2 || x.shape()[1] != self.dim {
-            return Err(Error::shape("Cruncher", x.shape(), &[0, self.dim], format!("input must be [batch, {}]", self.dim)));
+            return Err(Error::shape(
+                "Cruncher",
+                x.shape(),
+                &[0, self.dim],
+                format!("input must be [batch, {}]", self.dim),
+            ));
         }
         Ok(())
     }
@@ -127,22 +150,41 @@ impl Cruncher {
         for layer in &self.layers {
             h = layer.forward_in(&h, compute)?;
         }
-        self.final_layer.forward_in(&h, compute)?.squeeze(-1)?.to_dtype(out_dtype)
+        self.final_layer
+            .forward_in(&h, compute)?
+            .squeeze(-1)?
+            .to_dtype(out_dtype)
     }
 
     /// An independent copy: fresh parameters (with no gradients) holding the same values.
     pub fn deep_clone(&self) -> Result<Cruncher> {
-        let copy = |l: &Linear| -> Result<Linear> { Ok(Linear { weight: Var::parameter(l.weight.value().deep_clone()?) }) };
-        Ok(Cruncher { dim: self.dim, layers: self.layers.iter().map(copy).collect::<Result<_>>()?, final_layer: copy(&self.final_layer)? })
+        let copy = |l: &Linear| -> Result<Linear> {
+            Ok(Linear {
+                weight: Var::parameter(l.weight.value().deep_clone()?),
+            })
+        };
+        Ok(Cruncher {
+            dim: self.dim,
+            layers: self.layers.iter().map(copy).collect::<Result<_>>()?,
+            final_layer: copy(&self.final_layer)?,
+        })
     }
 
     /// A copy of the model on `device` (the same model when it is already there).
     pub fn to_device(&self, device: &Device) -> Result<Cruncher> {
-        let move_layer = |l: &Linear| -> Result<Linear> { Ok(Linear { weight: Var::parameter(l.weight.value().to_device(device)?) }) };
+        let move_layer = |l: &Linear| -> Result<Linear> {
+            Ok(Linear {
+                weight: Var::parameter(l.weight.value().to_device(device)?),
+            })
+        };
         if self.final_layer.weight.value().device() == device {
             return Ok(self.clone());
         }
-        Ok(Cruncher { dim: self.dim, layers: self.layers.iter().map(move_layer).collect::<Result<_>>()?, final_layer: move_layer(&self.final_layer)? })
+        Ok(Cruncher {
+            dim: self.dim,
+            layers: self.layers.iter().map(move_layer).collect::<Result<_>>()?,
+            final_layer: move_layer(&self.final_layer)?,
+        })
     }
 }
 

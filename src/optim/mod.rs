@@ -18,9 +18,16 @@ pub struct ParamGroup {
 impl ParamGroup {
     fn new(op: &'static str, model: &dyn Module, lr: f64) -> Result<ParamGroup> {
         if !(lr.is_finite() && lr >= 0.0) {
-            return Err(Error::invalid(op, format!("learning rate must be a finite number ≥ 0, got {lr}")));
+            return Err(Error::invalid(
+                op,
+                format!("learning rate must be a finite number ≥ 0, got {lr}"),
+            ));
         }
-        Ok(ParamGroup { params: model.named_parameters(), lr, steps: 0 })
+        Ok(ParamGroup {
+            params: model.named_parameters(),
+            lr,
+            steps: 0,
+        })
     }
 }
 
@@ -92,7 +99,9 @@ pub struct Sgd {
 
 impl Sgd {
     pub fn new(model: &dyn Module, lr: f64) -> Result<Sgd> {
-        Ok(Sgd { group: ParamGroup::new("SGD", model, lr)? })
+        Ok(Sgd {
+            group: ParamGroup::new("SGD", model, lr)?,
+        })
     }
 }
 
@@ -132,8 +141,16 @@ impl AdaGrad {
 
     pub fn new(model: &dyn Module, lr: f64) -> Result<AdaGrad> {
         let group = ParamGroup::new("AdaGrad", model, lr)?;
-        let g2 = group.params.iter().map(|(_, p)| p.value().zeros_like()).collect::<Result<_>>()?;
-        Ok(AdaGrad { group, g2, eps: AdaGrad::EPS })
+        let g2 = group
+            .params
+            .iter()
+            .map(|(_, p)| p.value().zeros_like())
+            .collect::<Result<_>>()?;
+        Ok(AdaGrad {
+            group,
+            g2,
+            eps: AdaGrad::EPS,
+        })
     }
 
     pub fn eps(&self) -> f64 {
@@ -142,7 +159,11 @@ impl AdaGrad {
 
     /// The running sum of squared gradients of parameter `name`.
     pub fn g2(&self, name: &str) -> Option<&Tensor> {
-        self.group.params.iter().position(|(n, _)| n == name).map(|i| &self.g2[i])
+        self.group
+            .params
+            .iter()
+            .position(|(n, _)| n == name)
+            .map(|i| &self.g2[i])
     }
 }
 
@@ -160,7 +181,12 @@ impl Optimizer for AdaGrad {
         param.adagrad_update_(&self.g2[index], grad, self.group.lr, self.eps)
     }
     fn state(&self) -> Vec<(String, Tensor)> {
-        self.group.params.iter().zip(&self.g2).map(|((n, _), g2)| (format!("{n}.g2"), g2.clone())).collect()
+        self.group
+            .params
+            .iter()
+            .zip(&self.g2)
+            .map(|((n, _), g2)| (format!("{n}.g2"), g2.clone()))
+            .collect()
     }
     fn hyperparameters(&self) -> Vec<(&'static str, f64)> {
         vec![("lr", self.group.lr), ("eps", self.eps)]

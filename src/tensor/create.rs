@@ -33,7 +33,10 @@ fn sequence_shape<T: NestedData>(items: &[T]) -> Result<Vec<usize>> {
         for (i, item) in items.iter().enumerate().skip(1) {
             let s = item.nested_shape()?;
             if s != inner {
-                return Err(Error::invalid("tensor", format!("ragged data: element 0 has shape {inner:?} but element {i} has shape {s:?}")));
+                return Err(Error::invalid(
+                    "tensor",
+                    format!("ragged data: element 0 has shape {inner:?} but element {i} has shape {s:?}"),
+                ));
             }
         }
         shape.extend(inner);
@@ -131,7 +134,13 @@ impl Tensor {
     pub fn randn_on(shape: &[usize], dtype: DType, device: &Device, rng: &mut Rng) -> Result<Tensor> {
         match device {
             Device::Cpu => Tensor::randn(shape, dtype, rng),
-            Device::Cuda(c) => crate::device::random_on_gpu(c, crate::device::cuda::ops::Distribution::Normal, shape, dtype, rng.next_u64()),
+            Device::Cuda(c) => crate::device::random_on_gpu(
+                c,
+                crate::device::cuda::ops::Distribution::Normal,
+                shape,
+                dtype,
+                rng.next_u64(),
+            ),
         }
     }
 
@@ -139,7 +148,13 @@ impl Tensor {
     pub fn rand_on(shape: &[usize], dtype: DType, device: &Device, rng: &mut Rng) -> Result<Tensor> {
         match device {
             Device::Cpu => Tensor::rand(shape, dtype, rng),
-            Device::Cuda(c) => crate::device::random_on_gpu(c, crate::device::cuda::ops::Distribution::Uniform, shape, dtype, rng.next_u64()),
+            Device::Cuda(c) => crate::device::random_on_gpu(
+                c,
+                crate::device::cuda::ops::Distribution::Uniform,
+                shape,
+                dtype,
+                rng.next_u64(),
+            ),
         }
     }
 
@@ -151,13 +166,26 @@ impl Tensor {
 
     /// N(mean, std²) restricted to [a, b] by redrawing samples that fall outside, like
     /// `torch.nn.init.trunc_normal_`. `a` and `b` are absolute bounds, not multiples of `std`.
-    pub fn trunc_normal(shape: &[usize], mean: f64, std: f64, a: f64, b: f64, dtype: DType, rng: &mut Rng) -> Result<Tensor> {
+    pub fn trunc_normal(
+        shape: &[usize],
+        mean: f64,
+        std: f64,
+        a: f64,
+        b: f64,
+        dtype: DType,
+        rng: &mut Rng,
+    ) -> Result<Tensor> {
         // A NaN or infinite mean or std passed the old checks and then never produced a sample
         // inside [a, b]: the loop below spun forever. They are refused here.
         let finite = mean.is_finite() && std.is_finite();
         let ordered = a < b; // false for NaN bounds too
         if !finite || std <= 0.0 || !ordered || mean + 8.0 * std < a || mean - 8.0 * std > b {
-            return Err(Error::invalid("trunc_normal", format!("need finite mean, finite std > 0 and a < b with [a, b] overlapping the distribution; got mean {mean}, std {std}, a {a}, b {b}")));
+            return Err(Error::invalid(
+                "trunc_normal",
+                format!(
+                    "need finite mean, finite std > 0 and a < b with [a, b] overlapping the distribution; got mean {mean}, std {std}, a {a}, b {b}"
+                ),
+            ));
         }
         let n: usize = shape.iter().product();
         let mut values = Vec::with_capacity(n);
@@ -170,7 +198,13 @@ impl Tensor {
             } else if draws >= 100_000 && (values.len() as u64) * 1000 < draws {
                 // An interval far in one tail (say [7σ, 8σ], probability ~1e-12) passes the check
                 // above but would take forever to fill: give up once under 0.1% of draws land.
-                return Err(Error::invalid("trunc_normal", format!("[{a}, {b}] holds less than 0.1% of N({mean}, {std}²): {} of {draws} draws fell inside", values.len())));
+                return Err(Error::invalid(
+                    "trunc_normal",
+                    format!(
+                        "[{a}, {b}] holds less than 0.1% of N({mean}, {std}²): {} of {draws} draws fell inside",
+                        values.len()
+                    ),
+                ));
             }
         }
         Tensor::from_f64_vec(&values, shape, dtype)

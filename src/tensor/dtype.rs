@@ -85,7 +85,11 @@ pub trait Element: Copy + Send + Sync + std::fmt::Debug + PartialOrd + 'static {
 /// anything involving a float through f64 (floats round to nearest even, integers truncate).
 #[inline]
 pub fn convert<S: Element, D: Element>(x: S) -> D {
-    if S::DTYPE.is_float() || D::DTYPE.is_float() { D::from_f64(x.to_f64()) } else { D::from_i64(x.to_i64()) }
+    if S::DTYPE.is_float() || D::DTYPE.is_float() {
+        D::from_f64(x.to_f64())
+    } else {
+        D::from_i64(x.to_i64())
+    }
 }
 
 impl Element for f32 {

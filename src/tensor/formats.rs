@@ -24,11 +24,36 @@ pub struct FloatFormat {
     pub specials: Specials,
 }
 
-pub const FLOAT32: FloatFormat = FloatFormat { name: "float32", exponent_bits: 8, mantissa_bits: 23, specials: Specials::Ieee };
-pub const FLOAT16: FloatFormat = FloatFormat { name: "float16", exponent_bits: 5, mantissa_bits: 10, specials: Specials::Ieee };
-pub const BFLOAT16: FloatFormat = FloatFormat { name: "bfloat16", exponent_bits: 8, mantissa_bits: 7, specials: Specials::Ieee };
-pub const FP8_E4M3: FloatFormat = FloatFormat { name: "float8_e4m3fn", exponent_bits: 4, mantissa_bits: 3, specials: Specials::FiniteNanOnly };
-pub const FP8_E5M2: FloatFormat = FloatFormat { name: "float8_e5m2", exponent_bits: 5, mantissa_bits: 2, specials: Specials::Ieee };
+pub const FLOAT32: FloatFormat = FloatFormat {
+    name: "float32",
+    exponent_bits: 8,
+    mantissa_bits: 23,
+    specials: Specials::Ieee,
+};
+pub const FLOAT16: FloatFormat = FloatFormat {
+    name: "float16",
+    exponent_bits: 5,
+    mantissa_bits: 10,
+    specials: Specials::Ieee,
+};
+pub const BFLOAT16: FloatFormat = FloatFormat {
+    name: "bfloat16",
+    exponent_bits: 8,
+    mantissa_bits: 7,
+    specials: Specials::Ieee,
+};
+pub const FP8_E4M3: FloatFormat = FloatFormat {
+    name: "float8_e4m3fn",
+    exponent_bits: 4,
+    mantissa_bits: 3,
+    specials: Specials::FiniteNanOnly,
+};
+pub const FP8_E5M2: FloatFormat = FloatFormat {
+    name: "float8_e5m2",
+    exponent_bits: 5,
+    mantissa_bits: 2,
+    specials: Specials::Ieee,
+};
 
 pub const ALL_FORMATS: [&FloatFormat; 5] = [&FLOAT32, &FLOAT16, &BFLOAT16, &FP8_E4M3, &FP8_E5M2];
 
@@ -112,7 +137,11 @@ fn pow2(e: i32) -> f64 {
 /// infinity where the format has one, NaN otherwise (what PyTorch's unsaturated casts do).
 pub fn round_to_format(x: f64, fmt: &FloatFormat) -> f64 {
     if !x.is_finite() {
-        return if x.is_infinite() && !fmt.has_infinity() { f64::NAN } else { x };
+        return if x.is_infinite() && !fmt.has_infinity() {
+            f64::NAN
+        } else {
+            x
+        };
     }
     if x == 0.0 {
         return x;
@@ -152,7 +181,12 @@ pub struct BitLayout {
 }
 
 pub fn bit_layout(fmt: &FloatFormat) -> BitLayout {
-    BitLayout { name: fmt.name, sign: 1, exponent: fmt.exponent_bits, mantissa: fmt.mantissa_bits }
+    BitLayout {
+        name: fmt.name,
+        sign: 1,
+        exponent: fmt.exponent_bits,
+        mantissa: fmt.mantissa_bits,
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,12 @@ impl Tensor {
             return Ok(self.clone());
         }
         if shape.len() > self.ndim() {
-            return Err(Error::shape("sum_to_shape", self.shape(), shape, "the target has more dimensions than the gradient"));
+            return Err(Error::shape(
+                "sum_to_shape",
+                self.shape(),
+                shape,
+                "the target has more dimensions than the gradient",
+            ));
         }
         let lead = self.ndim() - shape.len();
         let mut dims: Vec<isize> = (0..lead as isize).collect();
@@ -22,10 +27,19 @@ impl Tensor {
             if size == 1 && have != 1 {
                 dims.push((lead + i) as isize);
             } else if size != have {
-                return Err(Error::shape("sum_to_shape", self.shape(), shape, format!("dimension {} has size {have}, the target {size}", lead + i)));
+                return Err(Error::shape(
+                    "sum_to_shape",
+                    self.shape(),
+                    shape,
+                    format!("dimension {} has size {have}, the target {size}", lead + i),
+                ));
             }
         }
-        let summed = if dims.is_empty() { self.clone() } else { self.sum(&dims, true)? };
+        let summed = if dims.is_empty() {
+            self.clone()
+        } else {
+            self.sum(&dims, true)?
+        };
         summed.reshape(shape)
     }
 

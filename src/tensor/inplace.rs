@@ -18,13 +18,25 @@ pub const ADAGRAD_FLOPS_PER_ELEMENT: u64 = 7;
 impl Tensor {
     fn check_update_target(&self, op: &'static str, other: &Tensor, what: &str) -> Result<()> {
         if !self.is_contiguous() {
-            return Err(Error::NotContiguous { op, shape: self.shape().to_vec(), strides: self.strides().to_vec() });
+            return Err(Error::NotContiguous {
+                op,
+                shape: self.shape().to_vec(),
+                strides: self.strides().to_vec(),
+            });
         }
         if self.shape() != other.shape() {
-            return Err(Error::shape(op, self.shape(), other.shape(), format!("the {what} must have the parameter's shape")));
+            return Err(Error::shape(
+                op,
+                self.shape(),
+                other.shape(),
+                format!("the {what} must have the parameter's shape"),
+            ));
         }
         if Tensor::same_storage(self, other) {
-            return Err(Error::invalid(op, format!("the {what} shares storage with the tensor being updated")));
+            return Err(Error::invalid(
+                op,
+                format!("the {what} shares storage with the tensor being updated"),
+            ));
         }
         Ok(())
     }

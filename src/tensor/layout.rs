@@ -13,7 +13,11 @@ pub struct Layout {
 
 impl Layout {
     pub fn contiguous(shape: &[usize]) -> Layout {
-        Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: 0 }
+        Layout {
+            shape: shape.to_vec(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        }
     }
 
     pub fn numel(&self) -> usize {
@@ -56,12 +60,23 @@ impl Layout {
     /// Storage position of a logical index.
     pub fn storage_index(&self, index: &[usize]) -> Result<usize> {
         if index.len() != self.ndim() {
-            return Err(Error::shape("index", &self.shape, index, "index has the wrong number of dimensions"));
+            return Err(Error::shape(
+                "index",
+                &self.shape,
+                index,
+                "index has the wrong number of dimensions",
+            ));
         }
         let mut pos = self.offset;
         for (d, (&i, (&size, &stride))) in index.iter().zip(self.shape.iter().zip(&self.strides)).enumerate() {
             if i >= size {
-                return Err(Error::invalid("index", format!("index {i} is out of range for dimension {d} of size {size} (shape {:?})", self.shape)));
+                return Err(Error::invalid(
+                    "index",
+                    format!(
+                        "index {i} is out of range for dimension {d} of size {size} (shape {:?})",
+                        self.shape
+                    ),
+                ));
             }
             pos += i * stride;
         }
@@ -78,13 +93,27 @@ impl Layout {
         if self.numel() == 0 {
             return None;
         }
-        Some(self.offset + self.shape.iter().zip(&self.strides).map(|(&n, &s)| (n - 1) * s).sum::<usize>())
+        Some(
+            self.offset
+                + self
+                    .shape
+                    .iter()
+                    .zip(&self.strides)
+                    .map(|(&n, &s)| (n - 1) * s)
+                    .sum::<usize>(),
+        )
     }
 
     pub fn select(&self, dim: usize, index: usize) -> Result<Layout> {
         self.check_dim("select", dim)?;
         if index >= self.shape[dim] {
-            return Err(Error::invalid("select", format!("index {index} out of range for dimension {dim} of size {} (shape {:?})", self.shape[dim], self.shape)));
+            return Err(Error::invalid(
+                "select",
+                format!(
+                    "index {index} out of range for dimension {dim} of size {} (shape {:?})",
+                    self.shape[dim], self.shape
+                ),
+            ));
         }
         let mut out = self.clone();
         out.offset += index * self.strides[dim];
@@ -97,7 +126,13 @@ impl Layout {
         self.check_dim("narrow", dim)?;
         // `checked_add`: a huge `start + len` wrapped around in release builds and passed.
         if start.checked_add(len).is_none_or(|end| end > self.shape[dim]) {
-            return Err(Error::invalid("narrow", format!("range of length {len} from {start} exceeds dimension {dim} of size {} (shape {:?})", self.shape[dim], self.shape)));
+            return Err(Error::invalid(
+                "narrow",
+                format!(
+                    "range of length {len} from {start} exceeds dimension {dim} of size {} (shape {:?})",
+                    self.shape[dim], self.shape
+                ),
+            ));
         }
         let mut out = self.clone();
         out.offset += start * self.strides[dim];
@@ -116,8 +151,19 @@ impl Layout {
 
     pub fn permute(&self, dims: &[usize]) -> Result<Layout> {
         let mut seen = vec![false; self.ndim()];
-        if dims.len() != self.ndim() || dims.iter().any(|&d| d >= self.ndim() || std::mem::replace(&mut seen[d], true)) {
-            return Err(Error::invalid("permute", format!("{dims:?} is not a permutation of the {} dimensions of shape {:?}", self.ndim(), self.shape)));
+        if dims.len() != self.ndim()
+            || dims
+                .iter()
+                .any(|&d| d >= self.ndim() || std::mem::replace(&mut seen[d], true))
+        {
+            return Err(Error::invalid(
+                "permute",
+                format!(
+                    "{dims:?} is not a permutation of the {} dimensions of shape {:?}",
+                    self.ndim(),
+                    self.shape
+                ),
+            ));
         }
         Ok(Layout {
             shape: dims.iter().map(|&d| self.shape[d]).collect(),
@@ -130,19 +176,37 @@ impl Layout {
     /// laid out so that the new strides exist (always for contiguous layouts).
     pub fn view(&self, shape: &[usize]) -> Result<Layout> {
         if shape.iter().product::<usize>() != self.numel() {
-            return Err(Error::shape("view", &self.shape, shape, "the number of elements differs"));
+            return Err(Error::shape(
+                "view",
+                &self.shape,
+                shape,
+                "the number of elements differs",
+            ));
         }
         if !self.is_contiguous() {
-            return Err(Error::NotContiguous { op: "view", shape: self.shape.clone(), strides: self.strides.clone() });
+            return Err(Error::NotContiguous {
+                op: "view",
+                shape: self.shape.clone(),
+                strides: self.strides.clone(),
+            });
         }
-        Ok(Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: self.offset })
+        Ok(Layout {
+            shape: shape.to_vec(),
+            strides: contiguous_strides(shape),
+            offset: self.offset,
+        })
     }
 
     /// Broadcasts to `shape` (numpy rules, aligned on the right) with stride 0 on repeated
     /// dimensions: the data is not copied.
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Layout> {
         if shape.len() < self.ndim() {
-            return Err(Error::shape("broadcast_to", &self.shape, shape, "target has fewer dimensions"));
+            return Err(Error::shape(
+                "broadcast_to",
+                &self.shape,
+                shape,
+                "target has fewer dimensions",
+            ));
         }
         let lead = shape.len() - self.ndim();
         let mut strides = vec![0; shape.len()];
@@ -151,15 +215,27 @@ impl Layout {
             if size == target {
                 strides[lead + i] = stride;
             } else if size != 1 {
-                return Err(Error::shape("broadcast_to", &self.shape, shape, format!("dimension {i} has size {size}, expected 1 or {target}")));
+                return Err(Error::shape(
+                    "broadcast_to",
+                    &self.shape,
+                    shape,
+                    format!("dimension {i} has size {size}, expected 1 or {target}"),
+                ));
             }
         }
-        Ok(Layout { shape: shape.to_vec(), strides, offset: self.offset })
+        Ok(Layout {
+            shape: shape.to_vec(),
+            strides,
+            offset: self.offset,
+        })
     }
 
     pub fn unsqueeze(&self, dim: usize) -> Result<Layout> {
         if dim > self.ndim() {
-            return Err(Error::invalid("unsqueeze", format!("dimension {dim} out of range for shape {:?}", self.shape)));
+            return Err(Error::invalid(
+                "unsqueeze",
+                format!("dimension {dim} out of range for shape {:?}", self.shape),
+            ));
         }
         let mut out = self.clone();
         let stride = self.strides.get(dim).map_or(1, |&s| s * self.shape[dim]);
@@ -171,7 +247,13 @@ impl Layout {
     pub fn squeeze(&self, dim: usize) -> Result<Layout> {
         self.check_dim("squeeze", dim)?;
         if self.shape[dim] != 1 {
-            return Err(Error::invalid("squeeze", format!("dimension {dim} has size {}, not 1 (shape {:?})", self.shape[dim], self.shape)));
+            return Err(Error::invalid(
+                "squeeze",
+                format!(
+                    "dimension {dim} has size {}, not 1 (shape {:?})",
+                    self.shape[dim], self.shape
+                ),
+            ));
         }
         let mut out = self.clone();
         out.shape.remove(dim);
@@ -181,7 +263,10 @@ impl Layout {
 
     fn check_dim(&self, op: &'static str, dim: usize) -> Result<()> {
         if dim >= self.ndim() {
-            return Err(Error::invalid(op, format!("dimension {dim} out of range for shape {:?}", self.shape)));
+            return Err(Error::invalid(
+                op,
+                format!("dimension {dim} out of range for shape {:?}", self.shape),
+            ));
         }
         Ok(())
     }
@@ -223,7 +308,12 @@ pub struct StridedIndices<'a> {
 
 impl<'a> StridedIndices<'a> {
     fn new(layout: &'a Layout) -> Self {
-        StridedIndices { layout, counter: vec![0; layout.ndim()], next: layout.offset, remaining: layout.numel() }
+        StridedIndices {
+            layout,
+            counter: vec![0; layout.ndim()],
+            next: layout.offset,
+            remaining: layout.numel(),
+        }
     }
 }
 

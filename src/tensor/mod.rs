@@ -36,8 +36,17 @@ pub struct Tensor {
 
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Tensor(shape={:?}, dtype={}, device={}", self.shape(), self.dtype(), self.device())?;
-        if self.numel() <= 16 && self.device().is_cpu() && let Ok(v) = self.to_vec_f64() {
+        write!(
+            f,
+            "Tensor(shape={:?}, dtype={}, device={}",
+            self.shape(),
+            self.dtype(),
+            self.device()
+        )?;
+        if self.numel() <= 16
+            && self.device().is_cpu()
+            && let Ok(v) = self.to_vec_f64()
+        {
             write!(f, ", data={v:?}")?;
         }
         f.write_str(")")
@@ -49,9 +58,15 @@ impl Tensor {
     pub(crate) fn from_buffer(buffer: Buffer, shape: &[usize], device: Device) -> Result<Tensor> {
         let numel: usize = shape.iter().product();
         if buffer.len() != numel {
-            return Err(Error::invalid("tensor", format!("{} elements given for shape {shape:?} ({numel} needed)", buffer.len())));
+            return Err(Error::invalid(
+                "tensor",
+                format!("{} elements given for shape {shape:?} ({numel} needed)", buffer.len()),
+            ));
         }
-        Ok(Tensor { storage: Storage::new(buffer, device), layout: Layout::contiguous(shape) })
+        Ok(Tensor {
+            storage: Storage::new(buffer, device),
+            layout: Layout::contiguous(shape),
+        })
     }
 
     pub(crate) fn from_cpu(buffer: CpuBuffer, shape: &[usize]) -> Result<Tensor> {
@@ -60,7 +75,10 @@ impl Tensor {
 
     /// A view: same storage, new layout.
     pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
-        Tensor { storage: Arc::clone(&self.storage), layout }
+        Tensor {
+            storage: Arc::clone(&self.storage),
+            layout,
+        }
     }
 
     pub fn storage(&self) -> &Arc<Storage> {
@@ -85,7 +103,12 @@ impl Tensor {
     }
 
     pub fn dim(&self, d: usize) -> Result<usize> {
-        self.shape().get(d).copied().ok_or_else(|| Error::invalid("dim", format!("dimension {d} out of range for shape {:?}", self.shape())))
+        self.shape().get(d).copied().ok_or_else(|| {
+            Error::invalid(
+                "dim",
+                format!("dimension {d} out of range for shape {:?}", self.shape()),
+            )
+        })
     }
 
     pub fn ndim(&self) -> usize {
@@ -136,7 +159,10 @@ impl Tensor {
         let cpu = self.to_device(&Device::Cpu)?;
         let guard = cpu.storage.read();
         let Buffer::Cpu(buf) = &*guard else {
-            return Err(Error::invalid("to_vec", "the copy to the CPU did not land in host memory"));
+            return Err(Error::invalid(
+                "to_vec",
+                "the copy to the CPU did not land in host memory",
+            ));
         };
         Ok(with_cpu_buffer!(buf, v => go(v, &cpu.layout)))
     }
@@ -149,7 +175,10 @@ impl Tensor {
         let cpu = self.to_device(&Device::Cpu)?;
         let guard = cpu.storage.read();
         let Buffer::Cpu(buf) = &*guard else {
-            return Err(Error::invalid("to_vec", "the copy to the CPU did not land in host memory"));
+            return Err(Error::invalid(
+                "to_vec",
+                "the copy to the CPU did not land in host memory",
+            ));
         };
         Ok(with_cpu_buffer!(buf, v => {
             if let Some(range) = cpu.layout.contiguous_range() {
@@ -163,7 +192,14 @@ impl Tensor {
     /// The single value of a one-element tensor.
     pub fn item(&self) -> Result<f64> {
         if self.numel() != 1 {
-            return Err(Error::invalid("item", format!("tensor with shape {:?} has {} elements, not 1", self.shape(), self.numel())));
+            return Err(Error::invalid(
+                "item",
+                format!(
+                    "tensor with shape {:?} has {} elements, not 1",
+                    self.shape(),
+                    self.numel()
+                ),
+            ));
         }
         Ok(self.to_vec_f64()?[0])
     }
@@ -209,7 +245,11 @@ impl Tensor {
                 None => leaf(flat[0]),
                 Some((&n, rest)) => {
                     let chunk: usize = rest.iter().product();
-                    serde_json::Value::Array((0..n).map(|i| nest(rest, &flat[i * chunk..(i + 1) * chunk], leaf)).collect())
+                    serde_json::Value::Array(
+                        (0..n)
+                            .map(|i| nest(rest, &flat[i * chunk..(i + 1) * chunk], leaf))
+                            .collect(),
+                    )
                 }
             }
         }

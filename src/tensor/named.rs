@@ -27,11 +27,14 @@ impl Dims {
     pub fn bind(&mut self, name: &str, size: usize) -> Result<()> {
         if let Some((_, expected, bound_by)) = self.bound.iter().find(|(n, _, _)| n == name) {
             if *expected != size {
-                return Err(Error::DimNames { msg: format!("cannot bind `{name}` to {size}: it is already {expected} ({bound_by})") });
+                return Err(Error::DimNames {
+                    msg: format!("cannot bind `{name}` to {size}: it is already {expected} ({bound_by})"),
+                });
             }
             return Ok(());
         }
-        self.bound.push((name.to_string(), size, format!("bound by bind({name}={size})")));
+        self.bound
+            .push((name.to_string(), size, format!("bound by bind({name}={size})")));
         Ok(())
     }
 
@@ -72,7 +75,9 @@ impl Dims {
     pub fn size(&self, name: &str) -> Result<usize> {
         self.get(name).ok_or_else(|| {
             let known: Vec<&str> = self.bound.iter().map(|(n, _, _)| n.as_str()).collect();
-            Error::DimNames { msg: format!("no size is bound to `{name}` (bound: {known:?})") }
+            Error::DimNames {
+                msg: format!("no size is bound to `{name}` (bound: {known:?})"),
+            }
         })
     }
 
@@ -104,7 +109,11 @@ impl NamedTensor {
         for (name, d) in name_dims(&side, &tensor, names)? {
             dims[d] = Some(name);
         }
-        Ok(NamedTensor { tensor, names: names.to_string(), dims })
+        Ok(NamedTensor {
+            tensor,
+            names: names.to_string(),
+            dims,
+        })
     }
 
     pub fn tensor(&self) -> &Tensor {
@@ -122,9 +131,16 @@ impl NamedTensor {
 
     /// The position of the dimension called `name`.
     pub fn dim(&self, name: &str) -> Result<usize> {
-        self.dims.iter().position(|n| n.as_deref() == Some(name)).ok_or_else(|| Error::DimNames {
-            msg: format!("no dimension named `{name}` in \"{}\" (shape {:?})", self.names, self.tensor.shape()),
-        })
+        self.dims
+            .iter()
+            .position(|n| n.as_deref() == Some(name))
+            .ok_or_else(|| Error::DimNames {
+                msg: format!(
+                    "no dimension named `{name}` in \"{}\" (shape {:?})",
+                    self.names,
+                    self.tensor.shape()
+                ),
+            })
     }
 
     pub fn size(&self, name: &str) -> Result<usize> {
@@ -140,14 +156,26 @@ impl NamedTensor {
 /// Each name with the dimension it labels in `x`; an error when the number of dimensions is wrong.
 fn name_dims(side: &Side, x: &Tensor, names: &str) -> Result<Vec<(String, usize)>> {
     if let Some(Item::Group(g)) = side.items.iter().find(|i| matches!(i, Item::Group(_))) {
-        return Err(Error::DimNames { msg: format!("\"{names}\": groups like ({}) are for rearrange, not for naming dimensions", g.join(" ")) });
+        return Err(Error::DimNames {
+            msg: format!(
+                "\"{names}\": groups like ({}) are for rearrange, not for naming dimensions",
+                g.join(" ")
+            ),
+        });
     }
     let (fixed, ndim) = (side.fixed_dims(), x.ndim());
-    let under_ellipsis = if side.has_ellipsis() { ndim.checked_sub(fixed) } else { (ndim == fixed).then_some(0) };
+    let under_ellipsis = if side.has_ellipsis() {
+        ndim.checked_sub(fixed)
+    } else {
+        (ndim == fixed).then_some(0)
+    };
     let Some(under_ellipsis) = under_ellipsis else {
         let need = if side.has_ellipsis() { "at least " } else { "" };
         return Err(Error::DimNames {
-            msg: format!("\"{names}\" names {need}{fixed} dimension(s), but the tensor has shape {:?} ({ndim} dimension(s))", x.shape()),
+            msg: format!(
+                "\"{names}\" names {need}{fixed} dimension(s), but the tensor has shape {:?} ({ndim} dimension(s))",
+                x.shape()
+            ),
         });
     };
     let mut out = Vec::new();

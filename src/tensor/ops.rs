@@ -106,7 +106,13 @@ impl BinaryOp {
             BinaryOp::Div => a / b,
             BinaryOp::Pow => a.powf(b),
             // NaN-propagating, like torch.maximum.
-            BinaryOp::Maximum => if a.is_nan() || b.is_nan() { f32::NAN } else { a.max(b) },
+            BinaryOp::Maximum => {
+                if a.is_nan() || b.is_nan() {
+                    f32::NAN
+                } else {
+                    a.max(b)
+                }
+            }
         }
     }
 
@@ -132,7 +138,11 @@ impl Tensor {
     /// Elementwise `op` after broadcasting both operands to a common shape.
     pub fn binary(&self, other: &Tensor, op: BinaryOp) -> Result<Tensor> {
         if self.dtype() != other.dtype() {
-            return Err(Error::DTypeMismatch { op: op.name(), lhs: self.dtype().name(), rhs: other.dtype().name() });
+            return Err(Error::DTypeMismatch {
+                op: op.name(),
+                lhs: self.dtype().name(),
+                rhs: other.dtype().name(),
+            });
         }
         let shape = broadcast_shapes(op.name(), self.shape(), other.shape())?;
         let a = self.with_layout(self.layout().broadcast_to(&shape)?);
@@ -202,7 +212,10 @@ impl Tensor {
     /// kept, the rest set to 0 (the causal-mask building block).
     pub fn triu(&self, diagonal: i64) -> Result<Tensor> {
         if self.ndim() < 2 {
-            return Err(Error::invalid("triu", format!("needs at least 2 dimensions, got shape {:?}", self.shape())));
+            return Err(Error::invalid(
+                "triu",
+                format!("needs at least 2 dimensions, got shape {:?}", self.shape()),
+            ));
         }
         device::triu(self, diagonal)
     }

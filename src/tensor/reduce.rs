@@ -83,7 +83,10 @@ impl Tensor {
         let n = self.ndim() as isize;
         let r = if d < 0 { d + n } else { d };
         if r < 0 || r >= n {
-            return Err(Error::invalid(op, format!("dimension {d} out of range for shape {:?}", self.shape())));
+            return Err(Error::invalid(
+                op,
+                format!("dimension {d} out of range for shape {:?}", self.shape()),
+            ));
         }
         Ok(r as usize)
     }

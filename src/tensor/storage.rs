@@ -171,7 +171,11 @@ pub struct Storage {
 impl Storage {
     pub fn new(buffer: Buffer, device: Device) -> Arc<Storage> {
         let dtype = buffer.dtype();
-        Arc::new(Storage { dtype, device, data: RwLock::new(buffer) })
+        Arc::new(Storage {
+            dtype,
+            device,
+            data: RwLock::new(buffer),
+        })
     }
 
     pub fn dtype(&self) -> DType {

@@ -41,7 +41,12 @@ impl Tensor {
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
         // Checked here so the error names `reshape` (and nothing is copied for a bad shape).
         if shape.iter().product::<usize>() != self.numel() {
-            return Err(crate::error::Error::shape("reshape", self.shape(), shape, "the number of elements differs"));
+            return Err(crate::error::Error::shape(
+                "reshape",
+                self.shape(),
+                shape,
+                "the number of elements differs",
+            ));
         }
         if self.is_contiguous() {
             self.view(shape)

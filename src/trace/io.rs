@@ -9,7 +9,10 @@ use super::schema::{SCHEMA_VERSION, Trace};
 use crate::error::{Error, Result};
 
 fn trace_err(path: &Path, msg: impl Into<String>) -> Error {
-    Error::Trace { path: path.to_path_buf(), msg: msg.into() }
+    Error::Trace {
+        path: path.to_path_buf(),
+        msg: msg.into(),
+    }
 }
 
 pub fn load(path: &Path) -> Result<Trace> {
@@ -19,13 +22,21 @@ pub fn load(path: &Path) -> Result<Trace> {
 
 /// Parses trace JSON; `path` is only used in messages.
 pub fn parse(path: &Path, text: &str) -> Result<Trace> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| trace_err(path, format!("not valid JSON: {e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| trace_err(path, format!("not valid JSON: {e}")))?;
     match value.get("schema_version") {
-        None => return Err(trace_err(path, "missing field `schema_version`: this is not a lecture trace")),
+        None => {
+            return Err(trace_err(
+                path,
+                "missing field `schema_version`: this is not a lecture trace",
+            ));
+        }
         Some(v) if v.as_u64() != Some(SCHEMA_VERSION as u64) => {
             return Err(trace_err(
                 path,
-                format!("schema version {v} is not supported (this build reads version {SCHEMA_VERSION}); regenerate it with `cargo run --release --bin lecture`"),
+                format!(
+                    "schema version {v} is not supported (this build reads version {SCHEMA_VERSION}); regenerate it with `cargo run --release --bin lecture`"
+                ),
             ));
         }
         Some(_) => {}
@@ -38,7 +49,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Trace> {
 
 /// Writes `value` as pretty JSON to `path` atomically (temporary file, fsync, rename).
 pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(value).map_err(|e| trace_err(path, format!("cannot serialise: {e}")))?;
+    let mut text =
+        serde_json::to_string_pretty(value).map_err(|e| trace_err(path, format!("cannot serialise: {e}")))?;
     text.push('\n');
     write_atomic(path, text.as_bytes())
 }
@@ -50,7 +62,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         _ => Path::new("."),
     };
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let mut tmp = tempfile::Builder::new().prefix(".tmp-").suffix(".partial").tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(dir, e))?;
     tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
     tmp.as_file().sync_all().map_err(|e| Error::io(tmp.path(), e))?;
     // If we die before this line the temporary file is removed (or left as `.tmp-*.partial`),

@@ -10,5 +10,6 @@ pub mod source;
 pub use io::{load, parse, save};
 pub use recorder::{IntoValue, SectionCtx};
 pub use schema::{
-    DeviceInfo, GitInfo, HostInfo, Provenance, SCHEMA_VERSION, SectionRecord, Trace, Unit, ValueRecord, json_number, number_from_json,
+    DeviceInfo, GitInfo, HostInfo, Provenance, SCHEMA_VERSION, SectionRecord, Trace, Unit, ValueRecord, json_number,
+    number_from_json,
 };

@@ -29,7 +29,11 @@ pub fn host() -> HostInfo {
 
 /// Total host memory in bytes (from /proc/meminfo).
 pub fn host_memory_bytes() -> Option<u64> {
-    let kib: u64 = proc_field("/proc/meminfo", "MemTotal")?.split_whitespace().next()?.parse().ok()?;
+    let kib: u64 = proc_field("/proc/meminfo", "MemTotal")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
     Some(kib * 1024)
 }
 
@@ -43,7 +47,18 @@ fn simd_features() -> Vec<String> {
             }
         )*};
     }
-    probe!("sse4.2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512bf16", "avx512fp16");
+    probe!(
+        "sse4.2",
+        "avx",
+        "avx2",
+        "fma",
+        "f16c",
+        "avx512f",
+        "avx512bw",
+        "avx512vl",
+        "avx512bf16",
+        "avx512fp16"
+    );
     out
 }
 
@@ -66,7 +81,9 @@ fn simd_features() -> Vec<String> {
 
 pub fn os() -> String {
     let pretty = file_field("/etc/os-release", '=', "PRETTY_NAME");
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| s.trim().to_string());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|s| s.trim().to_string());
     let mut parts = vec![pretty.unwrap_or_else(|| std::env::consts::OS.to_string())];
     if let Some(k) = kernel {
         parts.push(format!("kernel {k}"));
@@ -75,21 +92,30 @@ pub fn os() -> String {
     parts.join(", ")
 }
 
-
 /// Commit and dirty flag of the tree at `root`, asked of git at run time; falls back to the
 /// commit embedded at build time when there is no git or no repository (e.g. a copied tree).
 pub fn git(root: &Path) -> GitInfo {
     let run = |args: &[&str]| -> Option<String> {
         let out = Command::new("git").arg("-C").arg(root).args(args).output().ok()?;
-        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
     };
     if let Some(commit) = run(&["rev-parse", "HEAD"]) {
         // Ignore the trace folder itself: writing a trace should not make the next run "dirty".
         let dirty = run(&["status", "--porcelain", "--", ".", ":(exclude)trace"]).map(|s| !s.is_empty());
-        return GitInfo { commit: Some(commit), dirty, source: "git".into() };
+        return GitInfo {
+            commit: Some(commit),
+            dirty,
+            source: "git".into(),
+        };
     }
     let built = env!("LECTURE_BUILD_COMMIT");
-    GitInfo { commit: (!built.is_empty()).then(|| built.to_string()), dirty: None, source: "build".into() }
+    GitInfo {
+        commit: (!built.is_empty()).then(|| built.to_string()),
+        dirty: None,
+        source: "build".into(),
+    }
 }
 
 pub fn rustc() -> String {

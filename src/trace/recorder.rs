@@ -91,7 +91,16 @@ impl SectionCtx {
     #[track_caller]
     pub fn record(&mut self, name: &str, value: impl IntoValue, unit: Unit) -> Result<()> {
         let line = self.caller_line(Location::caller());
-        self.insert(name, ValueRecord { value: value.into_value(), unit, line, dtype: None, shape: None })
+        self.insert(
+            name,
+            ValueRecord {
+                value: value.into_value(),
+                unit,
+                line,
+                dtype: None,
+                shape: None,
+            },
+        )
     }
 
     /// Records a tensor's values (nested lists) with its dtype and shape.
@@ -101,21 +110,37 @@ impl SectionCtx {
         if t.numel() > MAX_RECORDED_ELEMENTS {
             return Err(Error::invalid(
                 "record_tensor",
-                format!("`{name}` has {} elements (more than {MAX_RECORDED_ELEMENTS}); record a summary instead", t.numel()),
+                format!(
+                    "`{name}` has {} elements (more than {MAX_RECORDED_ELEMENTS}); record a summary instead",
+                    t.numel()
+                ),
             ));
         }
-        let record = ValueRecord { value: t.to_json()?, unit: Unit::None, line, dtype: Some(t.dtype().name().into()), shape: Some(t.shape().to_vec()) };
+        let record = ValueRecord {
+            value: t.to_json()?,
+            unit: Unit::None,
+            line,
+            dtype: Some(t.dtype().name().into()),
+            shape: Some(t.shape().to_vec()),
+        };
         self.insert(name, record)
     }
 
     fn caller_line(&self, at: &Location<'_>) -> u32 {
         // A value recorded from a helper in another file has no line in this section's code.
-        if at.file().replace('\\', "/").ends_with(self.file) { at.line() } else { 0 }
+        if at.file().replace('\\', "/").ends_with(self.file) {
+            at.line()
+        } else {
+            0
+        }
     }
 
     fn insert(&mut self, name: &str, record: ValueRecord) -> Result<()> {
         if self.values.contains_key(name) {
-            return Err(Error::invalid("record", format!("section `{}` records `{name}` twice", self.id)));
+            return Err(Error::invalid(
+                "record",
+                format!("section `{}` records `{name}` twice", self.id),
+            ));
         }
         self.values.insert(name.to_string(), record);
         Ok(())

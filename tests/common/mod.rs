@@ -50,7 +50,9 @@ pub fn committed_traces() -> Vec<(PathBuf, Trace)> {
 /// it. Returns how many traces were checked, so callers can see that something was.
 pub fn for_each_trace(id: &str, check: impl Fn(&str, &Trace, &SectionRecord)) -> usize {
     let fresh = fresh_trace();
-    let section = fresh.section(id).unwrap_or_else(|| panic!("fresh run has no section `{id}`"));
+    let section = fresh
+        .section(id)
+        .unwrap_or_else(|| panic!("fresh run has no section `{id}`"));
     check("fresh CPU run", fresh, section);
     let mut n = 1;
     for (path, t) in committed_traces() {
@@ -66,12 +68,19 @@ pub fn for_each_trace(id: &str, check: impl Fn(&str, &Trace, &SectionRecord)) ->
 }
 
 pub fn num(s: &SectionRecord, name: &str) -> f64 {
-    let v = &s.values.get(name).unwrap_or_else(|| panic!("section `{}` has no value `{name}`", s.id)).value;
+    let v = &s
+        .values
+        .get(name)
+        .unwrap_or_else(|| panic!("section `{}` has no value `{name}`", s.id))
+        .value;
     trace::number_from_json(v).unwrap_or_else(|| panic!("`{}.{name}` is not a number: {v}", s.id))
 }
 
 pub fn val<'a>(s: &'a SectionRecord, name: &str) -> &'a serde_json::Value {
-    &s.values.get(name).unwrap_or_else(|| panic!("section `{}` has no value `{name}`", s.id)).value
+    &s.values
+        .get(name)
+        .unwrap_or_else(|| panic!("section `{}` has no value `{name}`", s.id))
+        .value
 }
 
 /// Flattens nested JSON arrays of numbers.
@@ -93,7 +102,9 @@ pub struct Workspace {
 
 impl Workspace {
     pub fn new() -> Workspace {
-        Workspace { dir: tempfile::tempdir().expect("temporary folder") }
+        Workspace {
+            dir: tempfile::tempdir().expect("temporary folder"),
+        }
     }
 
     pub fn trace_dir(&self) -> PathBuf {
@@ -112,7 +123,11 @@ impl Workspace {
 
     /// Builds the repository's book from `trace` (the default for every page).
     pub fn build_real_book(&self, trace: &Path) -> cs336::Result<PathBuf> {
-        let options = BuildOptions { trace: Some(trace.to_path_buf()), trace_dir: Some(self.trace_dir()), out_dir: Some(self.out_dir()) };
+        let options = BuildOptions {
+            trace: Some(trace.to_path_buf()),
+            trace_dir: Some(self.trace_dir()),
+            out_dir: Some(self.out_dir()),
+        };
         cs336::book::build(&Path::new(ROOT).join("book"), &options)
     }
 
@@ -121,11 +136,19 @@ impl Workspace {
     pub fn build_chapter(&self, trace: &Path, chapter: &str) -> Result<String, Vec<Problem>> {
         let book = self.dir.path().join("mini");
         std::fs::create_dir_all(book.join("src")).expect("book folder");
-        std::fs::write(book.join("book.toml"), "[book]\ntitle = \"mini\"\n\n[build]\ncreate-missing = false\n").expect("book.toml");
+        std::fs::write(
+            book.join("book.toml"),
+            "[book]\ntitle = \"mini\"\n\n[build]\ncreate-missing = false\n",
+        )
+        .expect("book.toml");
         std::fs::write(book.join("src/SUMMARY.md"), "# Summary\n\n- [Chapter](chapter.md)\n").expect("SUMMARY.md");
         std::fs::write(book.join("src/chapter.md"), chapter).expect("chapter");
         let out = self.dir.path().join("mini-html");
-        let options = BuildOptions { trace: Some(trace.to_path_buf()), trace_dir: Some(self.trace_dir()), out_dir: Some(out.clone()) };
+        let options = BuildOptions {
+            trace: Some(trace.to_path_buf()),
+            trace_dir: Some(self.trace_dir()),
+            out_dir: Some(out.clone()),
+        };
         match cs336::book::build(&book, &options) {
             Ok(_) => Ok(std::fs::read_to_string(out.join("chapter.html")).expect("chapter page")),
             Err(cs336::Error::Book(problems)) => Err(problems),

@@ -23,27 +23,46 @@ use crate::views::shape_strategy;
 /// An output shape and two operand shapes that broadcast to it: each operand drops some leading
 /// dimensions and has some others set to 1.
 pub fn broadcast_shapes() -> impl Strategy<Value = (Vec<usize>, Vec<usize>)> {
-    shape_strategy(4).prop_flat_map(|out| {
-        let n = out.len();
-        (Just(out), 0..=n, 0..=n, prop::collection::vec(any::<bool>(), n), prop::collection::vec(any::<bool>(), n))
-    })
-    .prop_map(|(out, da, db, oa, ob)| {
-        let cut = |drop: usize, ones: &[bool]| out[drop..].iter().zip(&ones[drop..]).map(|(&s, &one)| if one { 1 } else { s }).collect();
-        (cut(da, &oa), cut(db, &ob))
-    })
+    shape_strategy(4)
+        .prop_flat_map(|out| {
+            let n = out.len();
+            (
+                Just(out),
+                0..=n,
+                0..=n,
+                prop::collection::vec(any::<bool>(), n),
+                prop::collection::vec(any::<bool>(), n),
+            )
+        })
+        .prop_map(|(out, da, db, oa, ob)| {
+            let cut = |drop: usize, ones: &[bool]| {
+                out[drop..]
+                    .iter()
+                    .zip(&ones[drop..])
+                    .map(|(&s, &one)| if one { 1 } else { s })
+                    .collect()
+            };
+            (cut(da, &oa), cut(db, &ob))
+        })
 }
 
 /// numpy's broadcast rule, written out independently of the library.
 pub fn broadcast(a: &[usize], b: &[usize]) -> Vec<usize> {
     let n = a.len().max(b.len());
     let at = |s: &[usize], i: usize| if i + s.len() >= n { s[i + s.len() - n] } else { 1 };
-    (0..n).map(|i| if at(a, i) == 1 { at(b, i) } else { at(a, i) }).collect()
+    (0..n)
+        .map(|i| if at(a, i) == 1 { at(b, i) } else { at(a, i) })
+        .collect()
 }
 
 /// The element of an operand of shape `s` that output index `i` reads.
 pub fn broadcast_read(s: &[usize], i: &[usize]) -> usize {
     let lead = i.len() - s.len();
-    let j: Vec<usize> = s.iter().enumerate().map(|(d, &n)| if n == 1 { 0 } else { i[lead + d] }).collect();
+    let j: Vec<usize> = s
+        .iter()
+        .enumerate()
+        .map(|(d, &n)| if n == 1 { 0 } else { i[lead + d] })
+        .collect();
     flat(s, &j)
 }
 
@@ -91,7 +110,13 @@ fn binary_reference(op: BinaryOp, x: f64, y: f64) -> (f64, Check) {
     }
 }
 
-fn float_case<T: BufferElement>(op: BinaryOp, sa: &[usize], sb: &[usize], kinds: (u8, u8), seed: u64) -> Result<(), TestCaseError> {
+fn float_case<T: BufferElement>(
+    op: BinaryOp,
+    sa: &[usize],
+    sb: &[usize],
+    kinds: (u8, u8),
+    seed: u64,
+) -> Result<(), TestCaseError> {
     let dtype = T::DTYPE;
     let mut rng = cs336::rng::Rng::seed(seed);
     let (na, nb) = (sa.iter().product(), sb.iter().product());
@@ -119,7 +144,17 @@ fn float_case<T: BufferElement>(op: BinaryOp, sa: &[usize], sb: &[usize], kinds:
             Check::Exact => same(got[k], want),
             Check::OneUlp => close(dtype, got[k], want),
         };
-        prop_assert!(ok, "{} {}: {} op {} gave {}, want {} (index {:?})", dtype, op.name(), x, y, got[k], want, i);
+        prop_assert!(
+            ok,
+            "{} {}: {} op {} gave {}, want {} (index {:?})",
+            dtype,
+            op.name(),
+            x,
+            y,
+            got[k],
+            want,
+            i
+        );
     }
     Ok(())
 }
@@ -139,7 +174,14 @@ fn integers(n: usize, seed: u64, small: bool) -> Vec<i64> {
         .collect()
 }
 
-fn int_case<T: BufferElement>(op: BinaryOp, sa: &[usize], sb: &[usize], kinds: (u8, u8), seed: u64, wrap: fn(i64) -> T) -> Result<(), TestCaseError> {
+fn int_case<T: BufferElement>(
+    op: BinaryOp,
+    sa: &[usize],
+    sb: &[usize],
+    kinds: (u8, u8),
+    seed: u64,
+    wrap: fn(i64) -> T,
+) -> Result<(), TestCaseError> {
     let (na, nb): (usize, usize) = (sa.iter().product(), sb.iter().product());
     let small = seed.is_multiple_of(2);
     let va: Vec<T> = integers(na, seed, small).into_iter().map(wrap).collect();
@@ -148,7 +190,11 @@ fn int_case<T: BufferElement>(op: BinaryOp, sa: &[usize], sb: &[usize], kinds: (
     let b = stored_as(&vb, sb, kinds.1, wrap(12345));
     let result = a.binary(&b, op);
     if matches!(op, BinaryOp::Div | BinaryOp::Pow) {
-        prop_assert!(matches!(result, Err(cs336::Error::UnsupportedDType { .. })), "{} on integers must ask for a float dtype", op.name());
+        prop_assert!(
+            matches!(result, Err(cs336::Error::UnsupportedDType { .. })),
+            "{} on integers must ask for a float dtype",
+            op.name()
+        );
         return Ok(());
     }
     let out = result.unwrap();
@@ -210,7 +256,11 @@ fn unary_float_case<T: BufferElement>(op: UnaryOp, shape: &[usize], kind: u8, se
     let mut rng = cs336::rng::Rng::seed(seed);
     let n = shape.iter().product();
     let mut v: Vec<T> = random_values(n, 2.0, &mut rng);
-    if matches!(op, UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Log | UnaryOp::PowScalar(_)) && !seed.is_multiple_of(4) {
+    if matches!(
+        op,
+        UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Log | UnaryOp::PowScalar(_)
+    ) && !seed.is_multiple_of(4)
+    {
         // Mostly the real domain; every fourth case keeps negatives (NaN must come out).
         v = v.iter().map(|x| T::from_f64(x.to_f64().abs())).collect();
     }
@@ -231,7 +281,14 @@ fn unary_float_case<T: BufferElement>(op: UnaryOp, shape: &[usize], kind: u8, se
 }
 
 fn binary_ops() -> impl Strategy<Value = BinaryOp> {
-    prop::sample::select(vec![BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Pow, BinaryOp::Maximum])
+    prop::sample::select(vec![
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Pow,
+        BinaryOp::Maximum,
+    ])
 }
 
 proptest! {
@@ -318,10 +375,16 @@ fn lecture_elementwise_values() {
     let x = Tensor::from_data(&[1.0, 4.0, 9.0], DType::F32).unwrap();
     assert_eq!(x.pow_scalar(2.0).unwrap().to_vec_f64().unwrap(), vec![1.0, 16.0, 81.0]);
     assert_eq!(x.sqrt().unwrap().to_vec_f64().unwrap(), vec![1.0, 2.0, 3.0]);
-    assert_eq!(x.rsqrt().unwrap().to_vec_f64().unwrap(), vec![1.0, 0.5, (1.0f32 / 3.0) as f64]);
+    assert_eq!(
+        x.rsqrt().unwrap().to_vec_f64().unwrap(),
+        vec![1.0, 0.5, (1.0f32 / 3.0) as f64]
+    );
     assert_eq!(x.add(&x).unwrap().to_vec_f64().unwrap(), vec![2.0, 8.0, 18.0]);
     assert_eq!(x.mul_scalar(2.0).unwrap().to_vec_f64().unwrap(), vec![2.0, 8.0, 18.0]);
     assert_eq!(x.div_scalar(0.5).unwrap().to_vec_f64().unwrap(), vec![2.0, 8.0, 18.0]);
     let m = Tensor::ones(&[3, 3], DType::F32).unwrap().triu(0).unwrap();
-    assert_eq!(m.to_vec_f64().unwrap(), vec![1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]);
+    assert_eq!(
+        m.to_vec_f64().unwrap(),
+        vec![1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]
+    );
 }

@@ -27,10 +27,22 @@ fn batches() -> impl Strategy<Value = (Vec<usize>, Vec<usize>)> {
     prop::collection::vec(1..=3usize, 0..=2)
         .prop_flat_map(|out| {
             let n = out.len();
-            (Just(out), 0..=n, 0..=n, prop::collection::vec(any::<bool>(), n), prop::collection::vec(any::<bool>(), n))
+            (
+                Just(out),
+                0..=n,
+                0..=n,
+                prop::collection::vec(any::<bool>(), n),
+                prop::collection::vec(any::<bool>(), n),
+            )
         })
         .prop_map(|(out, da, db, oa, ob)| {
-            let cut = |drop: usize, ones: &[bool]| out[drop..].iter().zip(&ones[drop..]).map(|(&s, &one)| if one { 1 } else { s }).collect();
+            let cut = |drop: usize, ones: &[bool]| {
+                out[drop..]
+                    .iter()
+                    .zip(&ones[drop..])
+                    .map(|(&s, &one)| if one { 1 } else { s })
+                    .collect()
+            };
             (cut(da, &oa), cut(db, &ob))
         })
 }
@@ -49,8 +61,17 @@ struct Case {
 }
 
 fn cases() -> impl Strategy<Value = Case> {
-    (size(), size(), size(), batches(), prop::bool::weighted(0.15), prop::bool::weighted(0.15), (0u8..5, 0u8..5), any::<u64>()).prop_map(
-        |(m, n, k, (batch_a, batch_b), a_vector, b_vector, kinds, seed)| Case {
+    (
+        size(),
+        size(),
+        size(),
+        batches(),
+        prop::bool::weighted(0.15),
+        prop::bool::weighted(0.15),
+        (0u8..5, 0u8..5),
+        any::<u64>(),
+    )
+        .prop_map(|(m, n, k, (batch_a, batch_b), a_vector, b_vector, kinds, seed)| Case {
             m: if a_vector { 1 } else { m },
             n: if b_vector { 1 } else { n },
             k,
@@ -60,15 +81,22 @@ fn cases() -> impl Strategy<Value = Case> {
             b_vector,
             kinds,
             seed,
-        },
-    )
+        })
 }
 
 fn run_case<T: BufferElement>(c: &Case) -> Result<(), TestCaseError> {
     let dtype = T::DTYPE;
     let (m, n, k) = (c.m, c.n, c.k);
-    let shape_a: Vec<usize> = if c.a_vector { vec![k] } else { [c.batch_a.clone(), vec![m, k]].concat() };
-    let shape_b: Vec<usize> = if c.b_vector { vec![k] } else { [c.batch_b.clone(), vec![k, n]].concat() };
+    let shape_a: Vec<usize> = if c.a_vector {
+        vec![k]
+    } else {
+        [c.batch_a.clone(), vec![m, k]].concat()
+    };
+    let shape_b: Vec<usize> = if c.b_vector {
+        vec![k]
+    } else {
+        [c.batch_b.clone(), vec![k, n]].concat()
+    };
     let mut rng = cs336::rng::Rng::seed(c.seed);
     let va: Vec<T> = random_values(shape_a.iter().product(), 1.0, &mut rng);
     let vb: Vec<T> = random_values(shape_b.iter().product(), 1.0, &mut rng);
@@ -76,7 +104,9 @@ fn run_case<T: BufferElement>(c: &Case) -> Result<(), TestCaseError> {
     let b = stored_as(&vb, &shape_b, c.kinds.1, T::from_f64(f64::NAN));
 
     let counter = FlopCounter::start();
-    let out = a.matmul(&b).map_err(|e| TestCaseError::fail(format!("{shape_a:?} @ {shape_b:?}: {e}")))?;
+    let out = a
+        .matmul(&b)
+        .map_err(|e| TestCaseError::fail(format!("{shape_a:?} @ {shape_b:?}: {e}")))?;
     let flops = counter.finish();
 
     let batch = broadcast(&c.batch_a, &c.batch_b);
@@ -90,7 +120,10 @@ fn run_case<T: BufferElement>(c: &Case) -> Result<(), TestCaseError> {
     prop_assert_eq!(out.shape(), want_shape.as_slice(), "{:?} @ {:?}", shape_a, shape_b);
     prop_assert_eq!(out.dtype(), dtype);
     let batch_count: usize = batch.iter().product();
-    prop_assert_eq!(flops.by_op.get("matmul").copied().unwrap_or(0), (2 * batch_count * m * n * k) as u64);
+    prop_assert_eq!(
+        flops.by_op.get("matmul").copied().unwrap_or(0),
+        (2 * batch_count * m * n * k) as u64
+    );
 
     let got = out.to_vec_f64().unwrap();
     let u = eps(dtype) / 2.0;
@@ -98,7 +131,10 @@ fn run_case<T: BufferElement>(c: &Case) -> Result<(), TestCaseError> {
     let tiny = dtype.float_format().unwrap().info().smallest_subnormal;
     let mut pos = 0;
     for bi in indices(&batch) {
-        let (base_a, base_b) = (broadcast_read(&c.batch_a, &bi) * m * k, broadcast_read(&c.batch_b, &bi) * k * n);
+        let (base_a, base_b) = (
+            broadcast_read(&c.batch_a, &bi) * m * k,
+            broadcast_read(&c.batch_b, &bi) * k * n,
+        );
         for i in 0..m {
             for j in 0..n {
                 let (mut exact, mut abs) = (0.0f64, 0.0f64);
@@ -108,7 +144,20 @@ fn run_case<T: BufferElement>(c: &Case) -> Result<(), TestCaseError> {
                     abs += x.abs();
                 }
                 let tol = u * exact.abs() + (k + 1) as f64 * u32_ * abs + tiny;
-                prop_assert!((got[pos] - exact).abs() <= tol, "{} {:?}@{:?} kinds {:?}: out[{:?},{},{}] = {}, want {} ± {}", dtype, shape_a, shape_b, c.kinds, bi, i, j, got[pos], exact, tol);
+                prop_assert!(
+                    (got[pos] - exact).abs() <= tol,
+                    "{} {:?}@{:?} kinds {:?}: out[{:?},{},{}] = {}, want {} ± {}",
+                    dtype,
+                    shape_a,
+                    shape_b,
+                    c.kinds,
+                    bi,
+                    i,
+                    j,
+                    got[pos],
+                    exact,
+                    tol
+                );
                 pos += 1;
             }
         }
@@ -142,13 +191,20 @@ fn broadcast_batch_and_sliced_transposed_operands() {
     let out = a.matmul(&b).unwrap();
     assert_eq!(counter.finish().by_op["matmul"], 2 * 6 * 5 * 4 * 3);
     assert_eq!(out.shape(), [2, 3, 5, 4]);
-    let (av, bv, ov) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap(), out.to_vec_f64().unwrap());
+    let (av, bv, ov) = (
+        a.to_vec_f64().unwrap(),
+        b.to_vec_f64().unwrap(),
+        out.to_vec_f64().unwrap(),
+    );
     for (x, y, i, j) in itertools_free_product(2, 3, 5, 4) {
         let exact: f64 = (0..3).map(|p| av[x * 15 + i * 3 + p] * bv[y * 12 + p * 4 + j]).sum();
         assert!((ov[((x * 3 + y) * 5 + i) * 4 + j] - exact).abs() < 1e-5);
     }
     // x @ x.T for a sliced x: both operands strided views of one storage.
-    let x = Tensor::randn(&[6, 8], DType::F32, &mut rng).unwrap().narrow(1, 1, 5).unwrap();
+    let x = Tensor::randn(&[6, 8], DType::F32, &mut rng)
+        .unwrap()
+        .narrow(1, 1, 5)
+        .unwrap();
     let g = x.matmul(&x.t().unwrap()).unwrap();
     let xv = x.to_vec_f64().unwrap();
     for i in 0..6 {
@@ -159,7 +215,12 @@ fn broadcast_batch_and_sliced_transposed_operands() {
     }
 }
 
-fn itertools_free_product(a: usize, b: usize, c: usize, d: usize) -> impl Iterator<Item = (usize, usize, usize, usize)> {
+fn itertools_free_product(
+    a: usize,
+    b: usize,
+    c: usize,
+    d: usize,
+) -> impl Iterator<Item = (usize, usize, usize, usize)> {
     (0..a).flat_map(move |x| (0..b).flat_map(move |y| (0..c).flat_map(move |i| (0..d).map(move |j| (x, y, i, j)))))
 }
 
@@ -171,18 +232,40 @@ fn itertools_free_product(a: usize, b: usize, c: usize, d: usize) -> impl Iterat
 #[test]
 fn half_precision_matmul_rounds_once() {
     let k = 8192;
-    let column: Vec<f64> = (0..k).map(|p| if p < k / 2 { 1.0 + 2f64.powi(-10) } else { -1.0 }).collect();
+    let column: Vec<f64> = (0..k)
+        .map(|p| if p < k / 2 { 1.0 + 2f64.powi(-10) } else { -1.0 })
+        .collect();
     for dtype in [DType::F16, DType::BF16, DType::F32] {
         let v = Tensor::from_f64_vec(&column, &[k], dtype).unwrap();
         if v.to_vec_f64().unwrap() != column {
             continue; // bf16 cannot hold 1 + 2^-10; the point is f16 and f32
         }
         let ones = Tensor::ones(&[k], dtype).unwrap();
-        let b = v.unsqueeze(1).unwrap().broadcast_to(&[k, 3]).unwrap().contiguous().unwrap();
-        let a = ones.unsqueeze(0).unwrap().broadcast_to(&[2, k]).unwrap().contiguous().unwrap();
+        let b = v
+            .unsqueeze(1)
+            .unwrap()
+            .broadcast_to(&[k, 3])
+            .unwrap()
+            .contiguous()
+            .unwrap();
+        let a = ones
+            .unsqueeze(0)
+            .unwrap()
+            .broadcast_to(&[2, k])
+            .unwrap()
+            .contiguous()
+            .unwrap();
         assert_eq!(ones.matmul(&v).unwrap().item().unwrap(), 4.0, "{dtype} dot product");
-        assert_eq!(a.matmul(&b).unwrap().to_vec_f64().unwrap(), vec![4.0; 6], "{dtype} 2×k·k×3");
-        assert_eq!(a.narrow(0, 0, 1).unwrap().matmul(&b).unwrap().to_vec_f64().unwrap(), vec![4.0; 3], "{dtype} 1×k·k×3");
+        assert_eq!(
+            a.matmul(&b).unwrap().to_vec_f64().unwrap(),
+            vec![4.0; 6],
+            "{dtype} 2×k·k×3"
+        );
+        assert_eq!(
+            a.narrow(0, 0, 1).unwrap().matmul(&b).unwrap().to_vec_f64().unwrap(),
+            vec![4.0; 3],
+            "{dtype} 1×k·k×3"
+        );
     }
     // 1 + 2^-11 + 2^-11 = 1 + 2^-10 exactly; rounding after each term ties back to 1 twice.
     let a = Tensor::from_f64_vec(&[1.0, 2f64.powi(-11), 2f64.powi(-11)], &[1, 3], DType::F16).unwrap();

@@ -23,11 +23,19 @@ fn shape_and_dims() -> impl Strategy<Value = (Vec<usize>, Vec<isize>)> {
     shape_strategy(4)
         .prop_flat_map(|s| {
             let n = s.len();
-            (Just(s), prop::collection::vec(any::<bool>(), n), prop::collection::vec(any::<bool>(), n), Just(()).prop_perturb(|_, mut r| r.next_u64()))
+            (
+                Just(s),
+                prop::collection::vec(any::<bool>(), n),
+                prop::collection::vec(any::<bool>(), n),
+                Just(()).prop_perturb(|_, mut r| r.next_u64()),
+            )
         })
         .prop_map(|(s, chosen, negative, order)| {
             let n = s.len() as isize;
-            let mut dims: Vec<isize> = (0..n).filter(|&d| chosen[d as usize]).map(|d| if negative[d as usize] { d - n } else { d }).collect();
+            let mut dims: Vec<isize> = (0..n)
+                .filter(|&d| chosen[d as usize])
+                .map(|d| if negative[d as usize] { d - n } else { d })
+                .collect();
             if !dims.is_empty() {
                 let k = order as usize % dims.len();
                 dims.rotate_left(k);
@@ -43,10 +51,17 @@ type Groups = BTreeMap<usize, (f64, f64, usize, f64, f64)>;
 fn group(shape: &[usize], values: &[f64], reduced: &[usize], out_shape_keep: &[usize]) -> Groups {
     let mut groups = Groups::new();
     for o in indices(out_shape_keep) {
-        groups.insert(flat(out_shape_keep, &o), (0.0, 0.0, 0, f64::NEG_INFINITY, f64::INFINITY));
+        groups.insert(
+            flat(out_shape_keep, &o),
+            (0.0, 0.0, 0, f64::NEG_INFINITY, f64::INFINITY),
+        );
     }
     for (k, i) in indices(shape).iter().enumerate() {
-        let o: Vec<usize> = i.iter().enumerate().map(|(d, &x)| if reduced.contains(&d) { 0 } else { x }).collect();
+        let o: Vec<usize> = i
+            .iter()
+            .enumerate()
+            .map(|(d, &x)| if reduced.contains(&d) { 0 } else { x })
+            .collect();
         let g = groups.get_mut(&flat(out_shape_keep, &o)).unwrap();
         let x = values[k];
         *g = (g.0 + x, g.1 + x.abs(), g.2 + 1, g.3.max(x), g.4.min(x));
@@ -54,29 +69,61 @@ fn group(shape: &[usize], values: &[f64], reduced: &[usize], out_shape_keep: &[u
     groups
 }
 
-fn float_case<T: BufferElement>(op: ReduceOp, shape: &[usize], dims: &[isize], keepdim: bool, kind: u8, seed: u64) -> Result<(), TestCaseError> {
+fn float_case<T: BufferElement>(
+    op: ReduceOp,
+    shape: &[usize],
+    dims: &[isize],
+    keepdim: bool,
+    kind: u8,
+    seed: u64,
+) -> Result<(), TestCaseError> {
     let dtype = T::DTYPE;
     let mut rng = cs336::rng::Rng::seed(seed);
     let n = shape.len() as isize;
     let v: Vec<T> = random_values(shape.iter().product(), 4.0, &mut rng);
     let values: Vec<f64> = v.iter().map(|x| x.to_f64()).collect();
     let x = stored_as(&v, shape, kind, T::from_f64(f64::NAN));
-    let reduced: Vec<usize> = dims.iter().map(|&d| if d < 0 { (d + n) as usize } else { d as usize }).collect();
-    let keep_shape: Vec<usize> = shape.iter().enumerate().map(|(d, &s)| if reduced.contains(&d) { 1 } else { s }).collect();
-    let out_shape: Vec<usize> = if keepdim { keep_shape.clone() } else { shape.iter().enumerate().filter(|(d, _)| !reduced.contains(d)).map(|(_, &s)| s).collect() };
+    let reduced: Vec<usize> = dims
+        .iter()
+        .map(|&d| if d < 0 { (d + n) as usize } else { d as usize })
+        .collect();
+    let keep_shape: Vec<usize> = shape
+        .iter()
+        .enumerate()
+        .map(|(d, &s)| if reduced.contains(&d) { 1 } else { s })
+        .collect();
+    let out_shape: Vec<usize> = if keepdim {
+        keep_shape.clone()
+    } else {
+        shape
+            .iter()
+            .enumerate()
+            .filter(|(d, _)| !reduced.contains(d))
+            .map(|(_, &s)| s)
+            .collect()
+    };
     let run: usize = reduced.iter().map(|&d| shape[d]).product();
 
     let counter = FlopCounter::start();
     let result = x.reduce(op, dims, keepdim);
     let flops = counter.finish();
     if run == 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) {
-        prop_assert!(matches!(result, Err(Error::InvalidArgument { .. })), "{} over an empty dimension must fail, got {:?}", op.name(), result);
+        prop_assert!(
+            matches!(result, Err(Error::InvalidArgument { .. })),
+            "{} over an empty dimension must fail, got {:?}",
+            op.name(),
+            result
+        );
         return Ok(());
     }
     let out = result.unwrap();
     prop_assert_eq!(out.shape(), out_shape.as_slice());
     prop_assert_eq!(out.dtype(), dtype);
-    prop_assert_eq!(flops.by_op.get(op.name()).copied().unwrap_or(0), x.numel() as u64, "one FLOP per input element");
+    prop_assert_eq!(
+        flops.by_op.get(op.name()).copied().unwrap_or(0),
+        x.numel() as u64,
+        "one FLOP per input element"
+    );
 
     let got = out.to_vec_f64().unwrap();
     let fmt = dtype.float_format().unwrap().info();
@@ -85,30 +132,59 @@ fn float_case<T: BufferElement>(op: ReduceOp, shape: &[usize], dims: &[isize], k
         let accumulation = 2.0 * count as f64 * f64::EPSILON * abs;
         let (want, tol) = match op {
             ReduceOp::Sum => (s, u * s.abs() + 2.0 * accumulation + fmt.smallest_subnormal),
-            ReduceOp::Mean => (s / count as f64, (u * s.abs() + 2.0 * accumulation) / count as f64 + fmt.smallest_subnormal),
+            ReduceOp::Mean => (
+                s / count as f64,
+                (u * s.abs() + 2.0 * accumulation) / count as f64 + fmt.smallest_subnormal,
+            ),
             ReduceOp::Max => (round_to(dtype, max), 0.0),
             ReduceOp::Min => (round_to(dtype, min), 0.0),
         };
         if count == 0 && op == ReduceOp::Mean {
             prop_assert!(got[k].is_nan(), "mean over nothing is NaN, got {}", got[k]);
         } else {
-            prop_assert!((got[k] - want).abs() <= tol, "{} {} over {:?} of {:?}: got {}, want {} ± {}", dtype, op.name(), dims, shape, got[k], want, tol);
+            prop_assert!(
+                (got[k] - want).abs() <= tol,
+                "{} {} over {:?} of {:?}: got {}, want {} ± {}",
+                dtype,
+                op.name(),
+                dims,
+                shape,
+                got[k],
+                want,
+                tol
+            );
         }
     }
     Ok(())
 }
 
-fn int_case(op: ReduceOp, shape: &[usize], dims: &[isize], keepdim: bool, kind: u8, seed: u64) -> Result<(), TestCaseError> {
+fn int_case(
+    op: ReduceOp,
+    shape: &[usize],
+    dims: &[isize],
+    keepdim: bool,
+    kind: u8,
+    seed: u64,
+) -> Result<(), TestCaseError> {
     let n = shape.len() as isize;
     let mut s = seed;
     // Large values: sums overflow i32 and wrap.
-    let v: Vec<i32> = (0..shape.iter().product::<usize>()).map(|_| {
-        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (s >> 32) as i32
-    }).collect();
+    let v: Vec<i32> = (0..shape.iter().product::<usize>())
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 32) as i32
+        })
+        .collect();
     let x = stored_as(&v, shape, kind, 12345);
-    let reduced: Vec<usize> = dims.iter().map(|&d| if d < 0 { (d + n) as usize } else { d as usize }).collect();
-    let keep_shape: Vec<usize> = shape.iter().enumerate().map(|(d, &s)| if reduced.contains(&d) { 1 } else { s }).collect();
+    let reduced: Vec<usize> = dims
+        .iter()
+        .map(|&d| if d < 0 { (d + n) as usize } else { d as usize })
+        .collect();
+    let keep_shape: Vec<usize> = shape
+        .iter()
+        .enumerate()
+        .map(|(d, &s)| if reduced.contains(&d) { 1 } else { s })
+        .collect();
     let run: usize = reduced.iter().map(|&d| shape[d]).product();
     let result = x.reduce(op, dims, keepdim);
     match op {
@@ -124,16 +200,26 @@ fn int_case(op: ReduceOp, shape: &[usize], dims: &[isize], keepdim: bool, kind: 
         _ => {}
     }
     let got = result.unwrap().to_vec::<i32>().unwrap();
-    let mut want: BTreeMap<usize, Vec<i32>> = indices(&keep_shape).iter().map(|o| (flat(&keep_shape, o), Vec::new())).collect();
+    let mut want: BTreeMap<usize, Vec<i32>> = indices(&keep_shape)
+        .iter()
+        .map(|o| (flat(&keep_shape, o), Vec::new()))
+        .collect();
     for (k, i) in indices(shape).iter().enumerate() {
-        let o: Vec<usize> = i.iter().enumerate().map(|(d, &x)| if reduced.contains(&d) { 0 } else { x }).collect();
+        let o: Vec<usize> = i
+            .iter()
+            .enumerate()
+            .map(|(d, &x)| if reduced.contains(&d) { 0 } else { x })
+            .collect();
         want.get_mut(&flat(&keep_shape, &o)).unwrap().push(v[k]);
     }
-    let want: Vec<i32> = want.into_values().map(|g| match op {
-        ReduceOp::Sum => g.iter().fold(0i32, |a, &b| a.wrapping_add(b)),
-        ReduceOp::Max => *g.iter().max().unwrap(),
-        _ => *g.iter().min().unwrap(),
-    }).collect();
+    let want: Vec<i32> = want
+        .into_values()
+        .map(|g| match op {
+            ReduceOp::Sum => g.iter().fold(0i32, |a, &b| a.wrapping_add(b)),
+            ReduceOp::Max => *g.iter().max().unwrap(),
+            _ => *g.iter().min().unwrap(),
+        })
+        .collect();
     prop_assert_eq!(got, want);
     Ok(())
 }
@@ -190,5 +276,8 @@ fn nan_propagates_and_duplicate_dims_are_refused() {
     assert!(m[0].is_nan() && m[1] == 4.0);
     let m = x.min(&[0], false).unwrap().to_vec_f64().unwrap();
     assert!(m[0] == 1.0 && m[1].is_nan());
-    assert!(matches!(x.sum(&[1, -1], false), Err(Error::InvalidArgument { op: "sum", .. })));
+    assert!(matches!(
+        x.sum(&[1, -1], false),
+        Err(Error::InvalidArgument { op: "sum", .. })
+    ));
 }

@@ -11,7 +11,10 @@ use cs336::tensor::{BufferElement, Element};
 pub fn indices(shape: &[usize]) -> Vec<Vec<usize>> {
     let mut out = vec![Vec::new()];
     for &n in shape {
-        out = out.into_iter().flat_map(|prefix| (0..n).map(move |i| [prefix.clone(), vec![i]].concat())).collect();
+        out = out
+            .into_iter()
+            .flat_map(|prefix| (0..n).map(move |i| [prefix.clone(), vec![i]].concat()))
+            .collect();
     }
     out
 }
@@ -42,7 +45,10 @@ pub struct RefView {
 
 impl RefView {
     pub fn base(shape: &[usize]) -> RefView {
-        RefView { shape: shape.to_vec(), map: Rc::new(|i: &[usize]| i.to_vec()) }
+        RefView {
+            shape: shape.to_vec(),
+            map: Rc::new(|i: &[usize]| i.to_vec()),
+        }
     }
 
     pub fn numel(&self) -> usize {
@@ -56,7 +62,10 @@ impl RefView {
 
     fn then(&self, shape: Vec<usize>, f: impl Fn(&[usize]) -> Vec<usize> + 'static) -> RefView {
         let parent = Rc::clone(&self.map);
-        RefView { shape, map: Rc::new(move |i: &[usize]| parent(&f(i))) }
+        RefView {
+            shape,
+            map: Rc::new(move |i: &[usize]| parent(&f(i))),
+        }
     }
 
     pub fn select(&self, dim: usize, index: usize) -> RefView {
@@ -105,7 +114,12 @@ impl RefView {
     pub fn broadcast_to(&self, shape: &[usize]) -> RefView {
         let old = self.shape.clone();
         let lead = shape.len() - old.len();
-        self.then(shape.to_vec(), move |i| old.iter().enumerate().map(|(d, &n)| if n == 1 { 0 } else { i[lead + d] }).collect())
+        self.then(shape.to_vec(), move |i| {
+            old.iter()
+                .enumerate()
+                .map(|(d, &n)| if n == 1 { 0 } else { i[lead + d] })
+                .collect()
+        })
     }
 
     pub fn unsqueeze(&self, dim: usize) -> RefView {
@@ -138,7 +152,10 @@ impl RefView {
 
 /// Storage positions of a layout computed the obvious way: offset + Σ index·stride.
 pub fn naive_positions(t: &Tensor) -> Vec<usize> {
-    indices(t.shape()).iter().map(|i| t.storage_offset() + i.iter().zip(t.strides()).map(|(a, b)| a * b).sum::<usize>()).collect()
+    indices(t.shape())
+        .iter()
+        .map(|i| t.storage_offset() + i.iter().zip(t.strides()).map(|(a, b)| a * b).sum::<usize>())
+        .collect()
 }
 
 /// Builds a tensor whose logical values (row-major) are `values`, stored in one of several
@@ -148,38 +165,69 @@ pub fn naive_positions(t: &Tensor) -> Vec<usize> {
 /// transposed back); 4 padded in every dimension, with a storage offset.
 pub fn stored_as<T: BufferElement>(values: &[T], shape: &[usize], kind: u8, filler: T) -> Tensor {
     let n = shape.len();
-    let kind = if n == 0 { 0 } else if n < 2 && kind == 3 { 1 } else { kind % 5 };
+    let kind = if n == 0 {
+        0
+    } else if n < 2 && kind == 3 {
+        1
+    } else {
+        kind % 5
+    };
     let logical = |i: &[usize]| values[flat(shape, i)];
     let t = match kind {
         0 => Tensor::from_vec(values.to_vec(), shape).unwrap(),
         1 => {
             let rev: Vec<usize> = shape.iter().rev().copied().collect();
-            let data = indices(&rev).iter().map(|j| logical(&j.iter().rev().copied().collect::<Vec<_>>())).collect();
+            let data = indices(&rev)
+                .iter()
+                .map(|j| logical(&j.iter().rev().copied().collect::<Vec<_>>()))
+                .collect();
             let perm: Vec<usize> = (0..n).rev().collect();
             Tensor::from_vec(data, &rev).unwrap().permute(&perm).unwrap()
         }
         2 => {
             let mut padded = shape.to_vec();
             padded[n - 1] += 3;
-            let data = indices(&padded).iter().map(|j| if j[n - 1] >= 1 && j[n - 1] <= shape[n - 1] { logical(&[&j[..n - 1], &[j[n - 1] - 1]].concat()) } else { filler }).collect();
-            Tensor::from_vec(data, &padded).unwrap().narrow(n - 1, 1, shape[n - 1]).unwrap()
+            let data = indices(&padded)
+                .iter()
+                .map(|j| {
+                    if j[n - 1] >= 1 && j[n - 1] <= shape[n - 1] {
+                        logical(&[&j[..n - 1], &[j[n - 1] - 1]].concat())
+                    } else {
+                        filler
+                    }
+                })
+                .collect();
+            Tensor::from_vec(data, &padded)
+                .unwrap()
+                .narrow(n - 1, 1, shape[n - 1])
+                .unwrap()
         }
         3 => {
             let mut swapped = shape.to_vec();
             swapped.swap(n - 2, n - 1);
-            let data = indices(&swapped).iter().map(|j| {
-                let mut i = j.clone();
-                i.swap(n - 2, n - 1);
-                logical(&i)
-            }).collect();
+            let data = indices(&swapped)
+                .iter()
+                .map(|j| {
+                    let mut i = j.clone();
+                    i.swap(n - 2, n - 1);
+                    logical(&i)
+                })
+                .collect();
             Tensor::from_vec(data, &swapped).unwrap().transpose(-2, -1).unwrap()
         }
         _ => {
             let padded: Vec<usize> = shape.iter().map(|&s| s + 2).collect();
-            let data = indices(&padded).iter().map(|j| {
-                let inside = j.iter().zip(shape).all(|(&a, &s)| a >= 1 && a <= s);
-                if inside { logical(&j.iter().map(|a| a - 1).collect::<Vec<_>>()) } else { filler }
-            }).collect();
+            let data = indices(&padded)
+                .iter()
+                .map(|j| {
+                    let inside = j.iter().zip(shape).all(|(&a, &s)| a >= 1 && a <= s);
+                    if inside {
+                        logical(&j.iter().map(|a| a - 1).collect::<Vec<_>>())
+                    } else {
+                        filler
+                    }
+                })
+                .collect();
             let mut t = Tensor::from_vec(data, &padded).unwrap();
             for (d, &s) in shape.iter().enumerate() {
                 t = t.narrow(d, 1, s).unwrap();

@@ -10,7 +10,10 @@ use crate::reference::{RefView, flat, indices, naive_positions};
 
 /// Shapes of up to `max_dims` dimensions; sizes mostly 1..=4, sometimes 0.
 pub fn shape_strategy(max_dims: usize) -> impl Strategy<Value = Vec<usize>> {
-    prop::collection::vec(prop_oneof![1 => Just(0usize), 4 => Just(1usize), 12 => 2..=4usize], 0..=max_dims)
+    prop::collection::vec(
+        prop_oneof![1 => Just(0usize), 4 => Just(1usize), 12 => 2..=4usize],
+        0..=max_dims,
+    )
 }
 
 fn dtype_strategy() -> impl Strategy<Value = DType> {
@@ -28,7 +31,10 @@ struct Chain {
 /// not from the strides, so it checks `is_contiguous` independently; empty tensors count as
 /// contiguous, as in PyTorch.)
 fn reads_consecutively(t: &Tensor) -> bool {
-    naive_positions(t).iter().enumerate().all(|(k, &p)| p == t.storage_offset() + k)
+    naive_positions(t)
+        .iter()
+        .enumerate()
+        .all(|(k, &p)| p == t.storage_offset() + k)
 }
 
 /// A shape with the same number of elements as `shape`, chosen by `r`.
@@ -83,19 +89,37 @@ fn step(c: Chain, r: u32) -> Result<Chain, TestCaseError> {
                 return Ok(c);
             }
             let i = pick(b, shape[dim]);
-            Chain { t: ok(c.t.select(dim, i))?, model: c.model.select(dim, i), shares: c.shares }
+            Chain {
+                t: ok(c.t.select(dim, i))?,
+                model: c.model.select(dim, i),
+                shares: c.shares,
+            }
         }
         1 if n > 0 => {
             let dim = pick(a, n);
             let start = pick(b, shape[dim] + 1);
             let len = pick(r >> 20, shape[dim] - start + 1);
-            Chain { t: ok(c.t.narrow(dim, start, len))?, model: c.model.narrow(dim, start, len), shares: c.shares }
+            Chain {
+                t: ok(c.t.narrow(dim, start, len))?,
+                model: c.model.narrow(dim, start, len),
+                shares: c.shares,
+            }
         }
         2 if n > 0 => {
             let (d0, d1) = (pick(a, n), pick(b, n));
             // Negative dimension numbers count from the end.
-            let neg = |d: usize, bit: u32| if r >> bit & 1 == 1 { d as isize - n as isize } else { d as isize };
-            Chain { t: ok(c.t.transpose(neg(d0, 28), neg(d1, 29)))?, model: c.model.transpose(d0, d1), shares: c.shares }
+            let neg = |d: usize, bit: u32| {
+                if r >> bit & 1 == 1 {
+                    d as isize - n as isize
+                } else {
+                    d as isize
+                }
+            };
+            Chain {
+                t: ok(c.t.transpose(neg(d0, 28), neg(d1, 29)))?,
+                model: c.model.transpose(d0, d1),
+                shares: c.shares,
+            }
         }
         3 => {
             let mut perm: Vec<usize> = (0..n).collect();
@@ -104,24 +128,48 @@ fn step(c: Chain, r: u32) -> Result<Chain, TestCaseError> {
                 perm.swap(i, x % (i + 1));
                 x /= i + 1;
             }
-            Chain { t: ok(c.t.permute(&perm))?, model: c.model.permute(&perm), shares: c.shares }
+            Chain {
+                t: ok(c.t.permute(&perm))?,
+                model: c.model.permute(&perm),
+                shares: c.shares,
+            }
         }
         4 => {
-            let mut target: Vec<usize> = shape.iter().enumerate().map(|(d, &s)| if s == 1 { pick(a >> (2 * d), 4) } else { s }).collect();
+            let mut target: Vec<usize> = shape
+                .iter()
+                .enumerate()
+                .map(|(d, &s)| if s == 1 { pick(a >> (2 * d), 4) } else { s })
+                .collect();
             for k in 0..pick(b, 3) {
                 target.insert(0, 1 + pick(r >> (20 + 2 * k), 3));
             }
-            Chain { t: ok(c.t.broadcast_to(&target))?, model: c.model.broadcast_to(&target), shares: c.shares }
+            Chain {
+                t: ok(c.t.broadcast_to(&target))?,
+                model: c.model.broadcast_to(&target),
+                shares: c.shares,
+            }
         }
         5 => {
             let dim = pick(a, n + 1);
-            Chain { t: ok(c.t.unsqueeze(dim))?, model: c.model.unsqueeze(dim), shares: c.shares }
+            Chain {
+                t: ok(c.t.unsqueeze(dim))?,
+                model: c.model.unsqueeze(dim),
+                shares: c.shares,
+            }
         }
         6 => match (0..n).filter(|&d| shape[d] == 1).nth(pick(a, n)) {
-            Some(dim) => Chain { t: ok(c.t.squeeze(dim))?, model: c.model.squeeze(dim), shares: c.shares },
+            Some(dim) => Chain {
+                t: ok(c.t.squeeze(dim))?,
+                model: c.model.squeeze(dim),
+                shares: c.shares,
+            },
             None => {
                 if let Some(dim) = (0..n).find(|&d| shape[d] != 1) {
-                    prop_assert!(c.t.squeeze(dim).is_err(), "squeeze of a size-{} dimension must fail", shape[dim]);
+                    prop_assert!(
+                        c.t.squeeze(dim).is_err(),
+                        "squeeze of a size-{} dimension must fail",
+                        shape[dim]
+                    );
                 }
                 c
             }
@@ -130,13 +178,28 @@ fn step(c: Chain, r: u32) -> Result<Chain, TestCaseError> {
             let target = other_shape(&shape, a);
             match c.t.view(&target) {
                 Ok(v) => {
-                    prop_assert!(reads_consecutively(&c.t), "view succeeded on a non-contiguous layout {:?}", c.t.layout());
+                    prop_assert!(
+                        reads_consecutively(&c.t),
+                        "view succeeded on a non-contiguous layout {:?}",
+                        c.t.layout()
+                    );
                     prop_assert!(Tensor::same_storage(&v, &c.t));
-                    Chain { t: v, model: c.model.reshape(&target), shares: c.shares }
+                    Chain {
+                        t: v,
+                        model: c.model.reshape(&target),
+                        shares: c.shares,
+                    }
                 }
                 Err(Error::NotContiguous { op, shape: s, strides }) => {
-                    prop_assert!(!reads_consecutively(&c.t), "view refused a contiguous layout {:?}", c.t.layout());
-                    prop_assert_eq!((op, s.as_slice(), strides.as_slice()), ("view", c.t.shape(), c.t.strides()));
+                    prop_assert!(
+                        !reads_consecutively(&c.t),
+                        "view refused a contiguous layout {:?}",
+                        c.t.layout()
+                    );
+                    prop_assert_eq!(
+                        (op, s.as_slice(), strides.as_slice()),
+                        ("view", c.t.shape(), c.t.strides())
+                    );
                     c
                 }
                 Err(e) => return Err(TestCaseError::fail(format!("view: unexpected error {e}"))),
@@ -146,15 +209,31 @@ fn step(c: Chain, r: u32) -> Result<Chain, TestCaseError> {
             let target = other_shape(&shape, a);
             let contiguous = reads_consecutively(&c.t);
             let t = ok(c.t.reshape(&target))?;
-            prop_assert_eq!(Tensor::same_storage(&t, &c.t), contiguous, "reshape copies exactly when the input is not contiguous");
-            Chain { t, model: c.model.reshape(&target), shares: c.shares && contiguous }
+            prop_assert_eq!(
+                Tensor::same_storage(&t, &c.t),
+                contiguous,
+                "reshape copies exactly when the input is not contiguous"
+            );
+            Chain {
+                t,
+                model: c.model.reshape(&target),
+                shares: c.shares && contiguous,
+            }
         }
         _ => {
             let contiguous = reads_consecutively(&c.t);
             let t = ok(c.t.contiguous())?;
             prop_assert!(t.is_contiguous() && reads_consecutively(&t));
-            prop_assert_eq!(Tensor::same_storage(&t, &c.t), contiguous, "contiguous() copies exactly when needed");
-            Chain { t, model: c.model, shares: c.shares && contiguous }
+            prop_assert_eq!(
+                Tensor::same_storage(&t, &c.t),
+                contiguous,
+                "contiguous() copies exactly when needed"
+            );
+            Chain {
+                t,
+                model: c.model,
+                shares: c.shares && contiguous,
+            }
         }
     })
 }
@@ -166,10 +245,18 @@ fn check(c: &Chain, base: &Tensor, base_values: &[f64]) -> Result<(), TestCaseEr
     prop_assert_eq!(t.numel(), c.model.numel());
     prop_assert_eq!(t.strides().len(), t.shape().len());
     prop_assert_eq!(Tensor::same_storage(t, base), c.shares);
-    prop_assert_eq!(t.is_contiguous(), reads_consecutively(t), "is_contiguous disagrees for {:?}", t.layout());
+    prop_assert_eq!(
+        t.is_contiguous(),
+        reads_consecutively(t),
+        "is_contiguous disagrees for {:?}",
+        t.layout()
+    );
 
     let idx = indices(t.shape());
-    let expected: Vec<f64> = idx.iter().map(|i| base_values[flat(base.shape(), &c.model.base_index(i))]).collect();
+    let expected: Vec<f64> = idx
+        .iter()
+        .map(|i| base_values[flat(base.shape(), &c.model.base_index(i))])
+        .collect();
     prop_assert_eq!(&t.to_vec_f64().unwrap(), &expected);
 
     let positions = naive_positions(t);

@@ -10,19 +10,31 @@ use crate::book::problem::Cause;
 /// The items of a recorded list.
 fn len(data: &ChartData, name: &str) -> Result<usize, Cause> {
     let value = data.value(name)?;
-    value.as_array().map(Vec::len).ok_or_else(|| data.bad(name, "expected a list".into()))
+    value
+        .as_array()
+        .map(Vec::len)
+        .ok_or_else(|| data.bad(name, "expected a list".into()))
 }
 
 /// A loss list as (step, loss) points, steps counted from 1.
 fn loss_series(data: &ChartData, name: &str, label: &str) -> Result<Series, Cause> {
     let losses = data.numbers(name)?;
-    Ok(Series::measured(label, losses.iter().enumerate().map(|(i, &l)| ((i + 1) as f64, l)).collect()))
+    Ok(Series::measured(
+        label,
+        losses.iter().enumerate().map(|(i, &l)| ((i + 1) as f64, l)).collect(),
+    ))
 }
 
 fn loss_chart(series: Vec<Series>) -> Result<String, Cause> {
     let mut chart = LineChart::new(
-        Axis { label: "training step (count)".into(), scale: Scale::Linear },
-        Axis { label: "loss, mean squared error (log scale)".into(), scale: Scale::Log10 },
+        Axis {
+            label: "training step (count)".into(),
+            scale: Scale::Linear,
+        },
+        Axis {
+            label: "loss, mean squared error (log scale)".into(),
+            scale: Scale::Log10,
+        },
     );
     chart.series = series;
     chart.markers = false;
@@ -35,21 +47,37 @@ fn loss_chart(series: Vec<Series>) -> Result<String, Cause> {
 pub fn matmul_throughput(data: &ChartData) -> Result<String, Cause> {
     let mut series: Vec<Series> = Vec::new();
     for i in 0..len(data, "throughput_sweep")? {
-        let dtype = data.value(&format!("throughput_sweep.{i}.dtype"))?.as_str().unwrap_or("?").to_string();
-        let point = (data.number(&format!("throughput_sweep.{i}.n"))?, data.number(&format!("throughput_sweep.{i}.flop_per_sec"))?);
+        let dtype = data
+            .value(&format!("throughput_sweep.{i}.dtype"))?
+            .as_str()
+            .unwrap_or("?")
+            .to_string();
+        let point = (
+            data.number(&format!("throughput_sweep.{i}.n"))?,
+            data.number(&format!("throughput_sweep.{i}.flop_per_sec"))?,
+        );
         match series.iter_mut().find(|s| s.name == dtype) {
             Some(s) => s.points.push(point),
             None => series.push(Series::measured(dtype, vec![point])),
         }
     }
     let mut chart = LineChart::new(
-        Axis { label: "matrix size n, for n×n times n×n (log scale)".into(), scale: Scale::Log2 },
-        Axis { label: "throughput (FLOP/s, log scale)".into(), scale: Scale::Log10 },
+        Axis {
+            label: "matrix size n, for n×n times n×n (log scale)".into(),
+            scale: Scale::Log2,
+        },
+        Axis {
+            label: "throughput (FLOP/s, log scale)".into(),
+            scale: Scale::Log10,
+        },
     );
     for s in &series {
         // A dtype without a known peak has no line; the chapter says why.
         if let Ok(peak) = data.number(&format!("sweep_peaks.{}.flop_per_sec", s.name)) {
-            chart.references.push(Reference { label: format!("promised {}", s.name), y: peak });
+            chart.references.push(Reference {
+                label: format!("promised {}", s.name),
+                y: peak,
+            });
         }
     }
     chart.series = series;
@@ -63,16 +91,31 @@ pub fn init_std(data: &ChartData) -> Result<String, Cause> {
     let name = "output_std_vs_input_dim";
     let mut normal = Series::measured("w ~ N(0, 1)", Vec::new());
     let mut xavier = Series::measured("w ~ N(0, 1/input_dim)", Vec::new());
-    let mut sqrt = Series { name: "√input_dim (formula)".into(), points: Vec::new(), reference: true };
+    let mut sqrt = Series {
+        name: "√input_dim (formula)".into(),
+        points: Vec::new(),
+        reference: true,
+    };
     for i in 0..len(data, name)? {
         let dim = data.number(&format!("{name}.{i}.input_dim"))?;
-        normal.points.push((dim, data.number(&format!("{name}.{i}.normal_std"))?));
-        xavier.points.push((dim, data.number(&format!("{name}.{i}.xavier_std"))?));
-        sqrt.points.push((dim, data.number(&format!("{name}.{i}.sqrt_input_dim"))?));
+        normal
+            .points
+            .push((dim, data.number(&format!("{name}.{i}.normal_std"))?));
+        xavier
+            .points
+            .push((dim, data.number(&format!("{name}.{i}.xavier_std"))?));
+        sqrt.points
+            .push((dim, data.number(&format!("{name}.{i}.sqrt_input_dim"))?));
     }
     let mut chart = LineChart::new(
-        Axis { label: "input dimension (count, log scale)".into(), scale: Scale::Log2 },
-        Axis { label: "standard deviation of the outputs (unitless, log scale)".into(), scale: Scale::Log2 },
+        Axis {
+            label: "input dimension (count, log scale)".into(),
+            scale: Scale::Log2,
+        },
+        Axis {
+            label: "standard deviation of the outputs (unitless, log scale)".into(),
+            scale: Scale::Log2,
+        },
     );
     chart.series = vec![normal, xavier, sqrt];
     line_chart(&chart)
@@ -80,12 +123,23 @@ pub fn init_std(data: &ChartData) -> Result<String, Cause> {
 
 /// `train_loop.longer_runs`: the loss of each optimizer and learning rate, step by step.
 pub fn train_losses(data: &ChartData) -> Result<String, Cause> {
-    let runs = data.value("longer_runs")?.as_object().ok_or_else(|| data.bad("longer_runs", "expected an object of runs".into()))?;
+    let runs = data
+        .value("longer_runs")?
+        .as_object()
+        .ok_or_else(|| data.bad("longer_runs", "expected an object of runs".into()))?;
     let mut series = Vec::new();
     for run in runs.keys() {
         let lr = data.number(&format!("longer_runs.{run}.lr"))?;
-        let optimizer = data.value(&format!("longer_runs.{run}.optimizer"))?.as_str().unwrap_or(run).to_string();
-        series.push(loss_series(data, &format!("longer_runs.{run}.losses"), &format!("{optimizer}, lr {lr}"))?);
+        let optimizer = data
+            .value(&format!("longer_runs.{run}.optimizer"))?
+            .as_str()
+            .unwrap_or(run)
+            .to_string();
+        series.push(loss_series(
+            data,
+            &format!("longer_runs.{run}.losses"),
+            &format!("{optimizer}, lr {lr}"),
+        )?);
     }
     loss_chart(series)
 }

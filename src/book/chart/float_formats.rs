@@ -23,7 +23,10 @@ struct Layout {
 }
 
 fn layouts(data: &ChartData) -> Result<Vec<Layout>, Cause> {
-    let list = data.value("bit_layouts")?.as_array().ok_or_else(|| data.bad("bit_layouts", "expected a list".into()))?;
+    let list = data
+        .value("bit_layouts")?
+        .as_array()
+        .ok_or_else(|| data.bad("bit_layouts", "expected a list".into()))?;
     let field = |i: usize, key: &str| -> Result<u32, Cause> {
         let at = format!("bit_layouts.{i}.{key}");
         u32::try_from(data.number(&at)? as i64).map_err(|_| data.bad(&at, "expected a bit count".into()))
@@ -31,8 +34,15 @@ fn layouts(data: &ChartData) -> Result<Vec<Layout>, Cause> {
     (0..list.len())
         .map(|i| {
             let name = data.value(&format!("bit_layouts.{i}.name"))?;
-            let name = name.as_str().ok_or_else(|| data.bad(&format!("bit_layouts.{i}.name"), "expected a string".into()))?;
-            Ok(Layout { name: name.to_string(), sign: field(i, "sign")?, exponent: field(i, "exponent")?, mantissa: field(i, "mantissa")? })
+            let name = name
+                .as_str()
+                .ok_or_else(|| data.bad(&format!("bit_layouts.{i}.name"), "expected a string".into()))?;
+            Ok(Layout {
+                name: name.to_string(),
+                sign: field(i, "sign")?,
+                exponent: field(i, "exponent")?,
+                mantissa: field(i, "mantissa")?,
+            })
         })
         .collect()
 }
@@ -54,11 +64,19 @@ fn rows_chart(
     let height = 80 + 48 * n as u32;
     let y_name = |y: &f64| {
         let row = (n as f64 - 1.0 - y).round();
-        if (row - (n as f64 - 1.0 - y)).abs() < 1e-6 && row >= 0.0 { names.get(row as usize).cloned().unwrap_or_default() } else { String::new() }
+        if (row - (n as f64 - 1.0 - y)).abs() < 1e-6 && row >= 0.0 {
+            names.get(row as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
     };
     svg(760, height, label, |root| {
         let mut chart = drawing(
-            ChartBuilder::on(root).margin(14).x_label_area_size(50).y_label_area_size(120).build_cartesian_2d(x, -0.5..n as f64 - 0.5),
+            ChartBuilder::on(root)
+                .margin(14)
+                .x_label_area_size(50)
+                .y_label_area_size(120)
+                .build_cartesian_2d(x, -0.5..n as f64 - 0.5),
         )?;
         drawing(
             chart
@@ -96,29 +114,52 @@ pub fn bit_layouts(data: &ChartData) -> Result<String, Cause> {
     let names: Vec<String> = rows.iter().map(|r| r.name.clone()).collect();
     let x_fmt = |x: &f64| format!("{x:.0}");
     let n = rows.len();
-    rows_chart(&names, 0.0..widest as f64, "bit position, most significant first (bits)", widest as usize / 4 + 1, &x_fmt, "bit layouts of the floating-point formats", |chart| {
-        for (i, row) in rows.iter().enumerate() {
-            let y = row_y(i, n);
-            let fields = [("sign", "s", row.sign, SIGN), ("exponent", "e", row.exponent, EXPONENT), ("mantissa", "m", row.mantissa, MANTISSA)];
-            let mut at = 0u32;
-            for (long, short, bits, color) in fields {
-                if bits == 0 {
-                    continue;
+    rows_chart(
+        &names,
+        0.0..widest as f64,
+        "bit position, most significant first (bits)",
+        widest as usize / 4 + 1,
+        &x_fmt,
+        "bit layouts of the floating-point formats",
+        |chart| {
+            for (i, row) in rows.iter().enumerate() {
+                let y = row_y(i, n);
+                let fields = [
+                    ("sign", "s", row.sign, SIGN),
+                    ("exponent", "e", row.exponent, EXPONENT),
+                    ("mantissa", "m", row.mantissa, MANTISSA),
+                ];
+                let mut at = 0u32;
+                for (long, short, bits, color) in fields {
+                    if bits == 0 {
+                        continue;
+                    }
+                    let (x0, x1) = (at as f64, (at + bits) as f64);
+                    drawing(chart.draw_series(std::iter::once(Rectangle::new(
+                        [(x0, y - 0.32), (x1, y + 0.32)],
+                        color.filled(),
+                    ))))?;
+                    let separators = (at + 1..at + bits)
+                        .map(|b| PathElement::new(vec![(b as f64, y - 0.32), (b as f64, y + 0.32)], WHITE.mix(0.55)));
+                    drawing(chart.draw_series(separators))?;
+                    // The name where it fits (about 8 px per character at this size), else a letter.
+                    let fits = bits as usize * 19 >= (long.len() + 3) * 8;
+                    let label = if fits {
+                        format!("{long} {bits}")
+                    } else {
+                        format!("{short}{bits}")
+                    };
+                    let style = ("sans-serif", 15)
+                        .into_font()
+                        .color(&WHITE)
+                        .pos(Pos::new(HPos::Center, VPos::Center));
+                    drawing(chart.draw_series(std::iter::once(Text::new(label, ((x0 + x1) / 2.0, y), style))))?;
+                    at += bits;
                 }
-                let (x0, x1) = (at as f64, (at + bits) as f64);
-                drawing(chart.draw_series(std::iter::once(Rectangle::new([(x0, y - 0.32), (x1, y + 0.32)], color.filled()))))?;
-                let separators = (at + 1..at + bits).map(|b| PathElement::new(vec![(b as f64, y - 0.32), (b as f64, y + 0.32)], WHITE.mix(0.55)));
-                drawing(chart.draw_series(separators))?;
-                // The name where it fits (about 8 px per character at this size), else a letter.
-                let fits = bits as usize * 19 >= (long.len() + 3) * 8;
-                let label = if fits { format!("{long} {bits}") } else { format!("{short}{bits}") };
-                let style = ("sans-serif", 15).into_font().color(&WHITE).pos(Pos::new(HPos::Center, VPos::Center));
-                drawing(chart.draw_series(std::iter::once(Text::new(label, ((x0 + x1) / 2.0, y), style))))?;
-                at += bits;
             }
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
 }
 
 /// A format's range: smallest subnormal, smallest normal and largest finite magnitude.
@@ -130,7 +171,11 @@ struct Range {
 }
 
 fn ranges(data: &ChartData) -> Result<Vec<Range>, Cause> {
-    let names: Vec<String> = data.names().filter(|n| n.ends_with("_info")).map(String::from).collect();
+    let names: Vec<String> = data
+        .names()
+        .filter(|n| n.ends_with("_info"))
+        .map(String::from)
+        .collect();
     if names.is_empty() {
         return Err(data.bad("*_info", "no format tables recorded".into()));
     }
@@ -156,29 +201,65 @@ pub fn dynamic_ranges(data: &ChartData) -> Result<String, Cause> {
     let rows = ranges(data)?;
     for r in &rows {
         if !(r.subnormal > 0.0 && r.normal >= r.subnormal && r.max > r.normal && r.max.is_finite()) {
-            return Err(data.bad(&format!("{}_info", r.name), "smallest_subnormal ≤ smallest_normal < max must hold".into()));
+            return Err(data.bad(
+                &format!("{}_info", r.name),
+                "smallest_subnormal ≤ smallest_normal < max must hold".into(),
+            ));
         }
     }
-    let lo = rows.iter().map(|r| r.subnormal.log10()).fold(f64::INFINITY, f64::min).floor() - 2.0;
-    let hi = rows.iter().map(|r| r.max.log10()).fold(f64::NEG_INFINITY, f64::max).ceil() + 12.0;
+    let lo = rows
+        .iter()
+        .map(|r| r.subnormal.log10())
+        .fold(f64::INFINITY, f64::min)
+        .floor()
+        - 2.0;
+    let hi = rows
+        .iter()
+        .map(|r| r.max.log10())
+        .fold(f64::NEG_INFINITY, f64::max)
+        .ceil()
+        + 12.0;
     let names: Vec<String> = rows.iter().map(|r| r.name.clone()).collect();
     let x_fmt = |v: &f64| tick(*v, Scale::Log10);
     let n = rows.len();
-    rows_chart(&names, lo..hi, "magnitude, log scale (unitless)", 10, &x_fmt, "dynamic ranges of the floating-point formats", |chart| {
-        for (i, r) in rows.iter().enumerate() {
-            let y = row_y(i, n);
-            let color = PALETTE[i % PALETTE.len()];
-            let bar = |from: f64, to: f64, style: ShapeStyle| Rectangle::new([(from.log10(), y - 0.3), (to.log10(), y + 0.3)], style);
-            drawing(chart.draw_series([bar(r.subnormal, r.normal, color.mix(0.35).filled()), bar(r.normal, r.max, color.filled())]))?;
-            let label = format!("max {}", format_value(&json_number(r.max), Unit::None, Format::Auto).unwrap_or_default());
-            let style = text_style(14).pos(Pos::new(HPos::Left, VPos::Center));
-            drawing(chart.draw_series(std::iter::once(Text::new(label, (r.max.log10() + 1.0, y), style))))?;
-        }
-        let probe = PROBE.log10();
-        let top = n as f64 - 0.5;
-        drawing(chart.draw_series(std::iter::once(PathElement::new(vec![(probe, -0.5), (probe, top)], FG.mix(0.7).stroke_width(1)))))?;
-        let style = text_style(14).pos(Pos::new(HPos::Left, VPos::Top));
-        drawing(chart.draw_series(std::iter::once(Text::new("1e-8, the probe value", (probe + 0.8, top), style))))?;
-        Ok(())
-    })
+    rows_chart(
+        &names,
+        lo..hi,
+        "magnitude, log scale (unitless)",
+        10,
+        &x_fmt,
+        "dynamic ranges of the floating-point formats",
+        |chart| {
+            for (i, r) in rows.iter().enumerate() {
+                let y = row_y(i, n);
+                let color = PALETTE[i % PALETTE.len()];
+                let bar = |from: f64, to: f64, style: ShapeStyle| {
+                    Rectangle::new([(from.log10(), y - 0.3), (to.log10(), y + 0.3)], style)
+                };
+                drawing(chart.draw_series([
+                    bar(r.subnormal, r.normal, color.mix(0.35).filled()),
+                    bar(r.normal, r.max, color.filled()),
+                ]))?;
+                let label = format!(
+                    "max {}",
+                    format_value(&json_number(r.max), Unit::None, Format::Auto).unwrap_or_default()
+                );
+                let style = text_style(14).pos(Pos::new(HPos::Left, VPos::Center));
+                drawing(chart.draw_series(std::iter::once(Text::new(label, (r.max.log10() + 1.0, y), style))))?;
+            }
+            let probe = PROBE.log10();
+            let top = n as f64 - 0.5;
+            drawing(chart.draw_series(std::iter::once(PathElement::new(
+                vec![(probe, -0.5), (probe, top)],
+                FG.mix(0.7).stroke_width(1),
+            ))))?;
+            let style = text_style(14).pos(Pos::new(HPos::Left, VPos::Top));
+            drawing(chart.draw_series(std::iter::once(Text::new(
+                "1e-8, the probe value",
+                (probe + 0.8, top),
+                style,
+            ))))?;
+            Ok(())
+        },
+    )
 }

@@ -95,7 +95,11 @@ impl ChartData<'_> {
     pub fn value(&self, name_path: &str) -> Result<&Value, Cause> {
         let mut parts = name_path.split('.');
         let name = parts.next().unwrap_or_default().to_string();
-        let address = Address { section: self.section.id.clone(), name, path: parts.map(String::from).collect() };
+        let address = Address {
+            section: self.section.id.clone(),
+            name,
+            path: parts.map(String::from).collect(),
+        };
         Traces::resolve(self.path, self.trace, &address).map(|r| r.value)
     }
 
@@ -108,8 +112,13 @@ impl ChartData<'_> {
     /// A list of numbers.
     pub fn numbers(&self, name_path: &str) -> Result<Vec<f64>, Cause> {
         let value = self.value(name_path)?;
-        let items = value.as_array().ok_or_else(|| self.bad(name_path, "expected a list of numbers".into()))?;
-        items.iter().map(|v| number_from_json(v).ok_or_else(|| self.bad(name_path, format!("`{v}` is not a number")))).collect()
+        let items = value
+            .as_array()
+            .ok_or_else(|| self.bad(name_path, "expected a list of numbers".into()))?;
+        items
+            .iter()
+            .map(|v| number_from_json(v).ok_or_else(|| self.bad(name_path, format!("`{v}` is not a number"))))
+            .collect()
     }
 
     /// Names of this section's values, in recording order.
@@ -118,7 +127,11 @@ impl ChartData<'_> {
     }
 
     pub fn bad(&self, name_path: &str, msg: String) -> Cause {
-        Cause::BadValue { trace: self.path.to_path_buf(), address: format!("{}.{name_path}", self.section.id), msg }
+        Cause::BadValue {
+            trace: self.path.to_path_buf(),
+            address: format!("{}.{name_path}", self.section.id),
+            msg,
+        }
     }
 }
 
@@ -134,7 +147,10 @@ pub fn render(id: &str, path: &Path, trace: &Trace) -> Result<String, Cause> {
     })?;
     let section = Traces::section(path, trace, def.section)?;
     let svg = (def.draw)(&ChartData { path, trace, section }).map_err(|cause| match cause {
-        Cause::Chart { msg, .. } => Cause::Chart { id: id.to_string(), msg },
+        Cause::Chart { msg, .. } => Cause::Chart {
+            id: id.to_string(),
+            msg,
+        },
         other => other,
     })?;
     let device = &trace.provenance.device;

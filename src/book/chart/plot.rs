@@ -29,7 +29,10 @@ pub fn text_style(size: u32) -> TextStyle<'static> {
 }
 
 fn chart_error(e: impl std::fmt::Display) -> Cause {
-    Cause::Chart { id: String::new(), msg: e.to_string() }
+    Cause::Chart {
+        id: String::new(),
+        msg: e.to_string(),
+    }
 }
 
 /// Draws on a `width`×`height` SVG canvas and returns the SVG as one line of text, sized by the
@@ -49,7 +52,10 @@ pub fn svg(
     // One line, so the markdown HTML block it sits in is not ended by a line break.
     let out = out.replace('\n', "").replace(FG_HEX, "currentColor");
     let size = format!("width=\"{width}\" height=\"{height}\"");
-    let attrs = format!("class=\"lecture-chart-svg\" role=\"img\" aria-label=\"{}\"", crate::book::html::escape(label));
+    let attrs = format!(
+        "class=\"lecture-chart-svg\" role=\"img\" aria-label=\"{}\"",
+        crate::book::html::escape(label)
+    );
     if !out.contains(&size) {
         return Err(chart_error("unexpected SVG header from plotters"));
     }
@@ -99,7 +105,11 @@ pub struct Series {
 
 impl Series {
     pub fn measured(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
-        Series { name: name.into(), points, reference: false }
+        Series {
+            name: name.into(),
+            points,
+            reference: false,
+        }
     }
 }
 
@@ -125,7 +135,16 @@ pub struct LineChart {
 
 impl LineChart {
     pub fn new(x: Axis, y: Axis) -> LineChart {
-        LineChart { x, y, series: Vec::new(), references: Vec::new(), markers: true, legend: SeriesLabelPosition::UpperLeft, width: 720, height: 400 }
+        LineChart {
+            x,
+            y,
+            series: Vec::new(),
+            references: Vec::new(),
+            markers: true,
+            legend: SeriesLabelPosition::UpperLeft,
+            width: 720,
+            height: 400,
+        }
     }
 }
 
@@ -166,7 +185,11 @@ fn axis_range(lo: f64, hi: f64, scale: Scale) -> std::ops::Range<f64> {
 /// On a log axis one label per power (plotters then picks whole powers), fewer when the range is
 /// wide.
 fn label_count(range: &std::ops::Range<f64>, scale: Scale) -> usize {
-    if scale == Scale::Linear { 8 } else { ((range.end - range.start).round() as usize + 1).clamp(2, 12) }
+    if scale == Scale::Linear {
+        8
+    } else {
+        ((range.end - range.start).round() as usize + 1).clamp(2, 12)
+    }
 }
 
 /// Draws a line chart: every series as a line with markers, references as dashed-looking faint
@@ -176,11 +199,26 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
     let series: Vec<(String, Vec<(f64, f64)>)> = spec
         .series
         .iter()
-        .map(|s| (s.name.clone(), s.points.iter().filter_map(|&(x, y)| Some((to_axis(x, xl)?, to_axis(y, yl)?))).collect()))
+        .map(|s| {
+            (
+                s.name.clone(),
+                s.points
+                    .iter()
+                    .filter_map(|&(x, y)| Some((to_axis(x, xl)?, to_axis(y, yl)?)))
+                    .collect(),
+            )
+        })
         .collect();
-    let references: Vec<(String, f64)> = spec.references.iter().filter_map(|r| Some((r.label.clone(), to_axis(r.y, yl)?))).collect();
+    let references: Vec<(String, f64)> = spec
+        .references
+        .iter()
+        .filter_map(|r| Some((r.label.clone(), to_axis(r.y, yl)?)))
+        .collect();
     let xs = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0));
-    let ys = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)).chain(references.iter().map(|r| r.1));
+    let ys = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|q| q.1))
+        .chain(references.iter().map(|r| r.1));
     let (x_lo, x_hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
     let (y_lo, y_hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
     if !x_lo.is_finite() || !y_lo.is_finite() {
@@ -217,7 +255,10 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
         )?;
         for (label, y) in &references {
             let (lo, hi) = (chart.x_range().start, chart.x_range().end);
-            drawing(chart.draw_series(std::iter::once(PathElement::new(vec![(lo, *y), (hi, *y)], FG.mix(0.5).stroke_width(1)))))?;
+            drawing(chart.draw_series(std::iter::once(PathElement::new(
+                vec![(lo, *y), (hi, *y)],
+                FG.mix(0.5).stroke_width(1),
+            ))))?;
             let style = text_style(14).pos(plotters::style::text_anchor::Pos::new(
                 plotters::style::text_anchor::HPos::Right,
                 plotters::style::text_anchor::VPos::Bottom,
@@ -262,18 +303,39 @@ mod tests {
     #[test]
     fn line_chart_draws_series_references_and_units() {
         let mut chart = LineChart::new(
-            Axis { label: "matrix size n (elements per side)".into(), scale: Scale::Log2 },
-            Axis { label: "throughput (FLOP/s)".into(), scale: Scale::Log10 },
+            Axis {
+                label: "matrix size n (elements per side)".into(),
+                scale: Scale::Log2,
+            },
+            Axis {
+                label: "throughput (FLOP/s)".into(),
+                scale: Scale::Log10,
+            },
         );
-        chart.series.push(Series::measured("float32", vec![(64.0, 1e9), (256.0, 3e10), (1024.0, 5e10), (2048.0, f64::NAN)]));
-        chart.series.push(Series::measured("bfloat16", vec![(64.0, 2e9), (256.0, 6e10), (1024.0, 9e10)]));
-        chart.references.push(Reference { label: "peak float32".into(), y: 1.2e11 });
+        chart.series.push(Series::measured(
+            "float32",
+            vec![(64.0, 1e9), (256.0, 3e10), (1024.0, 5e10), (2048.0, f64::NAN)],
+        ));
+        chart.series.push(Series::measured(
+            "bfloat16",
+            vec![(64.0, 2e9), (256.0, 6e10), (1024.0, 9e10)],
+        ));
+        chart.references.push(Reference {
+            label: "peak float32".into(),
+            y: 1.2e11,
+        });
         let svg = line_chart(&chart).expect("draws");
         assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
         assert!(!svg.contains('\n'));
         assert!(!svg.contains(FG_HEX));
         assert!(svg.contains("currentColor"));
-        for text in ["throughput (FLOP/s)", "matrix size n (elements per side)", "peak float32", "float32", "bfloat16"] {
+        for text in [
+            "throughput (FLOP/s)",
+            "matrix size n (elements per side)",
+            "peak float32",
+            "float32",
+            "bfloat16",
+        ] {
             assert!(svg.contains(&format!(">{text}<")), "missing text {text}");
         }
         // Log-axis ticks are written as the numbers they stand for, at whole powers.
@@ -284,7 +346,16 @@ mod tests {
 
     #[test]
     fn a_chart_without_points_is_an_error() {
-        let chart = LineChart::new(Axis { label: "x".into(), scale: Scale::Log10 }, Axis { label: "y".into(), scale: Scale::Linear });
+        let chart = LineChart::new(
+            Axis {
+                label: "x".into(),
+                scale: Scale::Log10,
+            },
+            Axis {
+                label: "y".into(),
+                scale: Scale::Linear,
+            },
+        );
         assert!(matches!(line_chart(&chart), Err(Cause::Chart { .. })));
     }
 }

@@ -41,21 +41,49 @@ fn plan(la: &Layout, lb: &Layout) -> Plan {
     let nd = la.ndim();
     let (m, k, n) = (la.shape[nd - 2], la.shape[nd - 1], lb.shape[nd - 1]);
     let batch = &la.shape[..nd - 2];
-    let a_rows = Mat { offset: la.offset, rs: la.strides[nd - 2] as isize, cs: la.strides[nd - 1] as isize };
-    let b_mat = Mat { offset: lb.offset, rs: lb.strides[nd - 2] as isize, cs: lb.strides[nd - 1] as isize };
+    let a_rows = Mat {
+        offset: la.offset,
+        rs: la.strides[nd - 2] as isize,
+        cs: la.strides[nd - 1] as isize,
+    };
+    let b_mat = Mat {
+        offset: lb.offset,
+        rs: lb.strides[nd - 2] as isize,
+        cs: lb.strides[nd - 1] as isize,
+    };
 
-    let b_shared = lb.strides[..nd - 2].iter().zip(batch).all(|(&s, &size)| s == 0 || size == 1);
+    let b_shared = lb.strides[..nd - 2]
+        .iter()
+        .zip(batch)
+        .all(|(&s, &size)| s == 0 || size == 1);
     if b_shared && let Some(row_stride) = merged_stride(&la.shape[..nd - 1], &la.strides[..nd - 1]) {
         let rows: usize = la.shape[..nd - 1].iter().product();
-        let a = Mat { rs: row_stride as isize, ..a_rows };
-        return Plan { m: rows, n, k, pairs: vec![(a, b_mat)] };
+        let a = Mat {
+            rs: row_stride as isize,
+            ..a_rows
+        };
+        return Plan {
+            m: rows,
+            n,
+            k,
+            pairs: vec![(a, b_mat)],
+        };
     }
     let count: usize = batch.iter().product();
     let mut pairs = Vec::with_capacity(count);
     let mut index = vec![0usize; batch.len()];
     for _ in 0..count {
         let off = |l: &Layout| l.offset + index.iter().zip(&l.strides).map(|(i, s)| i * s).sum::<usize>();
-        pairs.push((Mat { offset: off(la), ..a_rows }, Mat { offset: off(lb), ..b_mat }));
+        pairs.push((
+            Mat {
+                offset: off(la),
+                ..a_rows
+            },
+            Mat {
+                offset: off(lb),
+                ..b_mat
+            },
+        ));
         for d in (0..batch.len()).rev() {
             index[d] += 1;
             if index[d] < batch[d] {
@@ -70,7 +98,12 @@ fn plan(la: &Layout, lb: &Layout) -> Plan {
 /// If the dimensions can be walked as one (each stride = next stride × next size, ignoring size-1
 /// dimensions), the stride of that single dimension.
 fn merged_stride(shape: &[usize], strides: &[usize]) -> Option<usize> {
-    let dims: Vec<(usize, usize)> = shape.iter().copied().zip(strides.iter().copied()).filter(|&(n, _)| n != 1).collect();
+    let dims: Vec<(usize, usize)> = shape
+        .iter()
+        .copied()
+        .zip(strides.iter().copied())
+        .filter(|&(n, _)| n != 1)
+        .collect();
     match dims.last() {
         None => Some(1),
         Some(&(_, inner)) => dims.windows(2).all(|w| w[0].1 == w[1].1 * w[1].0).then_some(inner),
@@ -79,7 +112,11 @@ fn merged_stride(shape: &[usize], strides: &[usize]) -> Option<usize> {
 
 fn parallelism(m: usize, n: usize, k: usize) -> Parallelism {
     // Threads only pay off once a product has real work in it.
-    if m * n * k >= 64 * 64 * 64 { Parallelism::Rayon(0) } else { Parallelism::None }
+    if m * n * k >= 64 * 64 * 64 {
+        Parallelism::Rayon(0)
+    } else {
+        Parallelism::None
+    }
 }
 
 fn run<T: Copy + 'static>(plan: &Plan, a: &[T], b: &[T], zero: T, one: T) -> Vec<T> {
@@ -96,11 +133,24 @@ fn run<T: Copy + 'static>(plan: &Plan, a: &[T], b: &[T], zero: T, one: T) -> Vec
         // room for m×n elements, and `read_dst = false` means dst is only written.
         unsafe {
             gemm::gemm(
-                m, n, k,
-                dst, 1, n as isize, false,
-                a.as_ptr().add(ma.offset), ma.cs, ma.rs,
-                b.as_ptr().add(mb.offset), mb.cs, mb.rs,
-                zero, one, false, false, false,
+                m,
+                n,
+                k,
+                dst,
+                1,
+                n as isize,
+                false,
+                a.as_ptr().add(ma.offset),
+                ma.cs,
+                ma.rs,
+                b.as_ptr().add(mb.offset),
+                mb.cs,
+                mb.rs,
+                zero,
+                one,
+                false,
+                false,
+                false,
                 parallelism(m, n, k),
             );
         }
@@ -111,7 +161,10 @@ fn run<T: Copy + 'static>(plan: &Plan, a: &[T], b: &[T], zero: T, one: T) -> Vec
 /// A half-precision product computed in f32 and rounded once (see the module comment).
 fn run_in_f32<T: Element>(plan: &Plan, a: &[T], b: &[T]) -> Vec<T> {
     let widen = |v: &[T]| v.iter().map(|h| h.to_f32()).collect::<Vec<f32>>();
-    run(plan, &widen(a), &widen(b), 0.0, 1.0).into_iter().map(T::from_f32).collect()
+    run(plan, &widen(a), &widen(b), 0.0, 1.0)
+        .into_iter()
+        .map(T::from_f32)
+        .collect()
 }
 
 pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
@@ -122,17 +175,35 @@ pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<
         (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(run(&plan, x, y, 0.0, 1.0)),
         (CpuBuffer::F16(x), CpuBuffer::F16(y)) => CpuBuffer::F16(run_in_f32::<f16>(&plan, x, y)),
         (CpuBuffer::BF16(x), CpuBuffer::BF16(y)) => {
-            let operand = |m: &Mat| bf16_gemm::Operand { offset: m.offset, rs: m.rs, cs: m.cs };
+            let operand = |m: &Mat| bf16_gemm::Operand {
+                offset: m.offset,
+                rs: m.rs,
+                cs: m.cs,
+            };
             let pairs: Vec<_> = plan.pairs.iter().map(|(ma, mb)| (operand(ma), operand(mb))).collect();
-            let problem = bf16_gemm::Problem { m: plan.m, n: plan.n, k: plan.k, a: x, b: y, pairs: &pairs };
+            let problem = bf16_gemm::Problem {
+                m: plan.m,
+                n: plan.n,
+                k: plan.k,
+                a: x,
+                b: y,
+                pairs: &pairs,
+            };
             CpuBuffer::BF16(bf16_gemm::matmul(bf16_gemm::current_kernel(), &problem)?)
         }
         (x, y) if x.dtype() != y.dtype() => {
-            return Err(Error::DTypeMismatch { op: "matmul", lhs: x.dtype().name(), rhs: y.dtype().name() });
+            return Err(Error::DTypeMismatch {
+                op: "matmul",
+                lhs: x.dtype().name(),
+                rhs: y.dtype().name(),
+            });
         }
         (x, _) => {
-            return Err(Error::UnsupportedDType { op: "matmul", dtype: x.dtype().name(), why: "matmul needs float32, float16 or bfloat16" });
+            return Err(Error::UnsupportedDType {
+                op: "matmul",
+                dtype: x.dtype().name(),
+                why: "matmul needs float32, float16 or bfloat16",
+            });
         }
     })
 }
-

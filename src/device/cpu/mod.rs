@@ -31,12 +31,19 @@ fn zip_map<T: Copy, R>(a: &[T], la: &Layout, b: &[T], lb: &Layout, f: impl Fn(T,
     if let (Some(ra), Some(rb)) = (la.contiguous_range(), lb.contiguous_range()) {
         a[ra].iter().zip(&b[rb]).map(|(&x, &y)| f(x, y)).collect()
     } else {
-        la.storage_indices().zip(lb.storage_indices()).map(|(i, j)| f(a[i], b[j])).collect()
+        la.storage_indices()
+            .zip(lb.storage_indices())
+            .map(|(i, j)| f(a[i], b[j]))
+            .collect()
     }
 }
 
 fn needs_float(op: &'static str, dtype: DType) -> Error {
-    Error::UnsupportedDType { op, dtype: dtype.name(), why: "this operation needs a floating-point dtype" }
+    Error::UnsupportedDType {
+        op,
+        dtype: dtype.name(),
+        why: "this operation needs a floating-point dtype",
+    }
 }
 
 fn unary_float<T: BufferElement>(op: UnaryOp, v: &[T], layout: &Layout) -> CpuBuffer {
@@ -49,7 +56,9 @@ fn unary_int<T: BufferElement>(op: UnaryOp, v: &[T], layout: &Layout) -> Result<
         return Err(needs_float(op.name(), T::DTYPE));
     }
     // Through i64, not f64: f64 would round i64 values above 2^53 and saturate i32 overflow.
-    Ok(T::wrap(map(v, layout, |x| T::from_i64(op.apply_i64(x.to_i64()).unwrap_or(0)))))
+    Ok(T::wrap(map(v, layout, |x| {
+        T::from_i64(op.apply_i64(x.to_i64()).unwrap_or(0))
+    })))
 }
 
 pub fn unary(op: UnaryOp, buf: &CpuBuffer, layout: &Layout) -> Result<CpuBuffer> {
@@ -64,7 +73,9 @@ pub fn unary(op: UnaryOp, buf: &CpuBuffer, layout: &Layout) -> Result<CpuBuffer>
 }
 
 fn binary_float<T: BufferElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> CpuBuffer {
-    T::wrap(zip_map(a, la, b, lb, |x, y| T::from_f32(op.apply_f32(x.to_f32(), y.to_f32()))))
+    T::wrap(zip_map(a, la, b, lb, |x, y| {
+        T::from_f32(op.apply_f32(x.to_f32(), y.to_f32()))
+    }))
 }
 
 fn binary_int<T: BufferElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Result<CpuBuffer> {
@@ -72,7 +83,9 @@ fn binary_int<T: BufferElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb:
         return Err(needs_float(op.name(), T::DTYPE));
     }
     // Through i64, not f64 (see `unary_int`): exact, and i32 overflow wraps as in PyTorch.
-    Ok(T::wrap(zip_map(a, la, b, lb, |x, y| T::from_i64(op.apply_i64(x.to_i64(), y.to_i64()).unwrap_or(0)))))
+    Ok(T::wrap(zip_map(a, la, b, lb, |x, y| {
+        T::from_i64(op.apply_i64(x.to_i64(), y.to_i64()).unwrap_or(0))
+    })))
 }
 
 pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
@@ -84,7 +97,13 @@ pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layo
         (CpuBuffer::BF16(x), CpuBuffer::BF16(y)) => binary_float(op, x, la, y, lb),
         (CpuBuffer::I32(x), CpuBuffer::I32(y)) => binary_int(op, x, la, y, lb)?,
         (CpuBuffer::I64(x), CpuBuffer::I64(y)) => binary_int(op, x, la, y, lb)?,
-        _ => return Err(Error::DTypeMismatch { op: op.name(), lhs: a.dtype().name(), rhs: b.dtype().name() }),
+        _ => {
+            return Err(Error::DTypeMismatch {
+                op: op.name(),
+                lhs: a.dtype().name(),
+                rhs: b.dtype().name(),
+            });
+        }
     })
 }
 
@@ -97,9 +116,24 @@ pub fn reduce(op: ReduceOp, buf: &CpuBuffer, layout: &Layout, dims: &[usize]) ->
     let walk = layout.permute(&order)?;
     let run: usize = dims.iter().map(|&d| layout.shape[d]).product();
     if run == 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) {
-        return Err(Error::invalid(op.name(), format!("cannot take the {} over an empty dimension (shape {:?})", op.name(), layout.shape)));
+        return Err(Error::invalid(
+            op.name(),
+            format!(
+                "cannot take the {} over an empty dimension (shape {:?})",
+                op.name(),
+                layout.shape
+            ),
+        ));
     }
-    let out_len = layout.numel().checked_div(run).unwrap_or_else(|| layout.shape.iter().enumerate().filter(|(d, _)| !dims.contains(d)).map(|(_, &n)| n).product());
+    let out_len = layout.numel().checked_div(run).unwrap_or_else(|| {
+        layout
+            .shape
+            .iter()
+            .enumerate()
+            .filter(|(d, _)| !dims.contains(d))
+            .map(|(_, &n)| n)
+            .product()
+    });
     fn go<T: BufferElement>(op: ReduceOp, v: &[T], walk: &Layout, run: usize, out_len: usize) -> Result<CpuBuffer> {
         if !T::DTYPE.is_float() && op == ReduceOp::Mean {
             return Err(needs_float("mean", T::DTYPE));

@@ -110,28 +110,45 @@ fn kernel_for(mode: MathMode) -> Result<(Kernel, &'static str, u64), String> {
     // SAFETY (each closure): the feature the kernel is compiled for was detected at run time.
     let fp32 = || -> Result<(Kernel, &'static str, u64), String> {
         if has!("avx512f") {
-            Ok((|n| unsafe { kernels::fma_avx512(n) }, "vfmadd231ps zmm (AVX-512F, 16 fp32 lanes)", 32))
+            Ok((
+                |n| unsafe { kernels::fma_avx512(n) },
+                "vfmadd231ps zmm (AVX-512F, 16 fp32 lanes)",
+                32,
+            ))
         } else if has!("avx2") && has!("fma") {
-            Ok((|n| unsafe { kernels::fma_avx2(n) }, "vfmadd231ps ymm (AVX2+FMA, 8 fp32 lanes)", 16))
+            Ok((
+                |n| unsafe { kernels::fma_avx2(n) },
+                "vfmadd231ps ymm (AVX2+FMA, 8 fp32 lanes)",
+                16,
+            ))
         } else {
             Err("this CPU has neither AVX-512F nor AVX2+FMA; no FMA loop is implemented for it".into())
         }
     };
     match mode {
         MathMode::Fp32 => fp32(),
-        MathMode::Bf16 if has!("avx512bf16") && has!("avx512f") => {
-            Ok((|n| unsafe { kernels::dpbf16_avx512(n) }, "vdpbf16ps zmm (AVX512_BF16, 32 bf16 pairs into 16 fp32 lanes)", 64))
-        }
+        MathMode::Bf16 if has!("avx512bf16") && has!("avx512f") => Ok((
+            |n| unsafe { kernels::dpbf16_avx512(n) },
+            "vdpbf16ps zmm (AVX512_BF16, 32 bf16 pairs into 16 fp32 lanes)",
+            64,
+        )),
         // Without a bf16 dot-product instruction, bf16 data is widened and multiplied on the fp32
         // units, so their peak is the bf16 peak too.
         MathMode::Bf16 => fp32(),
-        MathMode::Tf32 | MathMode::Fp16 => Err(format!("no {} peak is measured on CPUs (no such matmul path here)", mode.name())),
+        MathMode::Tf32 | MathMode::Fp16 => Err(format!(
+            "no {} peak is measured on CPUs (no such matmul path here)",
+            mode.name()
+        )),
     }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 fn kernel_for(mode: MathMode) -> Result<(Kernel, &'static str, u64), String> {
-    Err(format!("no FMA loop is implemented for {} on {}", mode.name(), std::env::consts::ARCH))
+    Err(format!(
+        "no FMA loop is implemented for {} on {}",
+        mode.name(),
+        std::env::consts::ARCH
+    ))
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -181,24 +198,39 @@ fn measure_uncached(mode: MathMode) -> Result<MeasuredPeak, String> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     // Calibrate to about 60 ms per trial, then keep the best of several trials.
     let probe_iters = 20_000;
-    let probe = run_threads(kernel, 1, probe_iters).first().map_or(1e-6, |d| d.as_secs_f64().max(1e-6));
+    let probe = run_threads(kernel, 1, probe_iters)
+        .first()
+        .map_or(1e-6, |d| d.as_secs_f64().max(1e-6));
     let iters = ((0.06 / probe) * probe_iters as f64).max(1000.0) as u64;
     let trials = 5;
     let flops_per_thread = iters as f64 * CHAINS as f64 * flop_per_instruction as f64;
     // Every thread's own rate (FLOPs over its CPU time), summed: all cores' peak. Two threads
     // sharing one core (SMT siblings) each see half the rate, so they add up to one core's.
-    let total = |times: Vec<Duration>| times.iter().map(|t| flops_per_thread / t.as_secs_f64().max(1e-9)).sum::<f64>();
-    let best = (0..trials).map(|_| total(run_threads(kernel, threads, iters))).fold(0.0, f64::max);
+    let total = |times: Vec<Duration>| {
+        times
+            .iter()
+            .map(|t| flops_per_thread / t.as_secs_f64().max(1e-9))
+            .sum::<f64>()
+    };
+    let best = (0..trials)
+        .map(|_| total(run_threads(kernel, threads, iters)))
+        .fold(0.0, f64::max);
     if !(best.is_finite() && best > 0.0) {
         return Err("the FMA loop took no measurable time".into());
     }
-    let clock = if cfg!(unix) { "each thread's CPU time" } else { "wall time" };
+    let clock = if cfg!(unix) {
+        "each thread's CPU time"
+    } else {
+        "wall time"
+    };
     Ok(MeasuredPeak {
         flop_per_sec: best,
         threads,
         instruction,
         flop_per_instruction,
-        method: format!("measured: {CHAINS} independent chains of {instruction} on {threads} threads at once, {iters} rounds, timed by {clock}, best of {trials} trials"),
+        method: format!(
+            "measured: {CHAINS} independent chains of {instruction} on {threads} threads at once, {iters} rounds, timed by {clock}, best of {trials} trials"
+        ),
     })
 }
 
@@ -216,7 +248,9 @@ pub fn measured(mode: MathMode) -> Result<MeasuredPeak, String> {
 /// Physical cores (distinct physical id / core id pairs in /proc/cpuinfo), else logical ones.
 fn physical_cores() -> usize {
     let logical = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let Ok(text) = std::fs::read_to_string("/proc/cpuinfo") else { return logical };
+    let Ok(text) = std::fs::read_to_string("/proc/cpuinfo") else {
+        return logical;
+    };
     let mut cores = std::collections::BTreeSet::new();
     let (mut package, mut core) = (None, None);
     for line in text.lines().chain(std::iter::once("")) {
@@ -231,7 +265,11 @@ fn physical_cores() -> usize {
             _ => {}
         }
     }
-    if cores.is_empty() { logical } else { cores.len().min(logical) }
+    if cores.is_empty() {
+        logical
+    } else {
+        cores.len().min(logical)
+    }
 }
 
 /// The clock /proc/cpuinfo reports ("cpu MHz"): the current frequency, which under a hypervisor
@@ -240,7 +278,9 @@ fn clock_hz() -> Option<f64> {
     let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
-        (k.trim() == "cpu MHz").then(|| v.trim().parse::<f64>().ok().map(|mhz| mhz * 1e6)).flatten()
+        (k.trim() == "cpu MHz")
+            .then(|| v.trim().parse::<f64>().ok().map(|mhz| mhz * 1e6))
+            .flatten()
     })
 }
 
@@ -258,6 +298,9 @@ pub fn formula(mode: MathMode) -> Result<FormulaPeak, String> {
         instructions_per_cycle: ipc,
         clock_hz: clock,
         flop_per_sec: cores as f64 * flop_per_instruction as f64 * ipc * clock,
-        assumptions: format!("{cores} physical cores × {flop_per_instruction} FLOP per {instruction} × {ipc} per cycle × {:.0} MHz (cpu MHz from /proc/cpuinfo)", clock / 1e6),
+        assumptions: format!(
+            "{cores} physical cores × {flop_per_instruction} FLOP per {instruction} × {ipc} per cycle × {:.0} MHz (cpu MHz from /proc/cpuinfo)",
+            clock / 1e6
+        ),
     })
 }

@@ -17,23 +17,39 @@ const CHUNK: usize = 1 << 14;
 
 fn range(op: &'static str, layout: &Layout, len: usize) -> Result<std::ops::Range<usize>> {
     if !layout.is_contiguous() {
-        return Err(Error::NotContiguous { op, shape: layout.shape.clone(), strides: layout.strides.clone() });
+        return Err(Error::NotContiguous {
+            op,
+            shape: layout.shape.clone(),
+            strides: layout.strides.clone(),
+        });
     }
     let r = layout.offset..layout.offset + layout.numel();
     if r.end > len {
-        return Err(Error::invalid(op, format!("layout {layout:?} reaches past the end of its storage ({len} elements)")));
+        return Err(Error::invalid(
+            op,
+            format!("layout {layout:?} reaches past the end of its storage ({len} elements)"),
+        ));
     }
     Ok(r)
 }
 
 fn mismatch(op: &'static str, a: &CpuBuffer, b: &CpuBuffer) -> Error {
-    Error::DTypeMismatch { op, lhs: a.dtype().name(), rhs: b.dtype().name() }
+    Error::DTypeMismatch {
+        op,
+        lhs: a.dtype().name(),
+        rhs: b.dtype().name(),
+    }
 }
 
 /// `dst[layout] = src[layout]`; both contiguous and of one dtype (the dispatcher casts first).
 pub fn copy_into(dst: &mut CpuBuffer, dl: &Layout, src: &CpuBuffer, sl: &Layout) -> Result<()> {
     let (rd, rs) = (range("copy_from", dl, dst.len())?, range("copy_from", sl, src.len())?);
-    fn go<T: BufferElement>(dst: &mut CpuBuffer, rd: std::ops::Range<usize>, src: &CpuBuffer, rs: std::ops::Range<usize>) -> Option<()> {
+    fn go<T: BufferElement>(
+        dst: &mut CpuBuffer,
+        rd: std::ops::Range<usize>,
+        src: &CpuBuffer,
+        rs: std::ops::Range<usize>,
+    ) -> Option<()> {
         T::slice_mut(dst)?[rd].copy_from_slice(&T::slice(src)?[rs]);
         Some(())
     }
@@ -52,7 +68,9 @@ fn for_chunks<P: Send, G: Sync>(p: &mut [P], g: &[G], f: impl Fn(&mut [P], &[G])
     if p.len() < PARALLEL_MIN {
         f(p, g);
     } else {
-        p.par_chunks_mut(CHUNK).zip(g.par_chunks(CHUNK)).for_each(|(p, g)| f(p, g));
+        p.par_chunks_mut(CHUNK)
+            .zip(g.par_chunks(CHUNK))
+            .for_each(|(p, g)| f(p, g));
     }
 }
 
@@ -66,7 +84,10 @@ fn sgd_typed<T: BufferElement>(p: &mut [T], g: &[T], lr: f32) {
 
 /// `param -= lr · grad`.
 pub fn sgd(param: &mut CpuBuffer, pl: &Layout, grad: &CpuBuffer, gl: &Layout, lr: f64) -> Result<()> {
-    let (rp, rg) = (range("sgd_update", pl, param.len())?, range("sgd_update", gl, grad.len())?);
+    let (rp, rg) = (
+        range("sgd_update", pl, param.len())?,
+        range("sgd_update", gl, grad.len())?,
+    );
     let lr = lr as f32;
     match (&mut *param, grad) {
         // f32 gets its own loop so the compiler sees plain float arithmetic and vectorises it.
@@ -78,7 +99,13 @@ pub fn sgd(param: &mut CpuBuffer, pl: &Layout, grad: &CpuBuffer, gl: &Layout, lr
         (CpuBuffer::BF16(p), CpuBuffer::BF16(g)) => sgd_typed(&mut p[rp], &g[rg], lr),
         (CpuBuffer::F16(p), CpuBuffer::F16(g)) => sgd_typed(&mut p[rp], &g[rg], lr),
         (p, g) if p.dtype() != g.dtype() => return Err(mismatch("sgd_update", p, g)),
-        (p, _) => return Err(Error::UnsupportedDType { op: "sgd_update", dtype: p.dtype().name(), why: "parameters must be floating point" }),
+        (p, _) => {
+            return Err(Error::UnsupportedDType {
+                op: "sgd_update",
+                dtype: p.dtype().name(),
+                why: "parameters must be floating point",
+            });
+        }
     }
     Ok(())
 }
@@ -100,7 +127,10 @@ fn for_chunks3<T: Send + Sync>(p: &mut [T], s: &mut [T], g: &[T], f: impl Fn(&mu
     if p.len() < PARALLEL_MIN {
         f(p, s, g);
     } else {
-        p.par_chunks_mut(CHUNK).zip(s.par_chunks_mut(CHUNK)).zip(g.par_chunks(CHUNK)).for_each(|((p, s), g)| f(p, s, g));
+        p.par_chunks_mut(CHUNK)
+            .zip(s.par_chunks_mut(CHUNK))
+            .zip(g.par_chunks(CHUNK))
+            .for_each(|((p, s), g)| f(p, s, g));
     }
 }
 
@@ -135,11 +165,23 @@ pub fn adagrad(a: AdaGradArgs<'_>) -> Result<()> {
         return Err(mismatch("adagrad_update", a.param, a.sum_sq));
     }
     match (&mut *a.param, &mut *a.sum_sq, a.grad) {
-        (CpuBuffer::F32(p), CpuBuffer::F32(s), CpuBuffer::F32(g)) => adagrad_f32(&mut p[rp], &mut s[rs], &g[rg], lr, eps),
-        (CpuBuffer::BF16(p), CpuBuffer::BF16(s), CpuBuffer::BF16(g)) => adagrad_typed(&mut p[rp], &mut s[rs], &g[rg], lr, eps),
-        (CpuBuffer::F16(p), CpuBuffer::F16(s), CpuBuffer::F16(g)) => adagrad_typed(&mut p[rp], &mut s[rs], &g[rg], lr, eps),
+        (CpuBuffer::F32(p), CpuBuffer::F32(s), CpuBuffer::F32(g)) => {
+            adagrad_f32(&mut p[rp], &mut s[rs], &g[rg], lr, eps)
+        }
+        (CpuBuffer::BF16(p), CpuBuffer::BF16(s), CpuBuffer::BF16(g)) => {
+            adagrad_typed(&mut p[rp], &mut s[rs], &g[rg], lr, eps)
+        }
+        (CpuBuffer::F16(p), CpuBuffer::F16(s), CpuBuffer::F16(g)) => {
+            adagrad_typed(&mut p[rp], &mut s[rs], &g[rg], lr, eps)
+        }
         (p, _, g) if p.dtype() != g.dtype() => return Err(mismatch("adagrad_update", p, g)),
-        (p, _, _) => return Err(Error::UnsupportedDType { op: "adagrad_update", dtype: p.dtype().name(), why: "parameters must be floating point" }),
+        (p, _, _) => {
+            return Err(Error::UnsupportedDType {
+                op: "adagrad_update",
+                dtype: p.dtype().name(),
+                why: "parameters must be floating point",
+            });
+        }
     }
     Ok(())
 }

@@ -34,7 +34,11 @@ pub struct MemoryStats {
 
 impl Allocator {
     pub fn stats(&self) -> MemoryStats {
-        MemoryStats { allocated: self.live.load(Ordering::SeqCst), peak: self.peak.load(Ordering::SeqCst), allocations: self.allocations.load(Ordering::SeqCst) }
+        MemoryStats {
+            allocated: self.live.load(Ordering::SeqCst),
+            peak: self.peak.load(Ordering::SeqCst),
+            allocations: self.allocations.load(Ordering::SeqCst),
+        }
     }
 
     /// Starts a new peak measurement from what is live now.
@@ -56,7 +60,9 @@ impl Allocator {
     /// `len` elements of `T`, uninitialised (every caller writes them all before reading).
     /// Out of memory is [`Error::CudaOutOfMemory`], naming the bytes asked for and the bytes free.
     pub fn alloc<T: DeviceRepr>(self: &Arc<Self>, stream: &Arc<CudaStream>, len: usize) -> Result<DeviceMem<T>> {
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| Error::invalid("cuda alloc", format!("{len} elements overflow a byte count")))?;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| Error::invalid("cuda alloc", format!("{len} elements overflow a byte count")))?;
         // The driver refuses zero-byte allocations; an empty tensor still gets a real (1-element)
         // allocation so that every buffer has a valid address, but counts 0 bytes.
         // SAFETY: uninitialised device memory; see the contract above.
@@ -64,12 +70,21 @@ impl Allocator {
             Ok(s) => s,
             Err(e) if e.0 == drv::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY => {
                 let (free, total) = stream.context().mem_get_info().unwrap_or((0, 0));
-                return Err(Error::CudaOutOfMemory { requested: bytes, free, total });
+                return Err(Error::CudaOutOfMemory {
+                    requested: bytes,
+                    free,
+                    total,
+                });
             }
             Err(e) => return Err(super::driver_error(&format!("allocating {bytes} bytes"), e)),
         };
         self.add(bytes);
-        Ok(DeviceMem { slice, len, bytes, allocator: Arc::clone(self) })
+        Ok(DeviceMem {
+            slice,
+            len,
+            bytes,
+            allocator: Arc::clone(self),
+        })
     }
 }
 
@@ -119,7 +134,13 @@ impl<T> Drop for DeviceMem<T> {
 
 impl<T> std::fmt::Debug for DeviceMem<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DeviceMem({} elements, {} bytes at {:#x})", self.len, self.bytes, self.device_ptr())
+        write!(
+            f,
+            "DeviceMem({} elements, {} bytes at {:#x})",
+            self.len,
+            self.bytes,
+            self.device_ptr()
+        )
     }
 }
 

@@ -55,7 +55,11 @@ impl GemmMode {
             DType::F32 => Ok(GemmMode::Fp32),
             DType::BF16 => Ok(GemmMode::Bf16),
             DType::F16 => Ok(GemmMode::Fp16),
-            d => Err(Error::UnsupportedDType { op: "matmul", dtype: d.name(), why: "matmul needs float32, float16 or bfloat16" }),
+            d => Err(Error::UnsupportedDType {
+                op: "matmul",
+                dtype: d.name(),
+                why: "matmul needs float32, float16 or bfloat16",
+            }),
         }
     }
 
@@ -136,7 +140,12 @@ fn describe(rows: usize, cols: usize, rs: usize, cs: usize) -> Option<(bool, usi
 
 /// The single stride that walks all batch dimensions (size-1 dimensions ignored), if there is one.
 fn batch_stride(shape: &[usize], strides: &[usize]) -> Option<usize> {
-    let dims: Vec<(usize, usize)> = shape.iter().copied().zip(strides.iter().copied()).filter(|&(n, _)| n != 1).collect();
+    let dims: Vec<(usize, usize)> = shape
+        .iter()
+        .copied()
+        .zip(strides.iter().copied())
+        .filter(|&(n, _)| n != 1)
+        .collect();
     match dims.last() {
         None => Some(0),
         Some(&(_, inner)) => dims.windows(2).all(|w| w[0].1 == w[1].1 * w[1].0).then_some(inner),
@@ -154,9 +163,17 @@ pub fn plan(la: &Layout, lb: &Layout) -> std::result::Result<GemmPlan, NeedsCopy
     let a_batch = batch_stride(batch_shape, &la.strides[..nd - 2]);
     let b_batch = batch_stride(batch_shape, &lb.strides[..nd - 2]);
     let (Some((a_cm, a_ld)), Some((b_cm, b_ld)), Some(a_bs), Some(b_bs)) = (a_mat, b_mat, a_batch, b_batch) else {
-        return Err(NeedsCopy { a: a_mat.is_none() || a_batch.is_none(), b: b_mat.is_none() || b_batch.is_none() });
+        return Err(NeedsCopy {
+            a: a_mat.is_none() || a_batch.is_none(),
+            b: b_mat.is_none() || b_batch.is_none(),
+        });
     };
-    let b = MatDesc { offset: lb.offset, col_major: b_cm, ld: b_ld, batch_stride: b_bs };
+    let b = MatDesc {
+        offset: lb.offset,
+        col_major: b_cm,
+        ld: b_ld,
+        batch_stride: b_bs,
+    };
     // One B for the whole batch, and A's batch and row dimensions walkable as one row-major
     // dimension: a single (batch·m)×k product.
     if batch > 1 && b_bs == 0 && !a_cm {
@@ -164,12 +181,29 @@ pub fn plan(la: &Layout, lb: &Layout) -> std::result::Result<GemmPlan, NeedsCopy
         if let Some(row_stride) = batch_stride(&rows_shape, &la.strides[..nd - 1]) {
             let rows = batch * m;
             if let Some((false, ld)) = describe(rows, k, row_stride, la.strides[nd - 1]) {
-                let a = MatDesc { offset: la.offset, col_major: false, ld, batch_stride: 0 };
-                return Ok(GemmPlan { m: rows, n, k, batch: 1, a, b: MatDesc { batch_stride: 0, ..b } });
+                let a = MatDesc {
+                    offset: la.offset,
+                    col_major: false,
+                    ld,
+                    batch_stride: 0,
+                };
+                return Ok(GemmPlan {
+                    m: rows,
+                    n,
+                    k,
+                    batch: 1,
+                    a,
+                    b: MatDesc { batch_stride: 0, ..b },
+                });
             }
         }
     }
-    let a = MatDesc { offset: la.offset, col_major: a_cm, ld: a_ld, batch_stride: a_bs };
+    let a = MatDesc {
+        offset: la.offset,
+        col_major: a_cm,
+        ld: a_ld,
+        batch_stride: a_bs,
+    };
     Ok(GemmPlan { m, n, k, batch, a, b })
 }
 
@@ -210,21 +244,68 @@ pub unsafe fn run(handle: blas_sys::cublasHandle_t, mode: GemmMode, plan: &GemmP
     let algo = blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT;
     let status = if plan.batch == 1 {
         unsafe {
-            blas::gemm_ex(handle, op_first, op_second, m, n, k, alpha_ptr, b_ptr, in_type, ld_first, a_ptr, in_type, ld_second, beta_ptr, c_ptr, out_type, ldc, mode.compute_type(), algo)
+            blas::gemm_ex(
+                handle,
+                op_first,
+                op_second,
+                m,
+                n,
+                k,
+                alpha_ptr,
+                b_ptr,
+                in_type,
+                ld_first,
+                a_ptr,
+                in_type,
+                ld_second,
+                beta_ptr,
+                c_ptr,
+                out_type,
+                ldc,
+                mode.compute_type(),
+                algo,
+            )
         }
     } else {
         let stride_c = (plan.m * plan.n) as i64;
         unsafe {
             blas::gemm_strided_batched_ex(
-                handle, op_first, op_second, m, n, k, alpha_ptr,
-                b_ptr, in_type, ld_first, plan.b.batch_stride as i64,
-                a_ptr, in_type, ld_second, plan.a.batch_stride as i64,
-                beta_ptr, c_ptr, out_type, ldc, stride_c,
-                int("batch", plan.batch)?, mode.compute_type(), algo,
+                handle,
+                op_first,
+                op_second,
+                m,
+                n,
+                k,
+                alpha_ptr,
+                b_ptr,
+                in_type,
+                ld_first,
+                plan.b.batch_stride as i64,
+                a_ptr,
+                in_type,
+                ld_second,
+                plan.a.batch_stride as i64,
+                beta_ptr,
+                c_ptr,
+                out_type,
+                ldc,
+                stride_c,
+                int("batch", plan.batch)?,
+                mode.compute_type(),
+                algo,
             )
         }
     };
-    status.map_err(|e| Error::Cuda(format!("cuBLAS {} gemm ({}×{}×{}, batch {}) failed: {e:?}", mode.name(), plan.m, plan.n, plan.k, plan.batch)))
+    status.map_err(|e| {
+        Error::Cuda(format!(
+            "cuBLAS {} gemm ({}×{}×{}, batch {}) failed: {e:?}",
+            mode.name(),
+            plan.m,
+            plan.n,
+            plan.k,
+            plan.batch
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -232,22 +313,50 @@ mod tests {
     use super::*;
 
     fn layout(shape: &[usize], strides: &[usize], offset: usize) -> Layout {
-        Layout { shape: shape.to_vec(), strides: strides.to_vec(), offset }
+        Layout {
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            offset,
+        }
     }
 
     #[test]
     fn contiguous_matrices_are_row_major() {
         let p = plan(&Layout::contiguous(&[16, 32]), &Layout::contiguous(&[32, 2])).expect("no copy");
         assert_eq!((p.m, p.n, p.k, p.batch), (16, 2, 32, 1));
-        assert_eq!(p.a, MatDesc { offset: 0, col_major: false, ld: 32, batch_stride: 0 });
-        assert_eq!(p.b, MatDesc { offset: 0, col_major: false, ld: 2, batch_stride: 0 });
+        assert_eq!(
+            p.a,
+            MatDesc {
+                offset: 0,
+                col_major: false,
+                ld: 32,
+                batch_stride: 0
+            }
+        );
+        assert_eq!(
+            p.b,
+            MatDesc {
+                offset: 0,
+                col_major: false,
+                ld: 2,
+                batch_stride: 0
+            }
+        );
     }
 
     #[test]
     fn a_transposed_view_is_column_major_without_a_copy() {
         // w: [8, 32] stored row-major; w.t(): [32, 8] with strides [1, 32].
         let p = plan(&Layout::contiguous(&[4, 32]), &layout(&[32, 8], &[1, 32], 0)).expect("no copy");
-        assert_eq!(p.b, MatDesc { offset: 0, col_major: true, ld: 32, batch_stride: 0 });
+        assert_eq!(
+            p.b,
+            MatDesc {
+                offset: 0,
+                col_major: true,
+                ld: 32,
+                batch_stride: 0
+            }
+        );
     }
 
     #[test]
@@ -270,7 +379,15 @@ mod tests {
     fn a_sliced_row_keeps_its_offset_and_row_stride() {
         // Columns 2..6 of a [10, 10] matrix: [10, 4] with strides [10, 1], offset 2.
         let p = plan(&layout(&[10, 4], &[10, 1], 2), &Layout::contiguous(&[4, 3])).expect("no copy");
-        assert_eq!(p.a, MatDesc { offset: 2, col_major: false, ld: 10, batch_stride: 0 });
+        assert_eq!(
+            p.a,
+            MatDesc {
+                offset: 2,
+                col_major: false,
+                ld: 10,
+                batch_stride: 0
+            }
+        );
     }
 
     #[test]

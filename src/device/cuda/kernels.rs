@@ -23,16 +23,34 @@ pub struct KernelSource {
 }
 
 /// The header every `.cu` file includes, substituted textually (NVRTC gets no include paths).
-pub const COMMON_HEADER: KernelSource = KernelSource { file: "common.cuh", text: include_str!("../../../kernels/common.cuh") };
+pub const COMMON_HEADER: KernelSource = KernelSource {
+    file: "common.cuh",
+    text: include_str!("../../../kernels/common.cuh"),
+};
 
 /// Every kernel file, as compiled into this binary. `tests/kernels_compile.rs` checks that this
 /// list and the `kernels/` folder name the same files.
 pub const SOURCES: &[KernelSource] = &[
-    KernelSource { file: "copy.cu", text: include_str!("../../../kernels/copy.cu") },
-    KernelSource { file: "elementwise.cu", text: include_str!("../../../kernels/elementwise.cu") },
-    KernelSource { file: "optim.cu", text: include_str!("../../../kernels/optim.cu") },
-    KernelSource { file: "random.cu", text: include_str!("../../../kernels/random.cu") },
-    KernelSource { file: "reduce.cu", text: include_str!("../../../kernels/reduce.cu") },
+    KernelSource {
+        file: "copy.cu",
+        text: include_str!("../../../kernels/copy.cu"),
+    },
+    KernelSource {
+        file: "elementwise.cu",
+        text: include_str!("../../../kernels/elementwise.cu"),
+    },
+    KernelSource {
+        file: "optim.cu",
+        text: include_str!("../../../kernels/optim.cu"),
+    },
+    KernelSource {
+        file: "random.cu",
+        text: include_str!("../../../kernels/random.cu"),
+    },
+    KernelSource {
+        file: "reduce.cu",
+        text: include_str!("../../../kernels/reduce.cu"),
+    },
 ];
 
 /// Replaces each `#include "common.cuh"` line with the header's text, framed by `#line`
@@ -42,7 +60,12 @@ pub fn expand_includes(file: &str, text: &str, header: &KernelSource) -> String 
     out.push_str(&format!("#line 1 \"{file}\"\n"));
     for (i, line) in text.lines().enumerate() {
         if line.trim() == format!("#include \"{}\"", header.file) {
-            out.push_str(&format!("#line 1 \"{}\"\n{}\n#line {} \"{file}\"\n", header.file, header.text, i + 2));
+            out.push_str(&format!(
+                "#line 1 \"{}\"\n{}\n#line {} \"{file}\"\n",
+                header.file,
+                header.text,
+                i + 2
+            ));
         } else {
             out.push_str(line);
             out.push('\n');
@@ -55,7 +78,11 @@ pub fn expand_includes(file: &str, text: &str, header: &KernelSource) -> String 
 /// so the backends agree bit for bit (the kernels are memory bound; fused multiply-adds would not
 /// make them faster). Division and square root stay IEEE-exact (NVRTC's defaults).
 pub fn compile_options(arch: &str) -> Vec<String> {
-    vec![format!("--gpu-architecture={arch}"), "--fmad=false".into(), "--std=c++17".into()]
+    vec![
+        format!("--gpu-architecture={arch}"),
+        "--fmad=false".into(),
+        "--std=c++17".into(),
+    ]
 }
 
 /// The result of compiling one file.
@@ -96,17 +123,32 @@ pub fn compile(file: &str, text: &str, arch: &str) -> Result<Compiled> {
     let source = expand_includes(file, text, &COMMON_HEADER);
     let src = CString::new(source).map_err(|_| Error::Cuda(format!("{file}: the source contains a NUL byte")))?;
     let name = CString::new(file).map_err(|_| Error::Cuda(format!("{file}: the file name contains a NUL byte")))?;
-    let prog = Program(nvrtc::create_program(&src, Some(&name)).map_err(|e| nvrtc_error(file, "creating the program", e))?);
+    let prog =
+        Program(nvrtc::create_program(&src, Some(&name)).map_err(|e| nvrtc_error(file, "creating the program", e))?);
     let options = compile_options(arch);
     // SAFETY: `prog` is a live program; `src` and `name` outlive it (dropped after `prog`).
     let compiled = unsafe { nvrtc::compile_program(prog.0, &options) };
-    let log = unsafe { nvrtc::get_program_log(prog.0) }.map(|l| c_chars_to_string(&l)).unwrap_or_default();
+    let log = unsafe { nvrtc::get_program_log(prog.0) }
+        .map(|l| c_chars_to_string(&l))
+        .unwrap_or_default();
     if let Err(e) = compiled {
-        return Err(Error::Cuda(format!("NVRTC could not compile kernels/{file} for {arch} ({e:?}), options {options:?}:\n{log}")));
+        return Err(Error::Cuda(format!(
+            "NVRTC could not compile kernels/{file} for {arch} ({e:?}), options {options:?}:\n{log}"
+        )));
     }
     let ptx = unsafe { nvrtc::get_ptx(prog.0) }.map_err(|e| nvrtc_error(file, "reading the PTX", e))?;
-    let cubin = if arch.starts_with("sm_") { Some(get_cubin(&prog).map_err(|e| nvrtc_error(file, "reading the CUBIN", e))?) } else { None };
-    Ok(Compiled { file: file.to_string(), arch: arch.to_string(), ptx: c_chars_to_string(&ptx), cubin, log: log.trim().to_string() })
+    let cubin = if arch.starts_with("sm_") {
+        Some(get_cubin(&prog).map_err(|e| nvrtc_error(file, "reading the CUBIN", e))?)
+    } else {
+        None
+    };
+    Ok(Compiled {
+        file: file.to_string(),
+        arch: arch.to_string(),
+        ptx: c_chars_to_string(&ptx),
+        cubin,
+        log: log.trim().to_string(),
+    })
 }
 
 /// [`compile`] through a folder of compiled files: a hit reads the PTX and CUBIN back, a miss
@@ -119,9 +161,18 @@ pub fn compile_cached(dir: &std::path::Path, file: &str, text: &str, arch: &str)
     h.update(compile_options(arch).join(" "));
     h.update(format!("nvrtc {major}.{minor}"));
     let key: String = h.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
-    let (ptx_path, cubin_path) = (dir.join(format!("{file}.{arch}.{key}.ptx")), dir.join(format!("{file}.{arch}.{key}.cubin")));
+    let (ptx_path, cubin_path) = (
+        dir.join(format!("{file}.{arch}.{key}.ptx")),
+        dir.join(format!("{file}.{arch}.{key}.cubin")),
+    );
     if let (Ok(ptx), Ok(cubin)) = (std::fs::read_to_string(&ptx_path), std::fs::read(&cubin_path)) {
-        return Ok(Compiled { file: file.to_string(), arch: arch.to_string(), ptx, cubin: Some(cubin), log: String::new() });
+        return Ok(Compiled {
+            file: file.to_string(),
+            arch: arch.to_string(),
+            ptx,
+            cubin: Some(cubin),
+            log: String::new(),
+        });
     }
     let c = compile(file, text, arch)?;
     if let Some(cubin) = &c.cubin {
@@ -145,7 +196,9 @@ fn get_cubin(prog: &Program) -> std::result::Result<Vec<u8>, nvrtc::NvrtcError> 
 pub fn nvrtc_version() -> Result<(i32, i32)> {
     let (mut major, mut minor) = (0, 0);
     // SAFETY: two out-parameters.
-    unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) }.result().map_err(|e| Error::Cuda(format!("nvrtcVersion failed: {e:?}")))?;
+    unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(|e| Error::Cuda(format!("nvrtcVersion failed: {e:?}")))?;
     Ok((major, minor))
 }
 
@@ -165,9 +218,13 @@ pub fn parse_entries(ptx: &str) -> Result<BTreeMap<String, Vec<ParamSpec>>> {
     let mut rest = ptx;
     while let Some(at) = rest.find(".entry ") {
         rest = &rest[at + ".entry ".len()..];
-        let open = rest.find('(').ok_or_else(|| Error::Cuda("PTX: `.entry` without a parameter list".into()))?;
+        let open = rest
+            .find('(')
+            .ok_or_else(|| Error::Cuda("PTX: `.entry` without a parameter list".into()))?;
         let name = rest[..open].trim().to_string();
-        let close = rest.find(')').ok_or_else(|| Error::Cuda(format!("PTX: unterminated parameter list of {name}")))?;
+        let close = rest
+            .find(')')
+            .ok_or_else(|| Error::Cuda(format!("PTX: unterminated parameter list of {name}")))?;
         let params = rest[open + 1..close]
             .split(',')
             .map(str::trim)
@@ -191,12 +248,23 @@ fn parse_param(kernel: &str, text: &str) -> Result<ParamSpec> {
         let align: usize = words.get(2).and_then(|a| a.parse().ok()).ok_or_else(bad)?;
         let elem = words.get(3).and_then(|t| scalar_size(t)).ok_or_else(bad)?;
         let name = words.get(4).ok_or_else(bad)?;
-        let count: usize = name.split_once('[').and_then(|(_, n)| n.trim_end_matches(']').parse().ok()).ok_or_else(bad)?;
-        return Ok(ParamSpec { size: elem * count, align, float: false });
+        let count: usize = name
+            .split_once('[')
+            .and_then(|(_, n)| n.trim_end_matches(']').parse().ok())
+            .ok_or_else(bad)?;
+        return Ok(ParamSpec {
+            size: elem * count,
+            align,
+            float: false,
+        });
     }
     let ty = words.get(1).ok_or_else(bad)?;
     let size = scalar_size(ty).ok_or_else(bad)?;
-    Ok(ParamSpec { size, align: size, float: ty.starts_with(".f") })
+    Ok(ParamSpec {
+        size,
+        align: size,
+        float: ty.starts_with(".f"),
+    })
 }
 
 fn scalar_size(ty: &str) -> Option<usize> {
@@ -215,9 +283,15 @@ mod tests {
 
     #[test]
     fn includes_are_replaced_with_line_directives() {
-        let header = KernelSource { file: "common.cuh", text: "int shared_thing;" };
+        let header = KernelSource {
+            file: "common.cuh",
+            text: "int shared_thing;",
+        };
         let out = expand_includes("a.cu", "// top\n#include \"common.cuh\"\nint x;\n", &header);
-        assert_eq!(out, "#line 1 \"a.cu\"\n// top\n#line 1 \"common.cuh\"\nint shared_thing;\n#line 3 \"a.cu\"\nint x;\n");
+        assert_eq!(
+            out,
+            "#line 1 \"a.cu\"\n// top\n#line 1 \"common.cuh\"\nint shared_thing;\n#line 3 \"a.cu\"\nint x;\n"
+        );
     }
 
     #[test]
@@ -234,7 +308,10 @@ mod tests {
 { ret; }";
         let entries = parse_entries(ptx).expect("parses");
         let p = |size, align, float| ParamSpec { size, align, float };
-        assert_eq!(entries["add_f32"], vec![p(8, 8, false), p(144, 8, false), p(4, 4, true), p(4, 4, false)]);
+        assert_eq!(
+            entries["add_f32"],
+            vec![p(8, 8, false), p(144, 8, false), p(4, 4, true), p(4, 4, false)]
+        );
         assert_eq!(entries["nothing"], vec![]);
         assert!(parse_entries(".entry broken(.param .u64 x").is_err());
     }

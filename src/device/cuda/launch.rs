@@ -44,10 +44,26 @@ impl Arg {
     /// Size and alignment as the kernel's parameter list must declare them.
     pub fn spec(&self) -> ParamSpec {
         match self {
-            Arg::Ptr(_) | Arg::I64(_) | Arg::U64(_) => ParamSpec { size: 8, align: 8, float: false },
-            Arg::U32(_) => ParamSpec { size: 4, align: 4, float: false },
-            Arg::F32(_) => ParamSpec { size: 4, align: 4, float: true },
-            Arg::Strided(_) => ParamSpec { size: std::mem::size_of::<StridedArg>(), align: std::mem::align_of::<StridedArg>(), float: false },
+            Arg::Ptr(_) | Arg::I64(_) | Arg::U64(_) => ParamSpec {
+                size: 8,
+                align: 8,
+                float: false,
+            },
+            Arg::U32(_) => ParamSpec {
+                size: 4,
+                align: 4,
+                float: false,
+            },
+            Arg::F32(_) => ParamSpec {
+                size: 4,
+                align: 4,
+                float: true,
+            },
+            Arg::Strided(_) => ParamSpec {
+                size: std::mem::size_of::<StridedArg>(),
+                align: std::mem::align_of::<StridedArg>(),
+                float: false,
+            },
         }
     }
 }
@@ -66,10 +82,16 @@ impl Launch {
     pub fn check_against(&self, params: &[ParamSpec]) -> Result<()> {
         let given: Vec<ParamSpec> = self.args.iter().map(Arg::spec).collect();
         if given != params {
-            return Err(Error::Cuda(format!("kernel {}: called with arguments {given:?}, but it takes {params:?}", self.kernel)));
+            return Err(Error::Cuda(format!(
+                "kernel {}: called with arguments {given:?}, but it takes {params:?}",
+                self.kernel
+            )));
         }
         if self.grid.0 == 0 || self.grid.1 == 0 || self.grid.2 == 0 || self.block.0 == 0 {
-            return Err(Error::Cuda(format!("kernel {}: empty launch {:?} x {:?}", self.kernel, self.grid, self.block)));
+            return Err(Error::Cuda(format!(
+                "kernel {}: empty launch {:?} x {:?}",
+                self.kernel, self.grid, self.block
+            )));
         }
         Ok(())
     }
@@ -105,7 +127,11 @@ pub fn collapse(shape: &[usize], strides: &[&[usize]]) -> (Vec<usize>, Vec<Vec<u
     let mut out_shape: Vec<usize> = Vec::new();
     let mut out_strides: Vec<Vec<usize>> = vec![Vec::new(); strides.len()];
     for &d in &keep {
-        let mergeable = !out_shape.is_empty() && strides.iter().zip(&out_strides).all(|(s, o)| *o.last().unwrap_or(&0) == s[d] * shape[d]);
+        let mergeable = !out_shape.is_empty()
+            && strides
+                .iter()
+                .zip(&out_strides)
+                .all(|(s, o)| *o.last().unwrap_or(&0) == s[d] * shape[d]);
         if mergeable {
             if let Some(last) = out_shape.last_mut() {
                 *last *= shape[d];
@@ -134,15 +160,30 @@ pub fn strided(op: &'static str, shape: &[usize], strides: &[usize], offset: usi
     if shape.len() > MAX_DIMS {
         return Err(Error::invalid(
             op,
-            format!("the CUDA kernels take views of at most {MAX_DIMS} dimensions that cannot be merged; this one has shape {shape:?} and strides {strides:?} (make it contiguous on the CPU first)"),
+            format!(
+                "the CUDA kernels take views of at most {MAX_DIMS} dimensions that cannot be merged; this one has shape {shape:?} and strides {strides:?} (make it contiguous on the CPU first)"
+            ),
         ));
     }
-    let mut arg = StridedArg { shape: [1; MAX_DIMS], strides: [0; MAX_DIMS], offset: to_i64(op, offset)?, ndim: shape.len() as i32, contiguous: 0 };
+    let mut arg = StridedArg {
+        shape: [1; MAX_DIMS],
+        strides: [0; MAX_DIMS],
+        offset: to_i64(op, offset)?,
+        ndim: shape.len() as i32,
+        contiguous: 0,
+    };
     for (d, (&n, &s)) in shape.iter().zip(strides).enumerate() {
         arg.shape[d] = to_i64(op, n)?;
         arg.strides[d] = to_i64(op, s)?;
     }
-    arg.contiguous = i32::from(Layout { shape: shape.to_vec(), strides: strides.to_vec(), offset }.is_contiguous());
+    arg.contiguous = i32::from(
+        Layout {
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            offset,
+        }
+        .is_contiguous(),
+    );
     Ok(arg)
 }
 
@@ -150,11 +191,18 @@ pub fn strided(op: &'static str, shape: &[usize], strides: &[usize], offset: usi
 pub fn strided_many(op: &'static str, layouts: &[&Layout]) -> Result<Vec<StridedArg>> {
     let shape = &layouts[0].shape;
     if layouts.iter().any(|l| &l.shape != shape) {
-        return Err(Error::invalid(op, "views of different shapes cannot share one index walk"));
+        return Err(Error::invalid(
+            op,
+            "views of different shapes cannot share one index walk",
+        ));
     }
     let strides: Vec<&[usize]> = layouts.iter().map(|l| l.strides.as_slice()).collect();
     let (cshape, cstrides) = collapse(shape, &strides);
-    layouts.iter().zip(&cstrides).map(|(l, s)| strided(op, &cshape, s, l.offset)).collect()
+    layouts
+        .iter()
+        .zip(&cstrides)
+        .map(|(l, s)| strided(op, &cshape, s, l.offset))
+        .collect()
 }
 
 #[cfg(test)]
@@ -184,16 +232,30 @@ mod tests {
 
     #[test]
     fn collapsing_keeps_every_storage_position() {
-        let layout = Layout { shape: vec![2, 1, 3, 4], strides: vec![1, 99, 8, 2], offset: 5 };
+        let layout = Layout {
+            shape: vec![2, 1, 3, 4],
+            strides: vec![1, 99, 8, 2],
+            offset: 5,
+        };
         let (shape, strides) = collapse(&layout.shape, &[&layout.strides]);
-        let collapsed = Layout { shape, strides: strides[0].clone(), offset: 5 };
-        assert_eq!(layout.storage_indices().collect::<Vec<_>>(), collapsed.storage_indices().collect::<Vec<_>>());
+        let collapsed = Layout {
+            shape,
+            strides: strides[0].clone(),
+            offset: 5,
+        };
+        assert_eq!(
+            layout.storage_indices().collect::<Vec<_>>(),
+            collapsed.storage_indices().collect::<Vec<_>>()
+        );
     }
 
     #[test]
     fn strided_args_mark_contiguity_and_refuse_too_many_dimensions() {
         let a = strided("t", &[6], &[1], 3).expect("fits");
-        assert_eq!((a.ndim, a.contiguous, a.offset, a.shape[0], a.shape[1]), (1, 1, 3, 6, 1));
+        assert_eq!(
+            (a.ndim, a.contiguous, a.offset, a.shape[0], a.shape[1]),
+            (1, 1, 3, 6, 1)
+        );
         let b = strided("t", &[3, 2], &[1, 3], 0).expect("fits");
         assert_eq!(b.contiguous, 0);
         let scalar = strided("t", &[], &[], 7).expect("fits");
@@ -211,11 +273,35 @@ mod tests {
 
     #[test]
     fn launches_are_checked_against_parameter_lists() {
-        let l = Launch { kernel: "k".into(), args: vec![Arg::Ptr(0), Arg::F32(1.0)], grid: (1, 1, 1), block: (256, 1, 1) };
-        let (ptr, f32, u32) = (ParamSpec { size: 8, align: 8, float: false }, ParamSpec { size: 4, align: 4, float: true }, ParamSpec { size: 4, align: 4, float: false });
+        let l = Launch {
+            kernel: "k".into(),
+            args: vec![Arg::Ptr(0), Arg::F32(1.0)],
+            grid: (1, 1, 1),
+            block: (256, 1, 1),
+        };
+        let (ptr, f32, u32) = (
+            ParamSpec {
+                size: 8,
+                align: 8,
+                float: false,
+            },
+            ParamSpec {
+                size: 4,
+                align: 4,
+                float: true,
+            },
+            ParamSpec {
+                size: 4,
+                align: 4,
+                float: false,
+            },
+        );
         assert!(l.check_against(&[ptr, f32]).is_ok());
         let err = l.check_against(&[ptr]).expect_err("one parameter too many");
         assert!(err.to_string().contains("kernel k"), "{err}");
-        assert!(l.check_against(&[ptr, u32]).is_err(), "a float passed where the kernel takes an integer");
+        assert!(
+            l.check_against(&[ptr, u32]).is_err(),
+            "a float passed where the kernel takes an integer"
+        );
     }
 }

@@ -99,14 +99,19 @@ pub fn open(ordinal: usize) -> std::result::Result<CudaDevice, String> {
         return Err(why);
     }
     let attempt = std::panic::catch_unwind(AssertUnwindSafe(|| -> std::result::Result<Arc<CudaBackend>, String> {
-        let count = CudaContext::device_count().map_err(|e| format!("the CUDA driver could not be initialised ({e:?})"))?;
+        let count =
+            CudaContext::device_count().map_err(|e| format!("the CUDA driver could not be initialised ({e:?})"))?;
         if count <= 0 {
             return Err("the CUDA driver reports no device".to_string());
         }
         if ordinal >= count as usize {
-            return Err(format!("CUDA device {ordinal} was asked for, but the driver reports {count}"));
+            return Err(format!(
+                "CUDA device {ordinal} was asked for, but the driver reports {count}"
+            ));
         }
-        CudaBackend::new(ordinal).map(Arc::new).map_err(|e| format!("opening CUDA device {ordinal} failed: {e}"))
+        CudaBackend::new(ordinal)
+            .map(Arc::new)
+            .map_err(|e| format!("opening CUDA device {ordinal} failed: {e}"))
     }));
     match attempt {
         Ok(Ok(backend)) => {
@@ -115,7 +120,11 @@ pub fn open(ordinal: usize) -> std::result::Result<CudaDevice, String> {
         }
         Ok(Err(why)) => Err(why),
         Err(panic) => {
-            let msg = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "unknown panic".into());
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
             Err(format!("the CUDA libraries failed while opening the device: {msg}"))
         }
     }
@@ -123,7 +132,9 @@ pub fn open(ordinal: usize) -> std::result::Result<CudaDevice, String> {
 
 /// How many CUDA devices the driver reports (call after [`open`] succeeded).
 pub fn device_count() -> Result<usize> {
-    CudaContext::device_count().map(|n| n.max(0) as usize).map_err(|e| driver_error("cuDeviceGetCount", e))
+    CudaContext::device_count()
+        .map(|n| n.max(0) as usize)
+        .map_err(|e| driver_error("cuDeviceGetCount", e))
 }
 
 impl CudaBackend {
@@ -133,7 +144,8 @@ impl CudaBackend {
         // the one it was made on; nothing has been allocated yet.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
-        let blas = CudaBlas::new(Arc::clone(&stream)).map_err(|e| Error::Cuda(format!("creating the cuBLAS handle: {e:?}")))?;
+        let blas = CudaBlas::new(Arc::clone(&stream))
+            .map_err(|e| Error::Cuda(format!("creating the cuBLAS handle: {e:?}")))?;
         // Plain FP32 unless a call asks for TF32 through its compute type.
         // SAFETY: a live handle.
         unsafe { blas_sys::cublasSetMathMode(*blas.handle(), blas_sys::cublasMath_t::CUBLAS_DEFAULT_MATH) }
@@ -144,8 +156,17 @@ impl CudaBackend {
         let cublas_version = unsafe { blas_sys::cublasGetVersion_v2(*blas.handle(), &mut cublas_version) }
             .result()
             .ok()
-            .map(|()| format!("{}.{}.{}", cublas_version / 10000, (cublas_version % 10000) / 100, cublas_version % 100));
-        let (major, minor) = ctx.compute_capability().map_err(|e| driver_error("reading the compute capability", e))?;
+            .map(|()| {
+                format!(
+                    "{}.{}.{}",
+                    cublas_version / 10000,
+                    (cublas_version % 10000) / 100,
+                    cublas_version % 100
+                )
+            });
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(|e| driver_error("reading the compute capability", e))?;
         let arch = std::env::var("CS336_CUDA_ARCH").unwrap_or_else(|_| kernels::arch_for(major, minor));
         let props = DeviceProps::read(&ctx, &arch, cublas_version)?;
         let start = std::time::Instant::now();
@@ -225,7 +246,10 @@ impl CudaBackend {
             DType::I32 => CudaData::I32(self.alloc_raw(len)?),
             DType::I64 => CudaData::I64(self.alloc_raw(len)?),
         };
-        Ok(CudaBuffer { data, backend: Arc::clone(self) })
+        Ok(CudaBuffer {
+            data,
+            backend: Arc::clone(self),
+        })
     }
 
     /// Whether a kernel of this name was compiled.
@@ -235,7 +259,10 @@ impl CudaBackend {
 
     /// Runs a planned launch after checking it against the kernel's parameter list.
     pub fn launch(&self, l: &Launch) -> Result<()> {
-        let (func, params) = self.functions.get(&l.kernel).ok_or_else(|| Error::Cuda(format!("no kernel named {} in kernels/*.cu", l.kernel)))?;
+        let (func, params) = self
+            .functions
+            .get(&l.kernel)
+            .ok_or_else(|| Error::Cuda(format!("no kernel named {} in kernels/*.cu", l.kernel)))?;
         l.check_against(params)?;
         let mut builder = self.stream.launch_builder(func);
         for arg in &l.args {
@@ -247,19 +274,27 @@ impl CudaBackend {
                 Arg::Strided(v) => builder.arg(v),
             };
         }
-        let cfg = LaunchConfig { grid_dim: l.grid, block_dim: l.block, shared_mem_bytes: 0 };
+        let cfg = LaunchConfig {
+            grid_dim: l.grid,
+            block_dim: l.block,
+            shared_mem_bytes: 0,
+        };
         // SAFETY: the arguments match the kernel's parameter list (checked above); the plans
         // bounds-check every view against its buffer before addresses are handed out.
         unsafe { builder.launch(cfg) }.map_err(|e| driver_error(&format!("launching {}", l.kernel), e))?;
         if self.check_each_launch {
-            self.stream.synchronize().map_err(|e| driver_error(&format!("kernel {} failed", l.kernel), e))?;
+            self.stream
+                .synchronize()
+                .map_err(|e| driver_error(&format!("kernel {} failed", l.kernel), e))?;
         }
         Ok(())
     }
 
     /// The cuBLAS handle, locked (a handle must not be used by two threads at once).
     fn blas(&self) -> Result<MutexGuard<'_, CudaBlas>> {
-        self.ctx.bind_to_thread().map_err(|e| driver_error("binding the context", e))?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| driver_error("binding the context", e))?;
         Ok(self.blas.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
@@ -281,7 +316,13 @@ fn load_kernels(ctx: &Arc<CudaContext>, arch: &str) -> Result<HashMap<String, (C
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::Cuda("an NVRTC compile thread panicked".into())))).collect()
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Cuda("an NVRTC compile thread panicked".into())))
+            })
+            .collect()
     });
     let mut functions = HashMap::new();
     for c in compiled {
@@ -290,9 +331,13 @@ fn load_kernels(ctx: &Arc<CudaContext>, arch: &str) -> Result<HashMap<String, (C
             Some(bin) => Ptx::from_binary(bin),
             None => Ptx::from_src(c.ptx.clone()),
         };
-        let module = ctx.load_module(image).map_err(|e| driver_error(&format!("loading kernels/{} ({})", c.file, c.arch), e))?;
+        let module = ctx
+            .load_module(image)
+            .map_err(|e| driver_error(&format!("loading kernels/{} ({})", c.file, c.arch), e))?;
         for (name, params) in kernels::parse_entries(&c.ptx)? {
-            let func = module.load_function(&name).map_err(|e| driver_error(&format!("finding kernel {name}"), e))?;
+            let func = module
+                .load_function(&name)
+                .map_err(|e| driver_error(&format!("finding kernel {name}"), e))?;
             functions.insert(name, (func, params));
         }
     }

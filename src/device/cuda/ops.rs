@@ -8,7 +8,11 @@ use crate::error::{Error, Result};
 use crate::tensor::{BinaryOp, DType, Element, Layout, ReduceOp, UnaryOp};
 
 fn needs_float(op: &'static str, dtype: DType) -> Error {
-    Error::UnsupportedDType { op, dtype: dtype.name(), why: "this operation needs a floating-point dtype" }
+    Error::UnsupportedDType {
+        op,
+        dtype: dtype.name(),
+        why: "this operation needs a floating-point dtype",
+    }
 }
 
 fn n_arg(n: usize) -> Arg {
@@ -74,7 +78,14 @@ pub fn binary(op: BinaryOp, dtype: DType, out: u64, a: (u64, &Layout), b: (u64, 
     let ls = strided_many(op.name(), &[a.1, b.1])?;
     Ok(Launch {
         kernel: format!("{}_{}", op.name(), dtype_suffix(dtype)),
-        args: vec![Arg::Ptr(out), Arg::Ptr(a.0), Arg::Strided(ls[0]), Arg::Ptr(b.0), Arg::Strided(ls[1]), n_arg(n)],
+        args: vec![
+            Arg::Ptr(out),
+            Arg::Ptr(a.0),
+            Arg::Strided(ls[0]),
+            Arg::Ptr(b.0),
+            Arg::Strided(ls[1]),
+            n_arg(n),
+        ],
         grid: grid_for(n, sm),
         block: (THREADS, 1, 1),
     })
@@ -108,7 +119,17 @@ pub fn reduce_chunks(outputs: usize, run: usize, sm: u32) -> (usize, usize) {
 /// empty run the walk has no elements, yet the kept dimensions still give outputs: a sum over an
 /// empty dimension is 0, a mean NaN.)
 #[allow(clippy::too_many_arguments)]
-pub fn reduce(op: ReduceOp, dtype: DType, out: u64, partial: u64, input: u64, walk: &Layout, outputs: usize, run: usize, sm: u32) -> Result<ReducePlan> {
+pub fn reduce(
+    op: ReduceOp,
+    dtype: DType,
+    out: u64,
+    partial: u64,
+    input: u64,
+    walk: &Layout,
+    outputs: usize,
+    run: usize,
+    sm: u32,
+) -> Result<ReducePlan> {
     if op == ReduceOp::Mean && !dtype.is_float() {
         return Err(needs_float("mean", dtype));
     }
@@ -123,17 +144,35 @@ pub fn reduce(op: ReduceOp, dtype: DType, out: u64, partial: u64, input: u64, wa
     let grid_x = outputs.clamp(1, 1 << 30) as u32;
     let first = Launch {
         kernel: format!("reduce_{first_op}_{suffix}"),
-        args: vec![Arg::Ptr(partial), Arg::Ptr(input), Arg::Strided(l), n_arg(outputs), n_arg(run), n_arg(chunk)],
+        args: vec![
+            Arg::Ptr(partial),
+            Arg::Ptr(input),
+            Arg::Strided(l),
+            n_arg(outputs),
+            n_arg(run),
+            n_arg(chunk),
+        ],
         grid: (grid_x, chunks as u32, 1),
         block: (REDUCE_THREADS, 1, 1),
     };
     let finish = Launch {
         kernel: format!("reduce_finish_{}_{suffix}", op.name()),
-        args: vec![Arg::Ptr(out), Arg::Ptr(partial), n_arg(outputs), n_arg(chunks), n_arg(run)],
+        args: vec![
+            Arg::Ptr(out),
+            Arg::Ptr(partial),
+            n_arg(outputs),
+            n_arg(chunks),
+            n_arg(run),
+        ],
         grid: grid_for(outputs, sm),
         block: (THREADS, 1, 1),
     };
-    Ok(ReducePlan { outputs, chunks, first, finish })
+    Ok(ReducePlan {
+        outputs,
+        chunks,
+        first,
+        finish,
+    })
 }
 
 /// `contiguous()`: a strided gather into row-major order.
@@ -162,14 +201,25 @@ pub fn cast(from: DType, to: DType, out: u64, input: u64, layout: &Layout, sm: u
 pub fn triu(dtype: DType, out: u64, input: u64, layout: &Layout, diagonal: i64, sm: u32) -> Result<Launch> {
     let nd = layout.ndim();
     if nd < 2 {
-        return Err(Error::invalid("triu", format!("needs at least 2 dimensions, got shape {:?}", layout.shape)));
+        return Err(Error::invalid(
+            "triu",
+            format!("needs at least 2 dimensions, got shape {:?}", layout.shape),
+        ));
     }
     let n = layout.numel();
     let (rows, cols) = (layout.shape[nd - 2], layout.shape[nd - 1]);
     let l = strided_many("triu", &[layout])?[0];
     Ok(Launch {
         kernel: format!("triu_{}", dtype_suffix(dtype)),
-        args: vec![Arg::Ptr(out), Arg::Ptr(input), Arg::Strided(l), n_arg(n), n_arg(rows.max(1)), n_arg(cols.max(1)), Arg::I64(diagonal)],
+        args: vec![
+            Arg::Ptr(out),
+            Arg::Ptr(input),
+            Arg::Strided(l),
+            n_arg(n),
+            n_arg(rows.max(1)),
+            n_arg(cols.max(1)),
+            Arg::I64(diagonal),
+        ],
         grid: grid_for(n, sm),
         block: (THREADS, 1, 1),
     })
@@ -185,7 +235,12 @@ pub fn fill(dtype: DType, out: u64, n: usize, value: f64, sm: u32) -> Result<Lau
         DType::I32 => ("fill_u32", Arg::U32(i32::from_f64(value) as u32)),
         DType::I64 => ("fill_u64", Arg::U64(i64::from_f64(value) as u64)),
     };
-    Ok(Launch { kernel: kernel.into(), args: vec![Arg::Ptr(out), n_arg(n), bits], grid: grid_for(n, sm), block: (THREADS, 1, 1) })
+    Ok(Launch {
+        kernel: kernel.into(),
+        args: vec![Arg::Ptr(out), n_arg(n), bits],
+        grid: grid_for(n, sm),
+        block: (THREADS, 1, 1),
+    })
 }
 
 /// Which random distribution a device fill draws from.
@@ -199,7 +254,10 @@ pub enum Distribution {
 
 pub fn random(dist: Distribution, dtype: DType, out: u64, n: usize, seed: u64, sm: u32) -> Result<Launch> {
     if !dtype.is_float() {
-        return Err(needs_float(if dist == Distribution::Normal { "randn" } else { "rand" }, dtype));
+        return Err(needs_float(
+            if dist == Distribution::Normal { "randn" } else { "rand" },
+            dtype,
+        ));
     }
     let name = match dist {
         Distribution::Normal => "randn",
@@ -243,28 +301,61 @@ pub enum UpdateKernel {
 
 fn update_kernel(op: &str, dtype: DType, ptrs: &[u64], which: UpdateKernel) -> (String, bool) {
     let vectorised = which == UpdateKernel::Fast && aligned16(ptrs);
-    (format!("{op}_{}{}", dtype_suffix(dtype), if vectorised { "_vec" } else { "" }), vectorised)
+    (
+        format!("{op}_{}{}", dtype_suffix(dtype), if vectorised { "_vec" } else { "" }),
+        vectorised,
+    )
 }
 
 /// `p -= lr · g` over `n` contiguous elements starting at the given addresses.
 pub fn sgd(dtype: DType, p: u64, g: u64, n: usize, lr: f64, which: UpdateKernel, sm: u32) -> Result<Launch> {
     if !dtype.is_float() {
-        return Err(Error::UnsupportedDType { op: "sgd_update", dtype: dtype.name(), why: "parameters must be floating point" });
+        return Err(Error::UnsupportedDType {
+            op: "sgd_update",
+            dtype: dtype.name(),
+            why: "parameters must be floating point",
+        });
     }
     let (kernel, vectorised) = update_kernel("sgd", dtype, &[p, g], which);
-    Ok(Launch { kernel, args: vec![Arg::Ptr(p), Arg::Ptr(g), n_arg(n), Arg::F32(lr as f32)], grid: update_grid(dtype, n, vectorised, sm), block: (THREADS, 1, 1) })
+    Ok(Launch {
+        kernel,
+        args: vec![Arg::Ptr(p), Arg::Ptr(g), n_arg(n), Arg::F32(lr as f32)],
+        grid: update_grid(dtype, n, vectorised, sm),
+        block: (THREADS, 1, 1),
+    })
 }
 
 /// `s += g²; p -= lr · g / √(s + eps)` over `n` contiguous elements.
 #[allow(clippy::too_many_arguments)]
-pub fn adagrad(dtype: DType, p: u64, s: u64, g: u64, n: usize, lr: f64, eps: f64, which: UpdateKernel, sm: u32) -> Result<Launch> {
+pub fn adagrad(
+    dtype: DType,
+    p: u64,
+    s: u64,
+    g: u64,
+    n: usize,
+    lr: f64,
+    eps: f64,
+    which: UpdateKernel,
+    sm: u32,
+) -> Result<Launch> {
     if !dtype.is_float() {
-        return Err(Error::UnsupportedDType { op: "adagrad_update", dtype: dtype.name(), why: "parameters must be floating point" });
+        return Err(Error::UnsupportedDType {
+            op: "adagrad_update",
+            dtype: dtype.name(),
+            why: "parameters must be floating point",
+        });
     }
     let (kernel, vectorised) = update_kernel("adagrad", dtype, &[p, s, g], which);
     Ok(Launch {
         kernel,
-        args: vec![Arg::Ptr(p), Arg::Ptr(s), Arg::Ptr(g), n_arg(n), Arg::F32(lr as f32), Arg::F32(eps as f32)],
+        args: vec![
+            Arg::Ptr(p),
+            Arg::Ptr(s),
+            Arg::Ptr(g),
+            n_arg(n),
+            Arg::F32(lr as f32),
+            Arg::F32(eps as f32),
+        ],
         grid: update_grid(dtype, n, vectorised, sm),
         block: (THREADS, 1, 1),
     })
@@ -272,7 +363,14 @@ pub fn adagrad(dtype: DType, p: u64, s: u64, g: u64, n: usize, lr: f64, eps: f64
 
 /// The fused MSE loss: pass 1 writes one f64 partial sum per block into `partial` (which needs
 /// `blocks` entries), then the mean reduction's finishing kernel divides by `n`.
-pub fn mse(dtype: DType, out: u64, partial: u64, pred: (u64, &Layout), target: (u64, &Layout), sm: u32) -> Result<(Launch, Launch, usize)> {
+pub fn mse(
+    dtype: DType,
+    out: u64,
+    partial: u64,
+    pred: (u64, &Layout),
+    target: (u64, &Layout),
+    sm: u32,
+) -> Result<(Launch, Launch, usize)> {
     if !dtype.is_float() {
         return Err(needs_float("mse_loss", dtype));
     }
@@ -282,7 +380,14 @@ pub fn mse(dtype: DType, out: u64, partial: u64, pred: (u64, &Layout), target: (
     // The block reduction in reduce.cu needs REDUCE_THREADS threads.
     let first = Launch {
         kernel: format!("mse_sum_{}", dtype_suffix(dtype)),
-        args: vec![Arg::Ptr(partial), Arg::Ptr(pred.0), Arg::Strided(ls[0]), Arg::Ptr(target.0), Arg::Strided(ls[1]), n_arg(n)],
+        args: vec![
+            Arg::Ptr(partial),
+            Arg::Ptr(pred.0),
+            Arg::Strided(ls[0]),
+            Arg::Ptr(target.0),
+            Arg::Strided(ls[1]),
+            n_arg(n),
+        ],
         grid,
         block: (REDUCE_THREADS, 1, 1),
     };
@@ -308,13 +413,39 @@ mod tests {
     #[test]
     fn kernel_names_say_op_and_dtype() {
         let l = Layout::contiguous(&[4]);
-        assert_eq!(unary(UnaryOp::Sqrt, DType::BF16, 0, 0, &l, 1).expect("plan").kernel, "sqrt_bf16");
-        assert_eq!(unary(UnaryOp::PowScalar(2.0), DType::F32, 0, 0, &l, 1).expect("plan").kernel, "square_f32");
-        assert_eq!(unary(UnaryOp::PowScalar(3.0), DType::F32, 0, 0, &l, 1).expect("plan").kernel, "pow_scalar_f32");
-        assert_eq!(unary(UnaryOp::AddScalar(2.0), DType::I64, 0, 0, &l, 1).expect("plan").args[4], Arg::I64(2));
-        assert!(unary(UnaryOp::AddScalar(0.5), DType::I32, 0, 0, &l, 1).is_err(), "a fractional scalar on integers");
+        assert_eq!(
+            unary(UnaryOp::Sqrt, DType::BF16, 0, 0, &l, 1).expect("plan").kernel,
+            "sqrt_bf16"
+        );
+        assert_eq!(
+            unary(UnaryOp::PowScalar(2.0), DType::F32, 0, 0, &l, 1)
+                .expect("plan")
+                .kernel,
+            "square_f32"
+        );
+        assert_eq!(
+            unary(UnaryOp::PowScalar(3.0), DType::F32, 0, 0, &l, 1)
+                .expect("plan")
+                .kernel,
+            "pow_scalar_f32"
+        );
+        assert_eq!(
+            unary(UnaryOp::AddScalar(2.0), DType::I64, 0, 0, &l, 1)
+                .expect("plan")
+                .args[4],
+            Arg::I64(2)
+        );
+        assert!(
+            unary(UnaryOp::AddScalar(0.5), DType::I32, 0, 0, &l, 1).is_err(),
+            "a fractional scalar on integers"
+        );
         assert!(unary(UnaryOp::Sqrt, DType::I32, 0, 0, &l, 1).is_err());
-        assert_eq!(binary(BinaryOp::Maximum, DType::I32, 0, (0, &l), (0, &l), 1).expect("plan").kernel, "maximum_i32");
+        assert_eq!(
+            binary(BinaryOp::Maximum, DType::I32, 0, (0, &l), (0, &l), 1)
+                .expect("plan")
+                .kernel,
+            "maximum_i32"
+        );
         assert!(binary(BinaryOp::Div, DType::I64, 0, (0, &l), (0, &l), 1).is_err());
     }
 
@@ -332,7 +463,10 @@ mod tests {
     fn reductions_split_long_runs_across_blocks() {
         // One output over 100M elements: many chunks, each a long stretch of work.
         let (chunks, chunk) = reduce_chunks(1, 100_000_000, 132);
-        assert!(chunks >= 132 && chunks * chunk >= 100_000_000 && (chunks - 1) * chunk < 100_000_000, "{chunks} x {chunk}");
+        assert!(
+            chunks >= 132 && chunks * chunk >= 100_000_000 && (chunks - 1) * chunk < 100_000_000,
+            "{chunks} x {chunk}"
+        );
         // Many outputs: one block each.
         assert_eq!(reduce_chunks(1 << 20, 64, 132), (1, 64));
         // An empty run still has one (empty) chunk per output.
@@ -353,7 +487,11 @@ mod tests {
         assert_eq!(fast.kernel, "adagrad_f32_vec");
         let odd = adagrad(DType::F32, 260, 512, 1024, 1000, 0.01, 1e-5, UpdateKernel::Fast, 132).expect("plan");
         assert_eq!(odd.kernel, "adagrad_f32");
-        assert_eq!(odd.grid.0 as usize * THREADS as usize, 1024, "one thread per element, every element covered");
+        assert_eq!(
+            odd.grid.0 as usize * THREADS as usize,
+            1024,
+            "one thread per element, every element covered"
+        );
         let reference = sgd(DType::BF16, 256, 512, 10, 0.1, UpdateKernel::Reference, 132).expect("plan");
         assert_eq!(reference.kernel, "sgd_bf16");
     }

@@ -28,16 +28,27 @@ pub struct DeviceProps {
 
 impl DeviceProps {
     pub fn read(ctx: &CudaContext, arch: &str, cublas_version: Option<String>) -> Result<DeviceProps> {
-        let attr = |a| ctx.attribute(a).map_err(|e| super::driver_error("reading a device attribute", e));
+        let attr = |a| {
+            ctx.attribute(a)
+                .map_err(|e| super::driver_error("reading a device attribute", e))
+        };
         let mut version = 0;
         // SAFETY: one out-parameter; the driver is initialised (the context exists).
-        unsafe { drv::cuDriverGetVersion(&mut version) }.result().map_err(|e| super::driver_error("cuDriverGetVersion", e))?;
+        unsafe { drv::cuDriverGetVersion(&mut version) }
+            .result()
+            .map_err(|e| super::driver_error("cuDriverGetVersion", e))?;
         let (nv_major, nv_minor) = super::kernels::nvrtc_version()?;
         Ok(DeviceProps {
             ordinal: ctx.ordinal(),
-            name: ctx.name().map_err(|e| super::driver_error("reading the device name", e))?,
-            total_memory: ctx.total_mem().map_err(|e| super::driver_error("reading the device memory size", e))?,
-            compute_capability: ctx.compute_capability().map_err(|e| super::driver_error("reading the compute capability", e))?,
+            name: ctx
+                .name()
+                .map_err(|e| super::driver_error("reading the device name", e))?,
+            total_memory: ctx
+                .total_mem()
+                .map_err(|e| super::driver_error("reading the device memory size", e))?,
+            compute_capability: ctx
+                .compute_capability()
+                .map_err(|e| super::driver_error("reading the compute capability", e))?,
             sm_count: attr(drv::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32,
             l2_cache_bytes: attr(drv::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(0) as u64,
             memory_bus_width_bits: attr(drv::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).ok(),
@@ -58,7 +69,10 @@ impl DeviceProps {
     pub fn details(&self) -> IndexMap<String, Value> {
         let mut d = IndexMap::new();
         d.insert("ordinal".into(), json!(self.ordinal));
-        d.insert("compute_capability".into(), json!(format!("{}.{}", self.compute_capability.0, self.compute_capability.1)));
+        d.insert(
+            "compute_capability".into(),
+            json!(format!("{}.{}", self.compute_capability.0, self.compute_capability.1)),
+        );
         d.insert("sm_count".into(), json!(self.sm_count));
         d.insert("l2_cache_bytes".into(), json!(self.l2_cache_bytes));
         if let Some(w) = self.memory_bus_width_bits {
@@ -84,7 +98,11 @@ pub fn slug(name: &str) -> String {
         }
     }
     let trimmed = out.trim_matches('-');
-    if trimmed.is_empty() { "cuda".to_string() } else { trimmed.to_string() }
+    if trimmed.is_empty() {
+        "cuda".to_string()
+    } else {
+        trimmed.to_string()
+    }
 }
 
 /// "580.159.03" from /proc/driver/nvidia/version ("NVRM version: NVIDIA UNIX x86_64 Kernel Module
@@ -96,7 +114,13 @@ fn kernel_driver_version() -> Option<String> {
 
 fn parse_nvrm_version(text: &str) -> Option<String> {
     let line = text.lines().find(|l| l.starts_with("NVRM version"))?;
-    line.split_whitespace().find(|w| w.split('.').count() >= 2 && w.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))).map(str::to_string)
+    line.split_whitespace()
+        .find(|w| {
+            w.split('.').count() >= 2
+                && w.split('.')
+                    .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        })
+        .map(str::to_string)
 }
 
 #[cfg(test)]

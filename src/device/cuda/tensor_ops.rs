@@ -19,7 +19,14 @@ pub fn unary(op: UnaryOp, x: &CudaBuffer, layout: &Layout) -> Result<CudaBuffer>
     let b = x.backend();
     let out = b.alloc(x.dtype(), layout.numel())?;
     if layout.numel() > 0 {
-        b.launch(&ops::unary(op, x.dtype(), out.device_ptr(), x.device_ptr(), layout, b.sm_count())?)?;
+        b.launch(&ops::unary(
+            op,
+            x.dtype(),
+            out.device_ptr(),
+            x.device_ptr(),
+            layout,
+            b.sm_count(),
+        )?)?;
     }
     Ok(out)
 }
@@ -28,12 +35,23 @@ pub fn binary(op: BinaryOp, a: &CudaBuffer, la: &Layout, b: &CudaBuffer, lb: &La
     check_bounds(op.name(), la, a.len())?;
     check_bounds(op.name(), lb, b.len())?;
     if a.dtype() != b.dtype() {
-        return Err(Error::DTypeMismatch { op: op.name(), lhs: a.dtype().name(), rhs: b.dtype().name() });
+        return Err(Error::DTypeMismatch {
+            op: op.name(),
+            lhs: a.dtype().name(),
+            rhs: b.dtype().name(),
+        });
     }
     let be = a.backend();
     let out = be.alloc(a.dtype(), la.numel())?;
     if la.numel() > 0 {
-        be.launch(&ops::binary(op, a.dtype(), out.device_ptr(), (a.device_ptr(), la), (b.device_ptr(), lb), be.sm_count())?)?;
+        be.launch(&ops::binary(
+            op,
+            a.dtype(),
+            out.device_ptr(),
+            (a.device_ptr(), la),
+            (b.device_ptr(), lb),
+            be.sm_count(),
+        )?)?;
     }
     Ok(out)
 }
@@ -45,7 +63,14 @@ pub fn reduce(op: ReduceOp, x: &CudaBuffer, layout: &Layout, dims: &[usize]) -> 
     let outputs: usize = kept.iter().map(|&d| layout.shape[d]).product();
     let run: usize = dims.iter().map(|&d| layout.shape[d]).product();
     if run == 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) {
-        return Err(Error::invalid(op.name(), format!("cannot take the {} over an empty dimension (shape {:?})", op.name(), layout.shape)));
+        return Err(Error::invalid(
+            op.name(),
+            format!(
+                "cannot take the {} over an empty dimension (shape {:?})",
+                op.name(),
+                layout.shape
+            ),
+        ));
     }
     let order: Vec<usize> = kept.iter().copied().chain(dims.iter().copied()).collect();
     let walk = layout.permute(&order)?;
@@ -56,7 +81,17 @@ pub fn reduce(op: ReduceOp, x: &CudaBuffer, layout: &Layout, dims: &[usize]) -> 
     }
     let (chunks, _) = ops::reduce_chunks(outputs, run, b.sm_count());
     let partial = b.alloc_raw::<f64>(outputs * chunks)?;
-    let plan = ops::reduce(op, x.dtype(), out.device_ptr(), partial.device_ptr(), x.device_ptr(), &walk, outputs, run, b.sm_count())?;
+    let plan = ops::reduce(
+        op,
+        x.dtype(),
+        out.device_ptr(),
+        partial.device_ptr(),
+        x.device_ptr(),
+        &walk,
+        outputs,
+        run,
+        b.sm_count(),
+    )?;
     b.launch(&plan.first)?;
     b.launch(&plan.finish)?;
     Ok(out)
@@ -68,7 +103,11 @@ pub fn matmul(a: &CudaBuffer, la: &Layout, b: &CudaBuffer, lb: &Layout) -> Resul
     check_bounds("matmul", la, a.len())?;
     check_bounds("matmul", lb, b.len())?;
     if a.dtype() != b.dtype() {
-        return Err(Error::DTypeMismatch { op: "matmul", lhs: a.dtype().name(), rhs: b.dtype().name() });
+        return Err(Error::DTypeMismatch {
+            op: "matmul",
+            lhs: a.dtype().name(),
+            rhs: b.dtype().name(),
+        });
     }
     let be = a.backend();
     let mode = GemmMode::for_dtype(a.dtype(), be.allow_tf32())?;
@@ -78,7 +117,16 @@ pub fn matmul(a: &CudaBuffer, la: &Layout, b: &CudaBuffer, lb: &Layout) -> Resul
 /// `matmul` with an explicit precision (f32 tensors: Fp32 or Tf32; bf16: Bf16 or Bf16F32Out).
 pub fn matmul_with(mode: GemmMode, a: &CudaBuffer, la: &Layout, b: &CudaBuffer, lb: &Layout) -> Result<CudaBuffer> {
     if a.dtype() != mode.input_dtype() || b.dtype() != mode.input_dtype() {
-        return Err(Error::invalid("matmul", format!("{} needs {} inputs, got {} and {}", mode.name(), mode.input_dtype(), a.dtype(), b.dtype())));
+        return Err(Error::invalid(
+            "matmul",
+            format!(
+                "{} needs {} inputs, got {} and {}",
+                mode.name(),
+                mode.input_dtype(),
+                a.dtype(),
+                b.dtype()
+            ),
+        ));
     }
     let be = a.backend();
     let nd = la.ndim();
@@ -90,7 +138,13 @@ pub fn matmul_with(mode: GemmMode, a: &CudaBuffer, la: &Layout, b: &CudaBuffer, 
     }
     if k == 0 {
         // An empty sum: every output is 0.
-        be.launch(&ops::fill(mode.output_dtype(), out.device_ptr(), out.len(), 0.0, be.sm_count())?)?;
+        be.launch(&ops::fill(
+            mode.output_dtype(),
+            out.device_ptr(),
+            out.len(),
+            0.0,
+            be.sm_count(),
+        )?)?;
         return Ok(out);
     }
     // Operands cuBLAS cannot take as they are get a contiguous copy first.
@@ -109,12 +163,28 @@ pub fn matmul_with(mode: GemmMode, a: &CudaBuffer, la: &Layout, b: &CudaBuffer, 
                 pb = &b_copy;
                 plb = Layout::contiguous(&lb.shape);
             }
-            blas::plan(&pla, &plb).map_err(|_| Error::Cuda(format!("matmul: no cuBLAS layout for contiguous {:?} x {:?}", pla.shape, plb.shape)))?
+            blas::plan(&pla, &plb).map_err(|_| {
+                Error::Cuda(format!(
+                    "matmul: no cuBLAS layout for contiguous {:?} x {:?}",
+                    pla.shape, plb.shape
+                ))
+            })?
         }
     };
     let handle = be.blas()?;
     // SAFETY: the plan comes from bounds-checked layouts over these buffers, of the mode's dtypes.
-    unsafe { blas::run(*handle.handle(), mode, &plan, GemmPtrs { a: pa.device_ptr(), b: pb.device_ptr(), c: out.device_ptr() }) }?;
+    unsafe {
+        blas::run(
+            *handle.handle(),
+            mode,
+            &plan,
+            GemmPtrs {
+                a: pa.device_ptr(),
+                b: pb.device_ptr(),
+                c: out.device_ptr(),
+            },
+        )
+    }?;
     Ok(out)
 }
 
@@ -124,7 +194,13 @@ pub fn gather(x: &CudaBuffer, layout: &Layout) -> Result<CudaBuffer> {
     let b = x.backend();
     let out = b.alloc(x.dtype(), layout.numel())?;
     if layout.numel() > 0 {
-        b.launch(&ops::gather(x.dtype(), out.device_ptr(), x.device_ptr(), layout, b.sm_count())?)?;
+        b.launch(&ops::gather(
+            x.dtype(),
+            out.device_ptr(),
+            x.device_ptr(),
+            layout,
+            b.sm_count(),
+        )?)?;
     }
     Ok(out)
 }
@@ -137,7 +213,14 @@ pub fn cast(x: &CudaBuffer, layout: &Layout, dtype: DType) -> Result<CudaBuffer>
     let b = x.backend();
     let out = b.alloc(dtype, layout.numel())?;
     if layout.numel() > 0 {
-        b.launch(&ops::cast(x.dtype(), dtype, out.device_ptr(), x.device_ptr(), layout, b.sm_count())?)?;
+        b.launch(&ops::cast(
+            x.dtype(),
+            dtype,
+            out.device_ptr(),
+            x.device_ptr(),
+            layout,
+            b.sm_count(),
+        )?)?;
     }
     Ok(out)
 }
@@ -147,7 +230,14 @@ pub fn triu(x: &CudaBuffer, layout: &Layout, diagonal: i64) -> Result<CudaBuffer
     let b = x.backend();
     let out = b.alloc(x.dtype(), layout.numel())?;
     if layout.numel() > 0 {
-        b.launch(&ops::triu(x.dtype(), out.device_ptr(), x.device_ptr(), layout, diagonal, b.sm_count())?)?;
+        b.launch(&ops::triu(
+            x.dtype(),
+            out.device_ptr(),
+            x.device_ptr(),
+            layout,
+            diagonal,
+            b.sm_count(),
+        )?)?;
     }
     Ok(out)
 }
@@ -162,19 +252,39 @@ pub fn full(backend: &Arc<CudaBackend>, dtype: DType, len: usize, value: f64) ->
 }
 
 /// `len` random elements drawn on the device from `seed`.
-pub fn random(backend: &Arc<CudaBackend>, dist: Distribution, dtype: DType, len: usize, seed: u64) -> Result<CudaBuffer> {
+pub fn random(
+    backend: &Arc<CudaBackend>,
+    dist: Distribution,
+    dtype: DType,
+    len: usize,
+    seed: u64,
+) -> Result<CudaBuffer> {
     let out = backend.alloc(dtype, len)?;
     if len > 0 {
-        backend.launch(&ops::random(dist, dtype, out.device_ptr(), len, seed, backend.sm_count())?)?;
+        backend.launch(&ops::random(
+            dist,
+            dtype,
+            out.device_ptr(),
+            len,
+            seed,
+            backend.sm_count(),
+        )?)?;
     }
     Ok(out)
 }
 
 /// The contiguous range a layout covers, for the in-place ops (which need contiguous views).
 fn contiguous_range(op: &'static str, layout: &Layout, len: usize) -> Result<std::ops::Range<usize>> {
-    let r = layout.contiguous_range().ok_or_else(|| Error::NotContiguous { op, shape: layout.shape.clone(), strides: layout.strides.clone() })?;
+    let r = layout.contiguous_range().ok_or_else(|| Error::NotContiguous {
+        op,
+        shape: layout.shape.clone(),
+        strides: layout.strides.clone(),
+    })?;
     if r.end > len {
-        return Err(Error::invalid(op, format!("layout {layout:?} reaches past the end of its storage ({len} elements)")));
+        return Err(Error::invalid(
+            op,
+            format!("layout {layout:?} reaches past the end of its storage ({len} elements)"),
+        ));
     }
     Ok(r)
 }
@@ -184,22 +294,53 @@ pub fn sgd_update(param: &mut CudaBuffer, pl: &Layout, grad: &CudaBuffer, gl: &L
     sgd_update_with(UpdateKernel::Fast, param, pl, grad, gl, lr)
 }
 
-pub fn sgd_update_with(which: UpdateKernel, param: &mut CudaBuffer, pl: &Layout, grad: &CudaBuffer, gl: &Layout, lr: f64) -> Result<()> {
-    let (rp, rg) = (contiguous_range("sgd_update", pl, param.len())?, contiguous_range("sgd_update", gl, grad.len())?);
+pub fn sgd_update_with(
+    which: UpdateKernel,
+    param: &mut CudaBuffer,
+    pl: &Layout,
+    grad: &CudaBuffer,
+    gl: &Layout,
+    lr: f64,
+) -> Result<()> {
+    let (rp, rg) = (
+        contiguous_range("sgd_update", pl, param.len())?,
+        contiguous_range("sgd_update", gl, grad.len())?,
+    );
     if param.dtype() != grad.dtype() {
-        return Err(Error::DTypeMismatch { op: "sgd_update", lhs: param.dtype().name(), rhs: grad.dtype().name() });
+        return Err(Error::DTypeMismatch {
+            op: "sgd_update",
+            lhs: param.dtype().name(),
+            rhs: grad.dtype().name(),
+        });
     }
     let n = rp.len();
     if n == 0 {
         return Ok(());
     }
     let b = Arc::clone(param.backend());
-    b.launch(&ops::sgd(param.dtype(), param.element_ptr(rp.start), grad.element_ptr(rg.start), n, lr, which, b.sm_count())?)
+    b.launch(&ops::sgd(
+        param.dtype(),
+        param.element_ptr(rp.start),
+        grad.element_ptr(rg.start),
+        n,
+        lr,
+        which,
+        b.sm_count(),
+    )?)
 }
 
 /// AdaGrad in place: `sum_sq += grad²; param -= lr · grad / √(sum_sq + eps)`.
 #[allow(clippy::too_many_arguments)]
-pub fn adagrad_update(param: &mut CudaBuffer, pl: &Layout, sum_sq: &mut CudaBuffer, sl: &Layout, grad: &CudaBuffer, gl: &Layout, lr: f64, eps: f64) -> Result<()> {
+pub fn adagrad_update(
+    param: &mut CudaBuffer,
+    pl: &Layout,
+    sum_sq: &mut CudaBuffer,
+    sl: &Layout,
+    grad: &CudaBuffer,
+    gl: &Layout,
+    lr: f64,
+    eps: f64,
+) -> Result<()> {
     adagrad_update_with(UpdateKernel::Fast, param, pl, sum_sq, sl, grad, gl, lr, eps)
 }
 
@@ -220,7 +361,11 @@ pub fn adagrad_update_with(
     let rg = contiguous_range("adagrad_update", gl, grad.len())?;
     for other in [sum_sq.dtype(), grad.dtype()] {
         if other != param.dtype() {
-            return Err(Error::DTypeMismatch { op: "adagrad_update", lhs: param.dtype().name(), rhs: other.name() });
+            return Err(Error::DTypeMismatch {
+                op: "adagrad_update",
+                lhs: param.dtype().name(),
+                rhs: other.name(),
+            });
         }
     }
     let n = rp.len();
@@ -228,26 +373,52 @@ pub fn adagrad_update_with(
         return Ok(());
     }
     let b = Arc::clone(param.backend());
-    let plan = ops::adagrad(param.dtype(), param.element_ptr(rp.start), sum_sq.element_ptr(rs.start), grad.element_ptr(rg.start), n, lr, eps, which, b.sm_count())?;
+    let plan = ops::adagrad(
+        param.dtype(),
+        param.element_ptr(rp.start),
+        sum_sq.element_ptr(rs.start),
+        grad.element_ptr(rg.start),
+        n,
+        lr,
+        eps,
+        which,
+        b.sm_count(),
+    )?;
     b.launch(&plan)
 }
 
 /// `dst[dl] = src[sl]`: both contiguous, one dtype (the dispatcher casts first), device to device.
 pub fn copy_into(dst: &mut CudaBuffer, dl: &Layout, src: &CudaBuffer, sl: &Layout) -> Result<()> {
-    let (rd, rs) = (contiguous_range("copy_from", dl, dst.len())?, contiguous_range("copy_from", sl, src.len())?);
+    let (rd, rs) = (
+        contiguous_range("copy_from", dl, dst.len())?,
+        contiguous_range("copy_from", sl, src.len())?,
+    );
     if dst.dtype() != src.dtype() {
-        return Err(Error::DTypeMismatch { op: "copy_from", lhs: dst.dtype().name(), rhs: src.dtype().name() });
+        return Err(Error::DTypeMismatch {
+            op: "copy_from",
+            lhs: dst.dtype().name(),
+            rhs: src.dtype().name(),
+        });
     }
     let bytes = rd.len() * dst.dtype().size_in_bytes();
     if bytes == 0 {
         return Ok(());
     }
     let b = Arc::clone(dst.backend());
-    b.context().bind_to_thread().map_err(|e| driver_error("binding the context", e))?;
+    b.context()
+        .bind_to_thread()
+        .map_err(|e| driver_error("binding the context", e))?;
     // SAFETY: both ranges were checked against their buffers; the copy is queued on the stream
     // that orders every use of these buffers.
-    unsafe { drv_result::memcpy_dtod_async(dst.element_ptr(rd.start), src.element_ptr(rs.start), bytes, b.stream().cu_stream()) }
-        .map_err(|e| driver_error("copying device to device", e))
+    unsafe {
+        drv_result::memcpy_dtod_async(
+            dst.element_ptr(rd.start),
+            src.element_ptr(rs.start),
+            bytes,
+            b.stream().cu_stream(),
+        )
+    }
+    .map_err(|e| driver_error("copying device to device", e))
 }
 
 /// The fused mean squared error `mean((pred - target)²)` as a 0-dimensional buffer.
@@ -255,13 +426,24 @@ pub fn mse_loss(pred: &CudaBuffer, lp: &Layout, target: &CudaBuffer, lt: &Layout
     check_bounds("mse_loss", lp, pred.len())?;
     check_bounds("mse_loss", lt, target.len())?;
     if pred.dtype() != target.dtype() {
-        return Err(Error::DTypeMismatch { op: "mse_loss", lhs: pred.dtype().name(), rhs: target.dtype().name() });
+        return Err(Error::DTypeMismatch {
+            op: "mse_loss",
+            lhs: pred.dtype().name(),
+            rhs: target.dtype().name(),
+        });
     }
     let b = pred.backend();
     let out = b.alloc(pred.dtype(), 1)?;
     let grid = super::launch::grid_for(lp.numel(), b.sm_count());
     let partial = b.alloc_raw::<f64>(grid.0 as usize)?;
-    let (first, finish, _) = ops::mse(pred.dtype(), out.device_ptr(), partial.device_ptr(), (pred.device_ptr(), lp), (target.device_ptr(), lt), b.sm_count())?;
+    let (first, finish, _) = ops::mse(
+        pred.dtype(),
+        out.device_ptr(),
+        partial.device_ptr(),
+        (pred.device_ptr(), lp),
+        (target.device_ptr(), lt),
+        b.sm_count(),
+    )?;
     b.launch(&first)?;
     b.launch(&finish)?;
     Ok(out)
@@ -272,7 +454,9 @@ pub fn mse_loss(pred: &CudaBuffer, lp: &Layout, target: &CudaBuffer, lt: &Layout
 fn upload_typed<T: cudarc::driver::DeviceRepr>(b: &Arc<CudaBackend>, host: &[T]) -> Result<DeviceMem<T>> {
     let mut mem = b.alloc_raw::<T>(host.len())?;
     if !host.is_empty() {
-        b.stream().memcpy_htod(host, mem.slice_mut()).map_err(|e| driver_error("copying host to device", e))?;
+        b.stream()
+            .memcpy_htod(host, mem.slice_mut())
+            .map_err(|e| driver_error("copying host to device", e))?;
     }
     Ok(mem)
 }
@@ -286,14 +470,23 @@ pub fn upload(backend: &Arc<CudaBackend>, host: &CpuBuffer, range: std::ops::Ran
         CpuBuffer::I32(v) => CudaData::I32(upload_typed(backend, &v[range])?),
         CpuBuffer::I64(v) => CudaData::I64(upload_typed(backend, &v[range])?),
     };
-    Ok(CudaBuffer { data, backend: Arc::clone(backend) })
+    Ok(CudaBuffer {
+        data,
+        backend: Arc::clone(backend),
+    })
 }
 
-fn download_typed<T: cudarc::driver::DeviceRepr + BufferElement>(b: &CudaBackend, mem: &DeviceMem<T>, range: std::ops::Range<usize>) -> Result<CpuBuffer> {
+fn download_typed<T: cudarc::driver::DeviceRepr + BufferElement>(
+    b: &CudaBackend,
+    mem: &DeviceMem<T>,
+    range: std::ops::Range<usize>,
+) -> Result<CpuBuffer> {
     let mut host = vec![T::zero(); range.len()];
     if !range.is_empty() {
         let view = mem.slice().slice(range);
-        b.stream().memcpy_dtoh(&view, &mut host).map_err(|e| driver_error("copying device to host", e))?;
+        b.stream()
+            .memcpy_dtoh(&view, &mut host)
+            .map_err(|e| driver_error("copying device to host", e))?;
         // A copy into pageable memory may return before it lands; wait before the host reads.
         b.synchronize()?;
     }
@@ -303,7 +496,10 @@ fn download_typed<T: cudarc::driver::DeviceRepr + BufferElement>(b: &CudaBackend
 /// Copies elements `range` of a device buffer to the host.
 pub fn download(x: &CudaBuffer, range: std::ops::Range<usize>) -> Result<CpuBuffer> {
     if range.end > x.len() {
-        return Err(Error::invalid("to_device", format!("elements {range:?} of a {}-element buffer", x.len())));
+        return Err(Error::invalid(
+            "to_device",
+            format!("elements {range:?} of a {}-element buffer", x.len()),
+        ));
     }
     let b = x.backend();
     with_cuda_data!(&x.data, m => download_typed(b, m, range))
@@ -312,7 +508,8 @@ pub fn download(x: &CudaBuffer, range: std::ops::Range<usize>) -> Result<CpuBuff
 /// One element, as f64.
 pub fn get_f64(x: &CudaBuffer, index: usize) -> Result<f64> {
     let one = download(x, index..index + 1)?;
-    one.get_f64(0).ok_or_else(|| Error::invalid("get", format!("storage position {index} out of range")))
+    one.get_f64(0)
+        .ok_or_else(|| Error::invalid("get", format!("storage position {index} out of range")))
 }
 
 /// Writes one element (rounded into the buffer's dtype on the host, as the CPU backend does).
@@ -320,11 +517,18 @@ pub fn set_f64(x: &mut CudaBuffer, index: usize, value: f64) -> Result<()> {
     if index >= x.len() {
         return Err(Error::invalid("set", format!("storage position {index} out of range")));
     }
-    fn put<T: cudarc::driver::DeviceRepr + Element>(b: &CudaBackend, mem: &mut DeviceMem<T>, index: usize, value: f64) -> Result<()> {
+    fn put<T: cudarc::driver::DeviceRepr + Element>(
+        b: &CudaBackend,
+        mem: &mut DeviceMem<T>,
+        index: usize,
+        value: f64,
+    ) -> Result<()> {
         let host = [T::from_f64(value)];
         let stream = std::sync::Arc::clone(b.stream());
         let mut view = mem.slice_mut().slice_mut(index..index + 1);
-        stream.memcpy_htod(&host, &mut view).map_err(|e| driver_error("copying host to device", e))?;
+        stream
+            .memcpy_htod(&host, &mut view)
+            .map_err(|e| driver_error("copying host to device", e))?;
         // `host` lives on this stack frame: wait until the copy has read it.
         b.synchronize()
     }
@@ -334,16 +538,29 @@ pub fn set_f64(x: &mut CudaBuffer, index: usize, value: f64) -> Result<()> {
 
 /// Copies a contiguous host range to the device through a pinned (page-locked) staging buffer,
 /// with an asynchronous copy: the path `DataLoader(pin_memory=True)` takes.
-pub fn upload_pinned(backend: &Arc<CudaBackend>, host: &CpuBuffer, range: std::ops::Range<usize>) -> Result<CudaBuffer> {
-    fn go<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy>(b: &Arc<CudaBackend>, host: &[T]) -> Result<DeviceMem<T>> {
+pub fn upload_pinned(
+    backend: &Arc<CudaBackend>,
+    host: &CpuBuffer,
+    range: std::ops::Range<usize>,
+) -> Result<CudaBuffer> {
+    fn go<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy>(
+        b: &Arc<CudaBackend>,
+        host: &[T],
+    ) -> Result<DeviceMem<T>> {
         let mut mem = b.alloc_raw::<T>(host.len())?;
         if host.is_empty() {
             return Ok(mem);
         }
         // SAFETY: filled completely below before any read.
-        let mut pinned = unsafe { b.context().alloc_pinned_with_flags::<T>(host.len(), 0) }.map_err(|e| driver_error("allocating pinned host memory", e))?;
-        pinned.as_mut_slice().map_err(|e| driver_error("mapping pinned memory", e))?.copy_from_slice(host);
-        b.stream().memcpy_htod(&pinned, mem.slice_mut()).map_err(|e| driver_error("copying pinned host memory to the device", e))?;
+        let mut pinned = unsafe { b.context().alloc_pinned_with_flags::<T>(host.len(), 0) }
+            .map_err(|e| driver_error("allocating pinned host memory", e))?;
+        pinned
+            .as_mut_slice()
+            .map_err(|e| driver_error("mapping pinned memory", e))?
+            .copy_from_slice(host);
+        b.stream()
+            .memcpy_htod(&pinned, mem.slice_mut())
+            .map_err(|e| driver_error("copying pinned host memory to the device", e))?;
         // The copy is asynchronous; the staging buffer is freed when this function returns, so
         // wait for the copy first (with event tracking off, cudarc's drop would not wait).
         b.synchronize()?;
@@ -356,7 +573,10 @@ pub fn upload_pinned(backend: &Arc<CudaBackend>, host: &CpuBuffer, range: std::o
         CpuBuffer::I32(v) => CudaData::I32(go(backend, &v[range])?),
         CpuBuffer::I64(v) => CudaData::I64(go(backend, &v[range])?),
     };
-    Ok(CudaBuffer { data, backend: Arc::clone(backend) })
+    Ok(CudaBuffer {
+        data,
+        backend: Arc::clone(backend),
+    })
 }
 
 /// A CPU buffer of `dtype` holding every element of `x` in row-major order (for tests and reading).

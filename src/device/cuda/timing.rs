@@ -27,22 +27,34 @@ impl Timing {
     pub fn from_seconds(mut times: Vec<f64>) -> Timing {
         let raw = times.clone();
         let median = crate::timing::median(&mut times);
-        Timing { median_s: median, min_s: times.first().copied().unwrap_or(f64::NAN), max_s: times.last().copied().unwrap_or(f64::NAN), times_s: raw }
+        Timing {
+            median_s: median,
+            min_s: times.first().copied().unwrap_or(f64::NAN),
+            max_s: times.last().copied().unwrap_or(f64::NAN),
+            times_s: raw,
+        }
     }
 }
 
 fn timing_event(b: &CudaBackend) -> Result<CudaEvent> {
-    b.context().new_event(Some(drv::CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| driver_error("creating a timing event", e))
+    b.context()
+        .new_event(Some(drv::CUevent_flags::CU_EVENT_DEFAULT))
+        .map_err(|e| driver_error("creating a timing event", e))
 }
 
 /// One call of `f` timed by two events recorded on the stream around the work it queues
 /// (the GPU's own clock: no launch latency or host scheduling in the number). Waits for the end.
 pub fn time_once(b: &CudaBackend, f: impl FnOnce() -> Result<()>) -> Result<f64> {
     let (start, end) = (timing_event(b)?, timing_event(b)?);
-    start.record(b.stream()).map_err(|e| driver_error("recording an event", e))?;
+    start
+        .record(b.stream())
+        .map_err(|e| driver_error("recording an event", e))?;
     f()?;
-    end.record(b.stream()).map_err(|e| driver_error("recording an event", e))?;
-    let ms = start.elapsed_ms(&end).map_err(|e| driver_error("reading an event time", e))?;
+    end.record(b.stream())
+        .map_err(|e| driver_error("recording an event", e))?;
+    let ms = start
+        .elapsed_ms(&end)
+        .map_err(|e| driver_error("reading an event time", e))?;
     Ok(f64::from(ms) / 1e3)
 }
 
@@ -55,13 +67,23 @@ pub fn time_median(b: &CudaBackend, warmup: usize, reps: usize, mut f: impl FnMu
     let mut events = Vec::with_capacity(reps.max(1));
     for _ in 0..reps.max(1) {
         let (start, end) = (timing_event(b)?, timing_event(b)?);
-        start.record(b.stream()).map_err(|e| driver_error("recording an event", e))?;
+        start
+            .record(b.stream())
+            .map_err(|e| driver_error("recording an event", e))?;
         f()?;
-        end.record(b.stream()).map_err(|e| driver_error("recording an event", e))?;
+        end.record(b.stream())
+            .map_err(|e| driver_error("recording an event", e))?;
         events.push((start, end));
     }
     b.synchronize()?;
-    let times = events.iter().map(|(s, e)| s.elapsed_ms(e).map(|ms| f64::from(ms) / 1e3).map_err(|e| driver_error("reading an event time", e))).collect::<Result<Vec<_>>>()?;
+    let times = events
+        .iter()
+        .map(|(s, e)| {
+            s.elapsed_ms(e)
+                .map(|ms| f64::from(ms) / 1e3)
+                .map_err(|e| driver_error("reading an event time", e))
+        })
+        .collect::<Result<Vec<_>>>()?;
     Ok(Timing::from_seconds(times))
 }
 
@@ -79,18 +101,40 @@ pub struct GemmBench {
 
 /// Times C = A·B for A: m×k, B: k×n (row-major, contiguous) in `mode`, on random normal data
 /// drawn on the device (never zeros: a GPU multiplies zeros faster than real data).
-pub fn bench_gemm(b: &Arc<CudaBackend>, mode: GemmMode, (m, n, k): (usize, usize, usize), warmup: usize, reps: usize, seed: u64) -> Result<GemmBench> {
+pub fn bench_gemm(
+    b: &Arc<CudaBackend>,
+    mode: GemmMode,
+    (m, n, k): (usize, usize, usize),
+    warmup: usize,
+    reps: usize,
+    seed: u64,
+) -> Result<GemmBench> {
     let a = super::random(b, Distribution::Normal, mode.input_dtype(), m * k, seed)?;
     let w = super::random(b, Distribution::Normal, mode.input_dtype(), k * n, seed ^ 0x5eed)?;
     let c = b.alloc(mode.output_dtype(), m * n)?;
-    let plan = blas::plan(&Layout::contiguous(&[m, k]), &Layout::contiguous(&[k, n])).map_err(|_| Error::Cuda("contiguous matrices need no copy".into()))?;
-    let ptrs = GemmPtrs { a: a.device_ptr(), b: w.device_ptr(), c: c.device_ptr() };
+    let plan = blas::plan(&Layout::contiguous(&[m, k]), &Layout::contiguous(&[k, n]))
+        .map_err(|_| Error::Cuda("contiguous matrices need no copy".into()))?;
+    let ptrs = GemmPtrs {
+        a: a.device_ptr(),
+        b: w.device_ptr(),
+        c: c.device_ptr(),
+    };
     let handle = b.blas()?;
     // SAFETY: contiguous buffers of the mode's dtypes, sized for the plan.
-    let timing = time_median(b, warmup, reps, || unsafe { blas::run(*handle.handle(), mode, &plan, ptrs) })?;
+    let timing = time_median(b, warmup, reps, || unsafe {
+        blas::run(*handle.handle(), mode, &plan, ptrs)
+    })?;
     drop(handle);
     let flops = 2.0 * m as f64 * n as f64 * k as f64;
-    Ok(GemmBench { mode: mode.name(), m, n, k, flops, flop_per_sec: flops / timing.median_s, timing })
+    Ok(GemmBench {
+        mode: mode.name(),
+        m,
+        n,
+        k,
+        flops,
+        flop_per_sec: flops / timing.median_s,
+        timing,
+    })
 }
 
 /// Bytes moved per repetition over time.
@@ -104,7 +148,12 @@ pub struct Bandwidth {
 
 impl Bandwidth {
     pub fn new(what: impl Into<String>, bytes_per_rep: f64, timing: Timing) -> Bandwidth {
-        Bandwidth { what: what.into(), bytes_per_rep, bytes_per_sec: bytes_per_rep / timing.median_s, timing }
+        Bandwidth {
+            what: what.into(),
+            bytes_per_rep,
+            bytes_per_sec: bytes_per_rep / timing.median_s,
+            timing,
+        }
     }
 }
 
@@ -117,21 +166,41 @@ pub fn bench_copy(b: &Arc<CudaBackend>, bytes: usize, warmup: usize, reps: usize
     let src = super::random(b, Distribution::Uniform, DType::F32, bytes / 4, 1)?;
     let dst = b.alloc(DType::F32, bytes / 4)?;
     let n = (bytes / 4) * 4;
-    b.context().bind_to_thread().map_err(|e| driver_error("binding the context", e))?;
+    b.context()
+        .bind_to_thread()
+        .map_err(|e| driver_error("binding the context", e))?;
     let timing = time_median(b, warmup, reps, || {
         // SAFETY: two live buffers of n bytes, ordered on the backend's stream.
-        unsafe { drv_result::memcpy_dtod_async(dst.device_ptr(), src.device_ptr(), n, b.stream().cu_stream()) }.map_err(|e| driver_error("cuMemcpyDtoDAsync", e))
+        unsafe { drv_result::memcpy_dtod_async(dst.device_ptr(), src.device_ptr(), n, b.stream().cu_stream()) }
+            .map_err(|e| driver_error("cuMemcpyDtoDAsync", e))
     })?;
     Ok(Bandwidth::new(COPY_LABEL, 2.0 * n as f64, timing))
 }
 
 /// The AdaGrad update over `n` elements of `dtype`: reads parameter, state and gradient, writes
 /// parameter and state (5 × n × element size bytes).
-pub fn bench_adagrad(b: &Arc<CudaBackend>, dtype: DType, n: usize, which: UpdateKernel, warmup: usize, reps: usize) -> Result<Bandwidth> {
+pub fn bench_adagrad(
+    b: &Arc<CudaBackend>,
+    dtype: DType,
+    n: usize,
+    which: UpdateKernel,
+    warmup: usize,
+    reps: usize,
+) -> Result<Bandwidth> {
     let p = super::random(b, Distribution::Normal, dtype, n, 2)?;
     let s = super::full(b, dtype, n, 0.0)?;
     let g = super::random(b, Distribution::Normal, dtype, n, 3)?;
-    let plan = ops::adagrad(dtype, p.device_ptr(), s.device_ptr(), g.device_ptr(), n, 1e-3, 1e-5, which, b.sm_count())?;
+    let plan = ops::adagrad(
+        dtype,
+        p.device_ptr(),
+        s.device_ptr(),
+        g.device_ptr(),
+        n,
+        1e-3,
+        1e-5,
+        which,
+        b.sm_count(),
+    )?;
     let timing = time_median(b, warmup, reps, || b.launch(&plan))?;
     let label = adagrad_label(dtype, &plan.kernel);
     Ok(Bandwidth::new(label, 5.0 * (n * dtype.size_in_bytes()) as f64, timing))
@@ -140,22 +209,49 @@ pub fn bench_adagrad(b: &Arc<CudaBackend>, dtype: DType, n: usize, which: Update
 /// Host-to-device copies of `bytes` from ordinary (pageable) memory, which the driver must stage
 /// through its own pinned buffer, or from pinned (page-locked) memory, which the GPU reads
 /// directly and asynchronously.
-pub fn bench_host_to_device(b: &Arc<CudaBackend>, bytes: usize, pinned: bool, warmup: usize, reps: usize) -> Result<Bandwidth> {
+pub fn bench_host_to_device(
+    b: &Arc<CudaBackend>,
+    bytes: usize,
+    pinned: bool,
+    warmup: usize,
+    reps: usize,
+) -> Result<Bandwidth> {
     let mut dst = b.alloc_raw::<u8>(bytes)?;
     let stream = Arc::clone(b.stream());
     let timing = if pinned {
         // SAFETY: filled before use.
-        let mut host = unsafe { b.context().alloc_pinned_with_flags::<u8>(bytes, 0) }.map_err(|e| driver_error("allocating pinned host memory", e))?;
-        host.as_mut_slice().map_err(|e| driver_error("mapping pinned memory", e))?.iter_mut().enumerate().for_each(|(i, x)| *x = i as u8);
-        let t = time_median(b, warmup, reps, || stream.memcpy_htod(&host, dst.slice_mut()).map_err(|e| driver_error("copying pinned memory to the device", e)))?;
+        let mut host = unsafe { b.context().alloc_pinned_with_flags::<u8>(bytes, 0) }
+            .map_err(|e| driver_error("allocating pinned host memory", e))?;
+        host.as_mut_slice()
+            .map_err(|e| driver_error("mapping pinned memory", e))?
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = i as u8);
+        let t = time_median(b, warmup, reps, || {
+            stream
+                .memcpy_htod(&host, dst.slice_mut())
+                .map_err(|e| driver_error("copying pinned memory to the device", e))
+        })?;
         // The copies are asynchronous: wait before the pinned buffer is freed.
         b.synchronize()?;
         t
     } else {
         let host: Vec<u8> = (0..bytes).map(|i| i as u8).collect();
-        time_median(b, warmup, reps, || stream.memcpy_htod(&host, dst.slice_mut()).map_err(|e| driver_error("copying pageable memory to the device", e)))?
+        time_median(b, warmup, reps, || {
+            stream
+                .memcpy_htod(&host, dst.slice_mut())
+                .map_err(|e| driver_error("copying pageable memory to the device", e))
+        })?
     };
-    Ok(Bandwidth::new(if pinned { "host to device, pinned" } else { "host to device, pageable" }, bytes as f64, timing))
+    Ok(Bandwidth::new(
+        if pinned {
+            "host to device, pinned"
+        } else {
+            "host to device, pageable"
+        },
+        bytes as f64,
+        timing,
+    ))
 }
 
 /// The report `cuda_bench` writes and `.ci/gpu_summary.py` reads: the device, the sizes, each

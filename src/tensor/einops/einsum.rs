@@ -22,10 +22,18 @@ pub fn einsum(pattern: &str, operands: &[&Tensor]) -> Result<Tensor> {
     let p = Pattern::parse(pattern)?;
     p.reject_groups("einsum")?;
     if p.inputs.len() != operands.len() {
-        return Err(p.error(format!("the pattern has {} input(s) but {} tensor(s) were given", p.inputs.len(), operands.len())));
+        return Err(p.error(format!(
+            "the pattern has {} input(s) but {} tensor(s) were given",
+            p.inputs.len(),
+            operands.len()
+        )));
     }
     if let Some(other) = operands.iter().find(|t| t.dtype() != operands[0].dtype()) {
-        return Err(Error::DTypeMismatch { op: "einsum", lhs: operands[0].dtype().name(), rhs: other.dtype().name() });
+        return Err(Error::DTypeMismatch {
+            op: "einsum",
+            lhs: operands[0].dtype().name(),
+            rhs: other.dtype().name(),
+        });
     }
     check_ellipsis(&p)?;
     check_output(&p)?;
@@ -35,7 +43,9 @@ pub fn einsum(pattern: &str, operands: &[&Tensor]) -> Result<Tensor> {
     let output = output_labels(&p.output, ellipsis_rank);
 
     let mut terms = terms.into_iter();
-    let mut acc = terms.next().ok_or_else(|| p.error("einsum needs at least one operand"))?;
+    let mut acc = terms
+        .next()
+        .ok_or_else(|| p.error("einsum needs at least one operand"))?;
     let rest: Vec<Term> = terms.collect();
     for (i, next) in rest.iter().enumerate() {
         // An axis survives this step if the output or a later operand still needs it.
@@ -46,7 +56,13 @@ pub fn einsum(pattern: &str, operands: &[&Tensor]) -> Result<Tensor> {
     let acc = acc.sum_out(|l| !output.contains(l))?;
     let order = output
         .iter()
-        .map(|l| acc.position(l).ok_or_else(|| p.error(format!("internal error: output axis {l:?} was lost during the contraction"))))
+        .map(|l| {
+            acc.position(l).ok_or_else(|| {
+                p.error(format!(
+                    "internal error: output axis {l:?} was lost during the contraction"
+                ))
+            })
+        })
         .collect::<Result<Vec<usize>>>()?;
     acc.t.permute(&order)
 }
@@ -77,7 +93,10 @@ impl Term {
 
     /// Sums over the dimensions whose labels satisfy `drop`.
     fn sum_out(self, drop: impl Fn(&Label) -> bool) -> Result<Term> {
-        let dims: Vec<isize> = (0..self.labels.len()).filter(|&d| drop(&self.labels[d])).map(|d| d as isize).collect();
+        let dims: Vec<isize> = (0..self.labels.len())
+            .filter(|&d| drop(&self.labels[d]))
+            .map(|d| d as isize)
+            .collect();
         if dims.is_empty() {
             return Ok(self);
         }
@@ -89,7 +108,12 @@ impl Term {
     /// Permutes to `groups` concatenated and reshapes each group into one dimension, except the
     /// first (batch) group, whose dimensions stay.
     fn to_matrix(&self, batch: &[Label], rows: &[Label], cols: &[Label]) -> Result<Tensor> {
-        let order: Vec<usize> = batch.iter().chain(rows).chain(cols).filter_map(|l| self.position(l)).collect();
+        let order: Vec<usize> = batch
+            .iter()
+            .chain(rows)
+            .chain(cols)
+            .filter_map(|l| self.position(l))
+            .collect();
         let t = self.t.permute(&order)?;
         let mut shape: Vec<usize> = batch.iter().map(|l| self.size(l)).collect();
         shape.push(rows.iter().map(|l| self.size(l)).product());
@@ -102,16 +126,28 @@ impl Term {
 fn contract(a: Term, b: Term, keep: &[Label]) -> Result<Term> {
     let a = a.sum_out(|l| !b.has(l) && !keep.contains(l))?;
     let b = b.sum_out(|l| !a.has(l) && !keep.contains(l))?;
-    let classify = |from: &Term, pred: &dyn Fn(&Label) -> bool| -> Vec<Label> { from.labels.iter().filter(|l| pred(l)).cloned().collect() };
+    let classify = |from: &Term, pred: &dyn Fn(&Label) -> bool| -> Vec<Label> {
+        from.labels.iter().filter(|l| pred(l)).cloned().collect()
+    };
     let batch = classify(&a, &|l| b.has(l) && keep.contains(l));
     let contracted = classify(&a, &|l| b.has(l) && !keep.contains(l));
     let left = classify(&a, &|l| !b.has(l));
     let right = classify(&b, &|l| !a.has(l));
 
-    let c = a.to_matrix(&batch, &left, &contracted)?.matmul(&b.to_matrix(&batch, &contracted, &right)?)?;
-    let shape: Vec<usize> = batch.iter().chain(&left).map(|l| a.size(l)).chain(right.iter().map(|l| b.size(l))).collect();
+    let c = a
+        .to_matrix(&batch, &left, &contracted)?
+        .matmul(&b.to_matrix(&batch, &contracted, &right)?)?;
+    let shape: Vec<usize> = batch
+        .iter()
+        .chain(&left)
+        .map(|l| a.size(l))
+        .chain(right.iter().map(|l| b.size(l)))
+        .collect();
     let t = strided::reshape(&c, &shape)?;
-    Ok(Term { t, labels: batch.into_iter().chain(left).chain(right).collect() })
+    Ok(Term {
+        t,
+        labels: batch.into_iter().chain(left).chain(right).collect(),
+    })
 }
 
 /// `...` in the output means "keep the broadcast dimensions"; it makes sense only when some input
@@ -140,7 +176,11 @@ fn bind_operands(p: &Pattern, operands: &[&Tensor]) -> Result<Vec<Term>> {
     let mut ranks = Vec::with_capacity(operands.len());
     for (i, (side, t)) in p.inputs.iter().zip(operands).enumerate() {
         let (fixed, ndim) = (side.fixed_dims(), t.ndim());
-        let rank = if side.has_ellipsis() { ndim.checked_sub(fixed) } else { (ndim == fixed).then_some(0) };
+        let rank = if side.has_ellipsis() {
+            ndim.checked_sub(fixed)
+        } else {
+            (ndim == fixed).then_some(0)
+        };
         let rank = rank.ok_or_else(|| {
             let need = if side.has_ellipsis() { "at least " } else { "" };
             p.error(format!("input {} `{side}` needs {need}{fixed} dimension(s), but the tensor has shape {:?} ({ndim} dimension(s))", i + 1, t.shape()))
@@ -163,13 +203,20 @@ fn bind_operands(p: &Pattern, operands: &[&Tensor]) -> Result<Vec<Term>> {
                     Item::Group(_) => Vec::new(), // rejected before
                 })
                 .collect();
-            Term { t: (*t).clone(), labels }
+            Term {
+                t: (*t).clone(),
+                labels,
+            }
         })
         .collect();
 
     let sizes = common_sizes(p, &terms)?;
     for term in &mut terms {
-        let target: Vec<usize> = term.labels.iter().map(|l| sizes.iter().find(|(m, _)| m == l).map_or(1, |(_, n)| *n)).collect();
+        let target: Vec<usize> = term
+            .labels
+            .iter()
+            .map(|l| sizes.iter().find(|(m, _)| m == l).map_or(1, |(_, n)| *n))
+            .collect();
         if target != term.t.shape() {
             term.t = term.t.broadcast_to(&target)?;
         }
@@ -198,7 +245,14 @@ fn common_sizes(p: &Pattern, terms: &[Term]) -> Result<Vec<(Label, usize)>> {
                     )));
                 }
                 Label::Ellipsis(_) if slot.1 != n && slot.1 != 1 && n != 1 => {
-                    let dots = |t: &Term| -> Vec<usize> { t.labels.iter().zip(t.t.shape()).filter(|(l, _)| matches!(l, Label::Ellipsis(_))).map(|(_, &s)| s).collect() };
+                    let dots = |t: &Term| -> Vec<usize> {
+                        t.labels
+                            .iter()
+                            .zip(t.t.shape())
+                            .filter(|(l, _)| matches!(l, Label::Ellipsis(_)))
+                            .map(|(_, &s)| s)
+                            .collect()
+                    };
                     return Err(p.error(format!(
                         "the `...` dimensions do not broadcast: {:?} in input {} (shape {:?}) and {:?} in input {} (shape {:?})",
                         dots(&terms[slot.2]),

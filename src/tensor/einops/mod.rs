@@ -8,7 +8,7 @@ pub mod pattern;
 mod rearrange;
 mod strided;
 
+pub use crate::tensor::ReduceOp;
 pub use einsum::einsum;
 pub use pattern::{Item, Pattern, Side};
 pub use rearrange::{rearrange, reduce, reduce_with};
-pub use crate::tensor::ReduceOp;

@@ -85,12 +85,19 @@ impl Pattern {
         let arrow = match arrows.as_slice() {
             [one] => *one,
             [] => return Err(fail("no `->`: a pattern reads `inputs -> output`".into())),
-            more => return Err(fail(format!("`->` appears {} times; a pattern has exactly one", more.len()))),
+            more => {
+                return Err(fail(format!(
+                    "`->` appears {} times; a pattern has exactly one",
+                    more.len()
+                )));
+            }
         };
         let (lhs, rhs) = (&text[..arrow], &text[arrow + 2..]);
         if let Some(comma) = rhs.find(',') {
             let at = text[..arrow + 2 + comma].chars().count() + 1;
-            return Err(fail(format!("`,` at character {at} is after `->`: there is one output")));
+            return Err(fail(format!(
+                "`,` at character {at} is after `->`: there is one output"
+            )));
         }
         let mut inputs = Vec::new();
         let mut start = 0;
@@ -100,7 +107,11 @@ impl Pattern {
             start += part.chars().count() + 1;
         }
         let output = parse_side(rhs, text[..arrow + 2].chars().count()).map_err(|m| fail(format!("output: {m}")))?;
-        Ok(Pattern { text: text.to_string(), inputs, output })
+        Ok(Pattern {
+            text: text.to_string(),
+            inputs,
+            output,
+        })
     }
 
     /// An error about this pattern.
@@ -112,11 +123,16 @@ impl Pattern {
     pub fn reject_groups(&self, op: &str) -> Result<(), Error> {
         for (n, side) in self.inputs.iter().enumerate() {
             if side.has_groups() {
-                return Err(self.error(format!("input {}: {op} does not take parenthesised groups; use rearrange to split or merge dimensions", n + 1)));
+                return Err(self.error(format!(
+                    "input {}: {op} does not take parenthesised groups; use rearrange to split or merge dimensions",
+                    n + 1
+                )));
             }
         }
         if self.output.has_groups() {
-            return Err(self.error(format!("output: {op} does not take parenthesised groups; use rearrange to split or merge dimensions")));
+            return Err(self.error(format!(
+                "output: {op} does not take parenthesised groups; use rearrange to split or merge dimensions"
+            )));
         }
         Ok(())
     }
@@ -126,13 +142,19 @@ impl Pattern {
 /// `"batch seq hidden"`).
 pub fn parse_names(text: &str) -> Result<Side, Error> {
     if text.contains("->") || text.contains(',') {
-        return Err(pattern_error(text, "dimension names are one list of names, without `->` or `,`"));
+        return Err(pattern_error(
+            text,
+            "dimension names are one list of names, without `->` or `,`",
+        ));
     }
     parse_side(text, 0).map_err(|m| pattern_error(text, m))
 }
 
 pub fn pattern_error(text: &str, msg: impl Into<String>) -> Error {
-    Error::Pattern { pattern: text.to_string(), msg: msg.into() }
+    Error::Pattern {
+        pattern: text.to_string(),
+        msg: msg.into(),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -166,10 +188,15 @@ fn tokenize(text: &str, offset: usize) -> Result<Vec<(usize, Token)>, String> {
             tokens.push((at, Token::Ellipsis));
             i += 3;
         } else if c.is_alphanumeric() || c == '_' {
-            let len = chars[i..].iter().take_while(|(_, c)| c.is_alphanumeric() || *c == '_').count();
+            let len = chars[i..]
+                .iter()
+                .take_while(|(_, c)| c.is_alphanumeric() || *c == '_')
+                .count();
             let name: String = chars[i..i + len].iter().map(|(_, c)| c).collect();
             if c.is_numeric() {
-                return Err(format!("`{name}` at character {at} is not an axis name: names start with a letter or `_` (use `()` for a dimension of size 1)"));
+                return Err(format!(
+                    "`{name}` at character {at} is not an axis name: names start with a letter or `_` (use `()` for a dimension of size 1)"
+                ));
             }
             tokens.push((at, Token::Name(name)));
             i += len;
@@ -187,11 +214,19 @@ fn parse_side(text: &str, offset: usize) -> Result<Side, String> {
         match (token, &mut group) {
             (Token::Name(name), Some((_, names))) => names.push(name),
             (Token::Name(name), None) => items.push(Item::Axis(name)),
-            (Token::Ellipsis, Some(_)) => return Err(format!("`...` inside parentheses (character {at}) is not supported")),
+            (Token::Ellipsis, Some(_)) => {
+                return Err(format!("`...` inside parentheses (character {at}) is not supported"));
+            }
             (Token::Ellipsis, None) => items.push(Item::Ellipsis),
-            (Token::Open, Some((open, _))) => return Err(format!("nested `(` at character {at} (the group opened at character {open} is not closed)")),
+            (Token::Open, Some((open, _))) => {
+                return Err(format!(
+                    "nested `(` at character {at} (the group opened at character {open} is not closed)"
+                ));
+            }
             (Token::Open, None) => group = Some((at, Vec::new())),
-            (Token::Close, Some(_)) => items.push(Item::Group(group.take().map(|(_, names)| names).unwrap_or_default())),
+            (Token::Close, Some(_)) => {
+                items.push(Item::Group(group.take().map(|(_, names)| names).unwrap_or_default()))
+            }
             (Token::Close, None) => return Err(format!("`)` at character {at} closes no `(`")),
         }
     }
@@ -246,7 +281,10 @@ mod tests {
         assert_eq!(p.output.items, vec![axis("batch"), axis("seq1"), axis("seq2")]);
 
         let p = Pattern::parse("...(heads hidden1)->... heads hidden1").unwrap();
-        assert_eq!(p.inputs[0].items, vec![Item::Ellipsis, Item::Group(vec!["heads".into(), "hidden1".into()])]);
+        assert_eq!(
+            p.inputs[0].items,
+            vec![Item::Ellipsis, Item::Group(vec!["heads".into(), "hidden1".into()])]
+        );
         assert_eq!(p.output.items, vec![Item::Ellipsis, axis("heads"), axis("hidden1")]);
         assert!(p.inputs[0].has_ellipsis() && p.inputs[0].has_groups());
         assert_eq!(p.inputs[0].fixed_dims(), 1);
@@ -273,14 +311,20 @@ mod tests {
         assert!(msg("a -> b -> c").contains("`->` appears 2 times"));
         assert!(msg("a -> b, c").contains("one output"));
         let m = msg("a (b c -> a");
-        assert!(m.contains("`(` at character 3 is never closed") && m.starts_with("input 1"), "{m}");
+        assert!(
+            m.contains("`(` at character 3 is never closed") && m.starts_with("input 1"),
+            "{m}"
+        );
         assert!(msg("a b) -> a").contains("`)` at character 4 closes no `(`"));
         assert!(msg("(a (b)) -> a").contains("nested `(` at character 4"));
         assert!(msg("a .. -> a").contains("2 dot(s) at character 3"));
         assert!(msg("a .... -> a").contains("4 dot(s)"));
         assert!(msg("(a ...) -> a").contains("`...` inside parentheses"));
         let m = msg("a, b 2 -> a");
-        assert!(m.starts_with("input 2") && m.contains("`2` at character 6 is not an axis name"), "{m}");
+        assert!(
+            m.starts_with("input 2") && m.contains("`2` at character 6 is not an axis name"),
+            "{m}"
+        );
         let m = msg("a * b -> a");
         assert!(m.contains("unexpected character `*` at character 3"), "{m}");
         assert!(msg("a -> a + b").starts_with("output: unexpected character `+` at character 8"));
@@ -297,7 +341,10 @@ mod tests {
 
     #[test]
     fn names_lists() {
-        assert_eq!(parse_names("batch ... hidden").unwrap().items, vec![axis("batch"), Item::Ellipsis, axis("hidden")]);
+        assert_eq!(
+            parse_names("batch ... hidden").unwrap().items,
+            vec![axis("batch"), Item::Ellipsis, axis("hidden")]
+        );
         assert!(matches!(parse_names("a -> b"), Err(Error::Pattern { .. })));
         assert!(matches!(parse_names("a, b"), Err(Error::Pattern { .. })));
         assert!(matches!(parse_names("a a"), Err(Error::Pattern { .. })));
@@ -306,7 +353,9 @@ mod tests {
     #[test]
     fn groups_rejected_where_not_allowed() {
         let p = Pattern::parse("a (b c) -> a").unwrap();
-        let Err(Error::Pattern { msg, .. }) = p.reject_groups("einsum") else { panic!() };
+        let Err(Error::Pattern { msg, .. }) = p.reject_groups("einsum") else {
+            panic!()
+        };
         assert!(msg.contains("einsum does not take parenthesised groups"), "{msg}");
         assert!(Pattern::parse("a b -> a").unwrap().reject_groups("einsum").is_ok());
     }

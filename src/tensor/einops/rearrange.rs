@@ -39,7 +39,10 @@ fn transform(x: &Tensor, text: &str, op: Option<ReduceOp>, axes: &[(&str, usize)
     let p = Pattern::parse(text)?;
     let what = op.map_or("rearrange", ReduceOp::name);
     if p.inputs.len() != 1 {
-        return Err(p.error(format!("{what} takes one tensor, but the pattern has {} inputs", p.inputs.len())));
+        return Err(p.error(format!(
+            "{what} takes one tensor, but the pattern has {} inputs",
+            p.inputs.len()
+        )));
     }
     let (lhs, rhs) = (&p.inputs[0], &p.output);
     check_sides(&p, lhs, rhs, op)?;
@@ -53,17 +56,30 @@ fn transform(x: &Tensor, text: &str, op: Option<ReduceOp>, axes: &[(&str, usize)
 
     // Reduce what the output does not name (for rearrange, `check_sides` made this empty).
     let out_labels = output_labels(rhs, &labels);
-    let gone: Vec<usize> = (0..labels.len()).filter(|&i| !out_labels.contains(&labels[i])).collect();
+    let gone: Vec<usize> = (0..labels.len())
+        .filter(|&i| !out_labels.contains(&labels[i]))
+        .collect();
     if let (Some(op), false) = (op, gone.is_empty()) {
         let dims: Vec<isize> = gone.iter().map(|&d| d as isize).collect();
         y = y.reduce(op, &dims, false)?;
-        labels = labels.into_iter().enumerate().filter(|(i, _)| !gone.contains(i)).map(|(_, l)| l).collect();
+        labels = labels
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !gone.contains(i))
+            .map(|(_, l)| l)
+            .collect();
     }
 
     // Permute into output order, then group.
     let order = out_labels
         .iter()
-        .map(|l| labels.iter().position(|m| m == l).ok_or_else(|| p.error(format!("internal error: output axis {l:?} was not found among the input's axes"))))
+        .map(|l| {
+            labels.iter().position(|m| m == l).ok_or_else(|| {
+                p.error(format!(
+                    "internal error: output axis {l:?} was not found among the input's axes"
+                ))
+            })
+        })
         .collect::<Result<Vec<usize>>>()?;
     let y = y.permute(&order)?;
     let shape = output_shape(rhs, &out_labels, y.shape());
@@ -74,17 +90,23 @@ fn transform(x: &Tensor, text: &str, op: Option<ReduceOp>, axes: &[(&str, usize)
 /// `...`; `...` on the right needs `...` on the left.
 fn check_sides(p: &Pattern, lhs: &Side, rhs: &Side, op: Option<ReduceOp>) -> Result<()> {
     if let Some(name) = rhs.names().find(|n| !lhs.contains(n)) {
-        return Err(p.error(format!("axis `{name}` in the output does not appear in the input `{lhs}`")));
+        return Err(p.error(format!(
+            "axis `{name}` in the output does not appear in the input `{lhs}`"
+        )));
     }
     if rhs.has_ellipsis() && !lhs.has_ellipsis() {
         return Err(p.error("`...` appears in the output but not in the input"));
     }
     if op.is_none() {
         if let Some(name) = lhs.names().find(|n| !rhs.contains(n)) {
-            return Err(p.error(format!("axis `{name}` is missing from the output; rearrange keeps every axis (use reduce to aggregate over it)")));
+            return Err(p.error(format!(
+                "axis `{name}` is missing from the output; rearrange keeps every axis (use reduce to aggregate over it)"
+            )));
         }
         if lhs.has_ellipsis() && !rhs.has_ellipsis() {
-            return Err(p.error("`...` is missing from the output; rearrange keeps every dimension (use reduce to aggregate over them)"));
+            return Err(p.error(
+                "`...` is missing from the output; rearrange keeps every dimension (use reduce to aggregate over them)",
+            ));
         }
     }
     Ok(())
@@ -94,7 +116,9 @@ fn check_sides(p: &Pattern, lhs: &Side, rhs: &Side, op: Option<ReduceOp>) -> Res
 fn check_given_sizes(p: &Pattern, lhs: &Side, axes: &[(&str, usize)]) -> Result<()> {
     for (i, (name, _)) in axes.iter().enumerate() {
         if !lhs.contains(name) {
-            return Err(p.error(format!("a size is given for axis `{name}`, which is not in the pattern")));
+            return Err(p.error(format!(
+                "a size is given for axis `{name}`, which is not in the pattern"
+            )));
         }
         if axes[..i].iter().any(|(n, _)| n == name) {
             return Err(p.error(format!("the size of axis `{name}` is given twice")));
@@ -107,10 +131,17 @@ fn check_given_sizes(p: &Pattern, lhs: &Side, axes: &[(&str, usize)]) -> Result<
 fn bind_input(p: &Pattern, lhs: &Side, x: &Tensor, axes: &[(&str, usize)]) -> Result<Vec<(Label, usize)>> {
     let shape = x.shape();
     let fixed = lhs.fixed_dims();
-    let ellipsis_dims = if lhs.has_ellipsis() { shape.len().checked_sub(fixed) } else { (shape.len() == fixed).then_some(0) };
+    let ellipsis_dims = if lhs.has_ellipsis() {
+        shape.len().checked_sub(fixed)
+    } else {
+        (shape.len() == fixed).then_some(0)
+    };
     let Some(ellipsis_dims) = ellipsis_dims else {
         let need = if lhs.has_ellipsis() { "at least " } else { "" };
-        return Err(p.error(format!("the input `{lhs}` needs {need}{fixed} dimension(s), but the tensor has shape {shape:?} ({} dimension(s))", shape.len())));
+        return Err(p.error(format!(
+            "the input `{lhs}` needs {need}{fixed} dimension(s), but the tensor has shape {shape:?} ({} dimension(s))",
+            shape.len()
+        )));
     };
     let given = |name: &str| axes.iter().find(|(n, _)| *n == name).map(|(_, s)| *s);
     let mut out = Vec::new();
@@ -140,13 +171,33 @@ fn bind_input(p: &Pattern, lhs: &Side, x: &Tensor, axes: &[(&str, usize)]) -> Re
 
 /// The sizes of the axes of one group covering dimension `dim`: the given ones, and at most one
 /// inferred so that their product is the dimension's size.
-fn split_group(p: &Pattern, names: &[String], shape: &[usize], dim: usize, given: &dyn Fn(&str) -> Option<usize>) -> Result<Vec<usize>> {
+fn split_group(
+    p: &Pattern,
+    names: &[String],
+    shape: &[usize],
+    dim: usize,
+    given: &dyn Fn(&str) -> Option<usize>,
+) -> Result<Vec<usize>> {
     let size = shape[dim];
     let group = format!("({})", names.join(" "));
-    let known = names.iter().filter_map(|n| given(n)).try_fold(1usize, usize::checked_mul);
-    let known = known.ok_or_else(|| p.error(format!("the sizes given for {group} multiply to more than {}", usize::MAX)))?;
+    let known = names
+        .iter()
+        .filter_map(|n| given(n))
+        .try_fold(1usize, usize::checked_mul);
+    let known = known.ok_or_else(|| {
+        p.error(format!(
+            "the sizes given for {group} multiply to more than {}",
+            usize::MAX
+        ))
+    })?;
     let unknown: Vec<&String> = names.iter().filter(|n| given(n).is_none()).collect();
-    let givens = || names.iter().filter_map(|n| given(n).map(|s| format!("{n}={s}"))).collect::<Vec<_>>().join(", ");
+    let givens = || {
+        names
+            .iter()
+            .filter_map(|n| given(n).map(|s| format!("{n}={s}")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let inferred = match unknown.as_slice() {
         [] if known == size => None,
         [] => {
@@ -157,7 +208,10 @@ fn split_group(p: &Pattern, names: &[String], shape: &[usize], dim: usize, given
         }
         [one] if known > 0 && size.is_multiple_of(known) => Some((one.as_str(), size / known)),
         [one] if known == 0 => {
-            return Err(p.error(format!("cannot infer `{one}` in {group}: the other sizes multiply to 0 ({})", givens())));
+            return Err(p.error(format!(
+                "cannot infer `{one}` in {group}: the other sizes multiply to 0 ({})",
+                givens()
+            )));
         }
         [one] => {
             return Err(p.error(format!(
@@ -174,12 +228,23 @@ fn split_group(p: &Pattern, names: &[String], shape: &[usize], dim: usize, given
             )));
         }
     };
-    Ok(names.iter().map(|n| given(n).or(inferred.filter(|(m, _)| m == n).map(|(_, s)| s)).unwrap_or(0)).collect())
+    Ok(names
+        .iter()
+        .map(|n| {
+            given(n)
+                .or(inferred.filter(|(m, _)| m == n).map(|(_, s)| s))
+                .unwrap_or(0)
+        })
+        .collect())
 }
 
 /// The output's elementary axes in order (`...` expands to the input's `...` dimensions).
 fn output_labels(rhs: &Side, input: &[Label]) -> Vec<Label> {
-    let ellipsis: Vec<Label> = input.iter().filter(|l| matches!(l, Label::Ellipsis(_))).cloned().collect();
+    let ellipsis: Vec<Label> = input
+        .iter()
+        .filter(|l| matches!(l, Label::Ellipsis(_)))
+        .cloned()
+        .collect();
     let mut out = Vec::new();
     for item in &rhs.items {
         match item {
@@ -194,13 +259,24 @@ fn output_labels(rhs: &Side, input: &[Label]) -> Vec<Label> {
 /// The output shape: one dimension per axis or `...` dimension, one per group (product of its
 /// axes). `sizes` are the sizes of `labels`, the output's elementary axes.
 fn output_shape(rhs: &Side, labels: &[Label], sizes: &[usize]) -> Vec<usize> {
-    let size_of = |name: &String| labels.iter().position(|l| *l == Label::Name(name.clone())).map_or(1, |i| sizes[i]);
+    let size_of = |name: &String| {
+        labels
+            .iter()
+            .position(|l| *l == Label::Name(name.clone()))
+            .map_or(1, |i| sizes[i])
+    };
     let mut shape = Vec::new();
     for item in &rhs.items {
         match item {
             Item::Axis(name) => shape.push(size_of(name)),
             Item::Group(names) => shape.push(names.iter().map(size_of).product()),
-            Item::Ellipsis => shape.extend(labels.iter().zip(sizes).filter(|(l, _)| matches!(l, Label::Ellipsis(_))).map(|(_, &s)| s)),
+            Item::Ellipsis => shape.extend(
+                labels
+                    .iter()
+                    .zip(sizes)
+                    .filter(|(l, _)| matches!(l, Label::Ellipsis(_)))
+                    .map(|(_, &s)| s),
+            ),
         }
     }
     shape

@@ -10,10 +10,19 @@ use crate::tensor::{Layout, Tensor};
 /// `x` with `shape`: a view when strides for it exist, otherwise a contiguous copy.
 pub(crate) fn reshape(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     if shape.iter().product::<usize>() != x.numel() {
-        return Err(Error::shape("reshape", x.shape(), shape, "the number of elements differs"));
+        return Err(Error::shape(
+            "reshape",
+            x.shape(),
+            shape,
+            "the number of elements differs",
+        ));
     }
     match view_strides(x.layout(), shape) {
-        Some(strides) => Ok(x.with_layout(Layout { shape: shape.to_vec(), strides, offset: x.storage_offset() })),
+        Some(strides) => Ok(x.with_layout(Layout {
+            shape: shape.to_vec(),
+            strides,
+            offset: x.storage_offset(),
+        })),
         None => x.contiguous()?.view(shape),
     }
 }
@@ -65,7 +74,10 @@ mod tests {
     use crate::tensor::DType;
 
     fn arange(shape: &[usize]) -> Tensor {
-        Tensor::arange(shape.iter().product(), DType::F32).unwrap().view(shape).unwrap()
+        Tensor::arange(shape.iter().product(), DType::F32)
+            .unwrap()
+            .view(shape)
+            .unwrap()
     }
 
     #[test]
@@ -101,7 +113,10 @@ mod tests {
         assert_eq!(y.to_vec_f64().unwrap(), x.contiguous().unwrap().to_vec_f64().unwrap());
         let s = Tensor::ones(&[], DType::F32).unwrap();
         assert_eq!(reshape(&s, &[1, 1]).unwrap().shape(), &[1, 1]);
-        assert_eq!(reshape(&reshape(&s, &[1, 1]).unwrap(), &[]).unwrap().shape(), &[] as &[usize]);
+        assert_eq!(
+            reshape(&reshape(&s, &[1, 1]).unwrap(), &[]).unwrap().shape(),
+            &[] as &[usize]
+        );
         let e = Tensor::zeros(&[0, 3], DType::F32).unwrap();
         assert_eq!(reshape(&e, &[3, 0, 5]).unwrap().shape(), &[3, 0, 5]);
         assert!(matches!(reshape(&x, &[5]), Err(Error::ShapeMismatch { .. })));

@@ -94,7 +94,10 @@ pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
     let small = 2 * m * n * k < PARALLEL_MIN_FLOP;
     if small && p.pairs.len() > 1 {
         // Many small products: one per thread at a time.
-        spare.par_chunks_mut(m * n).zip(p.pairs).for_each(|(o, &(oa, ob))| product(p, oa, ob, 1, o));
+        spare
+            .par_chunks_mut(m * n)
+            .zip(p.pairs)
+            .for_each(|(o, &(oa, ob))| product(p, oa, ob, 1, o));
     } else {
         // The thread count follows rayon's pool, which also sizes `gemm`'s f32 matmul.
         let threads = if small { 1 } else { rayon::current_num_threads() };
@@ -139,8 +142,18 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
     let (m, n, k) = (p.m, p.n, p.k);
     let kp = pairs(k);
     let (row_panels, col_panels) = (m.div_ceil(MR), n.div_ceil(NR));
-    let a_lanes = Lanes { base: oa.offset, lane_stride: oa.rs, k_stride: oa.cs, k };
-    let b_lanes = Lanes { base: ob.offset, lane_stride: ob.cs, k_stride: ob.rs, k };
+    let a_lanes = Lanes {
+        base: oa.offset,
+        lane_stride: oa.rs,
+        k_stride: oa.cs,
+        k,
+    };
+    let b_lanes = Lanes {
+        base: ob.offset,
+        lane_stride: ob.cs,
+        k_stride: ob.rs,
+        k,
+    };
     scratch::with(row_panels * kp * MR, col_panels * kp * NR, |a_packed, b_packed| {
         let (a_words, b_words) = (Words(a_packed.as_mut_ptr()), Words(b_packed.as_mut_ptr()));
         let (parts, along_rows) = split(row_panels, col_panels, kp, threads);
@@ -150,7 +163,13 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
         let b_items = col_panels.div_ceil(b_run);
         let a_items = if along_rows { 0 } else { row_panels.div_ceil(a_run) };
         let (pack_next, pack_done, part_next) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
-        let job = Job { m, n, kp, b: b_words, out: OutPtr(out.as_mut_ptr().cast()) };
+        let job = Job {
+            m,
+            n,
+            kp,
+            b: b_words,
+            out: OutPtr(out.as_mut_ptr().cast()),
+        };
         // SAFETY (every block below): this module only runs once AVX512F/BW/BF16 were detected;
         // each item (a panel run or a part) is claimed by exactly one thread, and its panels are
         // a range of the packed buffers no other item reaches.
@@ -164,7 +183,8 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
                 let panels = item * run..((item + 1) * run).min(total.div_ceil(width));
                 let per_panel = kp * width;
                 unsafe {
-                    let dst = std::slice::from_raw_parts_mut(words.0.add(panels.start * per_panel), panels.len() * per_panel);
+                    let dst =
+                        std::slice::from_raw_parts_mut(words.0.add(panels.start * per_panel), panels.len() * per_panel);
                     pack_range(src, lanes, total, width, panels, dst);
                 }
                 pack_done.fetch_add(1, Release);
@@ -217,13 +237,27 @@ fn split(row_panels: usize, col_panels: usize, kp: usize, threads: usize) -> (Ve
     let chunks = if threads <= 1 {
         1
     } else {
-        let l2_sized = if along_rows { row_panels.div_ceil(a_group(kp)) } else { 1 };
+        let l2_sized = if along_rows {
+            row_panels.div_ceil(a_group(kp))
+        } else {
+            1
+        };
         (threads * CHUNKS_PER_THREAD).max(l2_sized).min(count)
     };
     let parts = (0..chunks)
         .map(|t| {
             let range = (count * t / chunks, count * (t + 1) / chunks);
-            if along_rows { Part { rows: range, cols: (0, col_panels) } } else { Part { rows: (0, row_panels), cols: range } }
+            if along_rows {
+                Part {
+                    rows: range,
+                    cols: (0, col_panels),
+                }
+            } else {
+                Part {
+                    rows: (0, row_panels),
+                    cols: range,
+                }
+            }
         })
         .collect();
     (parts, along_rows)
@@ -323,7 +357,15 @@ mod tests {
 
     #[test]
     fn split_covers_every_tile_once() {
-        for (rp, cp, kp, t) in [(1, 1, 8, 2), (7, 3, 8, 2), (2, 9, 8, 2), (5, 5, 8, 3), (100, 1, 8, 2), (171, 64, 1024, 2), (3, 3, 4, 1)] {
+        for (rp, cp, kp, t) in [
+            (1, 1, 8, 2),
+            (7, 3, 8, 2),
+            (2, 9, 8, 2),
+            (5, 5, 8, 3),
+            (100, 1, 8, 2),
+            (171, 64, 1024, 2),
+            (3, 3, 4, 1),
+        ] {
             let (parts, _) = split(rp, cp, kp, t);
             let mut seen = vec![0; rp * cp];
             for part in &parts {
@@ -333,7 +375,10 @@ mod tests {
                     }
                 }
             }
-            assert!(seen.iter().all(|&s| s == 1), "{rp}×{cp} tiles over {t} threads: {seen:?}");
+            assert!(
+                seen.iter().all(|&s| s == 1),
+                "{rp}×{cp} tiles over {t} threads: {seen:?}"
+            );
             assert!(t > 1 || parts.len() == 1, "one thread, one part");
         }
     }

@@ -57,7 +57,11 @@ impl Bf16Kernel {
 
     /// The fastest kernel this CPU supports.
     pub fn detect() -> Bf16Kernel {
-        if avx512_bf16_detected() { Bf16Kernel::Avx512Bf16 } else { Bf16Kernel::PortableF32 }
+        if avx512_bf16_detected() {
+            Bf16Kernel::Avx512Bf16
+        } else {
+            Bf16Kernel::PortableF32
+        }
     }
 }
 
@@ -65,7 +69,9 @@ fn avx512_bf16_detected() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         // The packing and stores also use AVX512BW (16-bit masked stores).
-        is_x86_feature_detected!("avx512bf16") && is_x86_feature_detected!("avx512bw") && is_x86_feature_detected!("avx512f")
+        is_x86_feature_detected!("avx512bf16")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512f")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -101,7 +107,13 @@ fn require(kernel: Bf16Kernel) -> Result<()> {
     if kernel.is_available() {
         Ok(())
     } else {
-        Err(Error::invalid("matmul", format!("the {} bf16 kernel needs a CPU with AVX512_BF16, and this one has none", kernel.name())))
+        Err(Error::invalid(
+            "matmul",
+            format!(
+                "the {} bf16 kernel needs a CPU with AVX512_BF16, and this one has none",
+                kernel.name()
+            ),
+        ))
     }
 }
 
@@ -129,7 +141,10 @@ impl Operand {
         for (i, j) in corners {
             let pos = self.offset as i128 + i as i128 * self.rs as i128 + j as i128 * self.cs as i128;
             if pos < 0 || pos >= len as i128 {
-                return Err(Error::invalid("matmul", format!("{what} ({rows}×{cols}, {self:?}) reaches outside its storage of {len} elements")));
+                return Err(Error::invalid(
+                    "matmul",
+                    format!("{what} ({rows}×{cols}, {self:?}) reaches outside its storage of {len} elements"),
+                ));
             }
         }
         Ok(())
@@ -169,7 +184,11 @@ pub fn reference_f64(p: &Problem<'_>) -> Result<Vec<f64>> {
     for (oa, ob) in p.pairs {
         for i in 0..p.m {
             for j in 0..p.n {
-                out.push((0..p.k).map(|l| p.a[oa.at(i, l)].to_f64() * p.b[ob.at(l, j)].to_f64()).sum());
+                out.push(
+                    (0..p.k)
+                        .map(|l| p.a[oa.at(i, l)].to_f64() * p.b[ob.at(l, j)].to_f64())
+                        .sum(),
+                );
             }
         }
     }

@@ -52,7 +52,14 @@ pub(super) fn pairs(k: usize) -> usize {
 /// The loop order follows the memory: packing is a pass over the whole operand, and walking it
 /// against its layout (down a column of a row-major matrix, say) costs a cache miss per element.
 #[inline(always)]
-pub(super) unsafe fn pack_panels(src: &[bf16], m: &Lanes, total: usize, width: usize, panels: Range<usize>, dst: &mut [u32]) {
+pub(super) unsafe fn pack_panels(
+    src: &[bf16],
+    m: &Lanes,
+    total: usize,
+    width: usize,
+    panels: Range<usize>,
+    dst: &mut [u32],
+) {
     let per_panel = pairs(m.k) * width;
     debug_assert_eq!(dst.len(), panels.len() * per_panel);
     let panel_lanes = |c: usize| (c * width, width.min(total - c * width));
@@ -84,7 +91,9 @@ pub(super) unsafe fn pack_panels(src: &[bf16], m: &Lanes, total: usize, width: u
         // Each lane's k run is contiguous (a row-major A, a transposed B): a transpose of words.
         for (c, panel) in panels.zip(dst.chunks_exact_mut(per_panel)) {
             let (first, valid) = panel_lanes(c);
-            let runs: Vec<&[bf16]> = (0..valid).map(|l| &src[m.at(first + l, 0)..m.at(first + l, 0) + m.k]).collect();
+            let runs: Vec<&[bf16]> = (0..valid)
+                .map(|l| &src[m.at(first + l, 0)..m.at(first + l, 0) + m.k])
+                .collect();
             // SAFETY: the caller guarantees AVX512F (see this function's contract).
             unsafe { super::transpose::pack_runs(&runs, m.k, width, panel) };
         }
@@ -93,7 +102,11 @@ pub(super) unsafe fn pack_panels(src: &[bf16], m: &Lanes, total: usize, width: u
             let (first, valid) = panel_lanes(c);
             for (p, out) in panel.chunks_exact_mut(width).enumerate() {
                 for (l, o) in out.iter_mut().enumerate().take(valid) {
-                    let hi = if 2 * p + 1 < m.k { src[m.at(first + l, 2 * p + 1)] } else { bf16::ZERO };
+                    let hi = if 2 * p + 1 < m.k {
+                        src[m.at(first + l, 2 * p + 1)]
+                    } else {
+                        bf16::ZERO
+                    };
                     *o = word(src[m.at(first + l, 2 * p)], hi);
                 }
                 out[valid..].fill(0);
@@ -111,7 +124,10 @@ mod tests {
     }
 
     fn unpack(w: u32) -> (f32, f32) {
-        (bf16::from_bits(w as u16).to_f32(), bf16::from_bits((w >> 16) as u16).to_f32())
+        (
+            bf16::from_bits(w as u16).to_f32(),
+            bf16::from_bits((w >> 16) as u16).to_f32(),
+        )
     }
 
     /// Packs a 3×5 matrix (values 10·i + j) through each of the three paths and checks each word.
@@ -131,9 +147,33 @@ mod tests {
             }
         }
         let layouts = [
-            (&row_major, Lanes { base: 0, lane_stride: k as isize, k_stride: 1, k }),
-            (&col_major, Lanes { base: 0, lane_stride: 1, k_stride: rows as isize, k }),
-            (&spread, Lanes { base: 0, lane_stride: 2 * k as isize, k_stride: 2, k }),
+            (
+                &row_major,
+                Lanes {
+                    base: 0,
+                    lane_stride: k as isize,
+                    k_stride: 1,
+                    k,
+                },
+            ),
+            (
+                &col_major,
+                Lanes {
+                    base: 0,
+                    lane_stride: 1,
+                    k_stride: rows as isize,
+                    k,
+                },
+            ),
+            (
+                &spread,
+                Lanes {
+                    base: 0,
+                    lane_stride: 2 * k as isize,
+                    k_stride: 2,
+                    k,
+                },
+            ),
         ];
         for (src, lanes) in layouts {
             // Three lanes in 2-lane panels: the second panel's second lane is padding.
@@ -146,7 +186,10 @@ mod tests {
                     let got = unpack(dst[panel * pairs(k) * 2 + p * 2 + lane]);
                     let want = if l < rows {
                         let row = l as f32 * 10.0;
-                        (row + (2 * p) as f32, if 2 * p + 1 < k { row + (2 * p + 1) as f32 } else { 0.0 })
+                        (
+                            row + (2 * p) as f32,
+                            if 2 * p + 1 < k { row + (2 * p + 1) as f32 } else { 0.0 },
+                        )
                     } else {
                         (0.0, 0.0)
                     };

@@ -19,7 +19,11 @@ pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
     let (m, n, k) = (p.m, p.n, p.k);
     let mut out = Vec::with_capacity(p.pairs.len() * m * n);
     let mut acc = vec![0f32; m * n];
-    let parallelism = if m * n * k >= 64 * 64 * 64 { Parallelism::Rayon(0) } else { Parallelism::None };
+    let parallelism = if m * n * k >= 64 * 64 * 64 {
+        Parallelism::Rayon(0)
+    } else {
+        Parallelism::None
+    };
     for (oa, ob) in p.pairs {
         let (a, b) = (widen(p.a, oa, m, k), widen(p.b, ob, k, n));
         if m * n > 0 {
@@ -27,11 +31,24 @@ pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
             // `read_dst = false` means acc is only written (k = 0 gives zeros).
             unsafe {
                 gemm::gemm(
-                    m, n, k,
-                    acc.as_mut_ptr(), 1, n as isize, false,
-                    a.as_ptr(), 1, k as isize,
-                    b.as_ptr(), 1, n as isize,
-                    0.0, 1.0, false, false, false,
+                    m,
+                    n,
+                    k,
+                    acc.as_mut_ptr(),
+                    1,
+                    n as isize,
+                    false,
+                    a.as_ptr(),
+                    1,
+                    k as isize,
+                    b.as_ptr(),
+                    1,
+                    n as isize,
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
                     parallelism,
                 );
             }

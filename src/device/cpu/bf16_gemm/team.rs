@@ -59,16 +59,26 @@ impl Team {
     fn new(helpers: usize) -> Team {
         let mut slots = Vec::new();
         for id in 1..=helpers {
-            let slot = Arc::new(Slot { state: AtomicU8::new(IDLE), panicked: AtomicBool::new(false), job: UnsafeCell::new(None), thread: OnceLock::new() });
+            let slot = Arc::new(Slot {
+                state: AtomicU8::new(IDLE),
+                panicked: AtomicBool::new(false),
+                job: UnsafeCell::new(None),
+                thread: OnceLock::new(),
+            });
             let mine = Arc::clone(&slot);
-            let spawned = std::thread::Builder::new().name(format!("bf16-gemm-{id}")).spawn(move || helper(&mine, id));
+            let spawned = std::thread::Builder::new()
+                .name(format!("bf16-gemm-{id}"))
+                .spawn(move || helper(&mine, id));
             // A helper that cannot be started just means fewer threads.
             if let Ok(handle) = spawned {
                 let _ = slot.thread.set(handle.thread().clone());
                 slots.push(slot);
             }
         }
-        Team { slots, busy: Mutex::new(()) }
+        Team {
+            slots,
+            busy: Mutex::new(()),
+        }
     }
 
     /// Runs `work` on up to `threads` threads (the caller included) and returns when every
@@ -76,7 +86,11 @@ impl Team {
     /// them from counters), so that any number of participants, even one, completes them.
     pub(super) fn run(&self, threads: usize, work: &Work<'_>) {
         let guard = self.busy.try_lock();
-        let helpers = if guard.is_ok() { threads.saturating_sub(1).min(self.slots.len()) } else { 0 };
+        let helpers = if guard.is_ok() {
+            threads.saturating_sub(1).min(self.slots.len())
+        } else {
+            0
+        };
         // SAFETY: only the lifetime is erased; `Join` below waits (also when `work` panics
         // here) until no helper can touch `work` any more, before this frame ends.
         let job: &'static Work<'static> = unsafe { std::mem::transmute::<&Work<'_>, &'static Work<'static>>(work) };
@@ -106,7 +120,11 @@ impl Drop for Join<'_> {
             if slot.state.compare_exchange(POSTED, IDLE, AcqRel, Acquire).is_err() {
                 let start = Instant::now();
                 while slot.state.load(Acquire) != DONE {
-                    if start.elapsed() < SPIN { std::hint::spin_loop() } else { std::thread::yield_now() }
+                    if start.elapsed() < SPIN {
+                        std::hint::spin_loop()
+                    } else {
+                        std::thread::yield_now()
+                    }
                 }
                 panicked |= slot.panicked.swap(false, Relaxed);
                 slot.state.store(IDLE, Release);
