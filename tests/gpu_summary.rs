@@ -6,9 +6,10 @@
 use std::path::Path;
 use std::process::Command;
 
+use cs336::bench::cuda::{self as gpu_bench, Bandwidth, COPY_LABEL, GemmBench};
 use cs336::device::cuda::DeviceProps;
-use cs336::device::cuda::timing::{self, Bandwidth, COPY_LABEL, GemmBench, Timing};
 use cs336::tensor::DType;
+use cs336::timing::Timing;
 use serde_json::json;
 
 fn props() -> DeviceProps {
@@ -96,19 +97,19 @@ fn the_summary_compares_ours_with_pytorch_and_checks_the_targets() {
     let bandwidths = vec![
         bw(COPY_LABEL.into(), 2.0 * 1073741824.0, 2.0 * 1073741824.0 / 4.3e12),
         bw(
-            timing::adagrad_label(DType::F32, "adagrad_f32_vec"),
+            gpu_bench::adagrad_label(DType::F32, "adagrad_f32_vec"),
             5.0 * 1073741824.0,
             5.0 * 1073741824.0 / 3.9e12,
         ),
         bw(
-            timing::adagrad_label(DType::F32, "adagrad_f32"),
+            gpu_bench::adagrad_label(DType::F32, "adagrad_f32"),
             5.0 * 1073741824.0,
             5.0 * 1073741824.0 / 3.0e12,
         ),
         bw("host to device, pageable".into(), 268435456.0, 268435456.0 / 10e9),
         bw("host to device, pinned".into(), 268435456.0, 268435456.0 / 50e9),
     ];
-    let ours = timing::report_json(&props(), (16384, 32768, 8192), (3, 10), &gemms, &bandwidths);
+    let ours = gpu_bench::report_json(&props(), (16384, 32768, 8192), (3, 10), &gemms, &bandwidths);
     let flops = 2.0 * 16384.0 * 32768.0 * 8192.0;
     let torch = json!({
         "torch": "2.11.0", "cuda": "13.0", "device": "NVIDIA H200", "sm_count": 132, "total_memory": 150_000_000_000u64,

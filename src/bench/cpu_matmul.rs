@@ -5,10 +5,10 @@
 use std::cell::RefCell;
 
 use super::reference::{self, Info, Server};
-use super::timing::{Budget, Contender, Sample, in_turns, local};
 use super::{SHAPES, Shape};
 use crate::device::cpu::bf16_matmul_isa;
 use crate::rng::Rng;
+use crate::timing::{Budget, Clock, Contender, Timing, contender, in_turns};
 use crate::{DType, Tensor};
 
 /// The contenders, in table order: (label, library, dtype); ours first.
@@ -21,12 +21,17 @@ const REFERENCES: [(&str, &str, &str); 3] = [
 /// A reference library timed by the script: count → seconds of each call.
 type Remote<'a> = Box<dyn FnMut(usize) -> anyhow::Result<Vec<f64>> + 'a>;
 
+/// One of ours, timed here by the host clock.
+fn ours<'a>(mut f: impl FnMut() -> crate::Result<()> + 'a) -> impl FnMut(usize) -> anyhow::Result<Vec<f64>> + 'a {
+    contender(Clock::Host, move || f().map_err(anyhow::Error::from))
+}
+
 pub struct Row {
     pub shape: Shape,
-    pub ours_f32: Sample,
-    pub ours_bf16: Sample,
+    pub ours_f32: Timing,
+    pub ours_bf16: Timing,
     /// numpy f32, PyTorch f32, PyTorch bf16, where measured.
-    pub references: [Option<Sample>; 3],
+    pub references: [Option<Timing>; 3],
 }
 
 /// One shape: our two products of the same random values and each available reference.
@@ -40,8 +45,8 @@ pub fn measure(
     let a = Tensor::randn(&[shape.m, shape.k], DType::F32, &mut rng)?;
     let b = Tensor::randn(&[shape.k, shape.n], DType::F32, &mut rng)?;
     let (ha, hb) = (a.to_dtype(DType::BF16)?, b.to_dtype(DType::BF16)?);
-    let mut f32_mm = local(|| a.matmul(&b).map(drop).map_err(Into::into));
-    let mut bf16_mm = local(|| ha.matmul(&hb).map(drop).map_err(Into::into));
+    let mut f32_mm = ours(|| a.matmul(&b).map(drop));
+    let mut bf16_mm = ours(|| ha.matmul(&hb).map(drop));
     let mut remote: Vec<Remote<'_>> = Vec::new();
     let mut slots = [None; 3];
     if let Some(server) = server {
@@ -54,8 +59,8 @@ pub fn measure(
             }
         }
     }
-    let mut contenders: Vec<Contender<'_>> = vec![&mut f32_mm, &mut bf16_mm];
-    contenders.extend(remote.iter_mut().map(|f| f.as_mut() as Contender<'_>));
+    let mut contenders: Vec<Contender<'_, anyhow::Error>> = vec![&mut f32_mm, &mut bf16_mm];
+    contenders.extend(remote.iter_mut().map(|f| f.as_mut() as Contender<'_, anyhow::Error>));
     let s = in_turns(budget, &mut contenders)?;
     Ok(Row {
         shape,
@@ -87,9 +92,9 @@ pub fn print_table(rows: &[Row]) {
         "bf16/f32"
     );
     for r in rows {
-        let gf = |s: Option<Sample>| s.map(|s| r.shape.flop() / s.median_s / 1e9);
+        let gf = |s: Option<Timing>| s.map(|s| r.shape.flop() / s.median_s / 1e9);
         // Our speed over theirs = their time over ours.
-        let ratio = |theirs: Option<Sample>, ours: Sample| theirs.map(|t| t.median_s / ours.median_s);
+        let ratio = |theirs: Option<Timing>, ours: Timing| theirs.map(|t| t.median_s / ours.median_s);
         let [np32, pt32, pt16] = r.references;
         println!(
             "{:<15} {} {} {} {} {} │ {} {} {} {}",
@@ -112,7 +117,7 @@ pub fn print_table(rows: &[Row]) {
                 .into_iter()
                 .chain(r.references)
                 .flatten()
-                .map(|s| s.count)
+                .map(|s| s.reps)
         })
         .collect();
     println!(

@@ -7,10 +7,10 @@
 use anyhow::{Context, bail};
 use gemm::Parallelism;
 
-use super::timing::{Budget, in_turns, local};
 use super::{SHAPES, Shape};
 use crate::rng::Rng;
 use crate::tensor::{Buffer, CpuBuffer};
+use crate::timing::{Budget, Clock, contender, in_turns};
 use crate::{DType, Tensor};
 
 pub struct Row {
@@ -75,28 +75,28 @@ pub fn measure(shape: Shape, budget: Budget) -> anyhow::Result<Row> {
             );
         }
     };
-    let mut via_tensor = local(|| {
+    let mut via_tensor = contender(Clock::Host, || {
         a.matmul(&b)
             .with_context(|| format!("Tensor::matmul {}", shape.label()))?;
         Ok(())
     });
-    let mut direct = local(|| {
+    let mut direct = contender(Clock::Host, || {
         gemm_into(&mut dst);
         Ok(())
     });
-    let mut direct_fresh = local(|| {
+    let mut direct_fresh = contender(Clock::Host, || {
         let mut fresh = vec![0f32; m * n];
         gemm_into(&mut fresh);
         std::hint::black_box(fresh);
         Ok(())
     });
-    let s = in_turns(budget, &mut [&mut via_tensor, &mut direct, &mut direct_fresh])?;
+    let s = in_turns::<anyhow::Error>(budget, &mut [&mut via_tensor, &mut direct, &mut direct_fresh])?;
     Ok(Row {
         shape,
         tensor_s: s[0].median_s,
         direct_s: s[1].median_s,
         direct_fresh_s: s[2].median_s,
-        samples: s[0].count,
+        samples: s[0].reps,
     })
 }
 

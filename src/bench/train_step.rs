@@ -16,7 +16,7 @@ use crate::nn::{Cruncher, Module};
 use crate::optim::{AdaGrad, Optimizer, Sgd};
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
-use crate::timing::{self, Timing, TimingOptions};
+use crate::timing::{self, Budget, Timing};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -67,12 +67,14 @@ pub struct Report {
     pub step_mfu: Option<f64>,
 }
 
-fn options() -> TimingOptions {
-    TimingOptions {
+/// About 1.5 s per value (at least 5 samples, at most 50).
+fn options() -> Budget {
+    Budget {
         warmup: 2,
-        min_reps: 5,
-        max_reps: 50,
-        budget: Duration::from_secs(3),
+        min_samples: 5,
+        min_time: Duration::from_millis(1500),
+        max_samples: 50,
+        ..Budget::lecture()
     }
 }
 

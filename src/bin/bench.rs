@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use cs336::bench::{self, timing::Budget};
+use cs336::bench;
+use cs336::timing::Budget;
 
 #[derive(Parser)]
 #[command(about = "Matmul benchmarks: medians of many samples, ratios against references measured in the same run")]
@@ -70,7 +71,7 @@ impl Common {
         Ok(Budget {
             min_samples: self.min_samples,
             min_time: Duration::from_secs_f64(self.min_time),
-            ..Budget::default()
+            ..Budget::bench()
         })
     }
 }

@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 
+use cs336::bench::cuda::{self as gpu_bench, Bandwidth, GemmBench};
 use cs336::device::cuda::ops::UpdateKernel;
-use cs336::device::cuda::timing::{self, Bandwidth, GemmBench};
 use cs336::device::cuda::{self, GemmMode};
 use cs336::device::peaks::{self, MathMode};
 use cs336::tensor::DType;
@@ -93,7 +93,7 @@ fn run() -> Result<()> {
         } else {
             args.reps
         };
-        let bench = timing::bench_gemm(&gpu.0, mode, (m, n, k), args.warmup, reps, 0)
+        let bench = gpu_bench::bench_gemm(&gpu.0, mode, (m, n, k), args.warmup, reps, 0)
             .with_context(|| format!("{} matmul", mode.name()))?;
         let peak = mode_peak(&p.name, mode);
         println!(
@@ -108,15 +108,15 @@ fn run() -> Result<()> {
 
     let mut bandwidths: Vec<Bandwidth> = Vec::new();
     bandwidths
-        .push(timing::bench_copy(&gpu.0, args.adagrad_elements * 4, args.warmup, args.reps).context("device copy")?);
+        .push(gpu_bench::bench_copy(&gpu.0, args.adagrad_elements * 4, args.warmup, args.reps).context("device copy")?);
     for which in [UpdateKernel::Fast, UpdateKernel::Reference] {
         bandwidths.push(
-            timing::bench_adagrad(&gpu.0, DType::F32, args.adagrad_elements, which, args.warmup, args.reps)
+            gpu_bench::bench_adagrad(&gpu.0, DType::F32, args.adagrad_elements, which, args.warmup, args.reps)
                 .context("adagrad")?,
         );
     }
     bandwidths.push(
-        timing::bench_adagrad(
+        gpu_bench::bench_adagrad(
             &gpu.0,
             DType::BF16,
             args.adagrad_elements,
@@ -128,7 +128,7 @@ fn run() -> Result<()> {
     );
     for pinned in [false, true] {
         bandwidths.push(
-            timing::bench_host_to_device(&gpu.0, args.h2d_bytes, pinned, 1, args.reps.min(5))
+            gpu_bench::bench_host_to_device(&gpu.0, args.h2d_bytes, pinned, 1, args.reps.min(5))
                 .context("host to device")?,
         );
     }
@@ -143,7 +143,7 @@ fn run() -> Result<()> {
     }
 
     if let Some(path) = args.json {
-        let doc = timing::report_json(
+        let doc = gpu_bench::report_json(
             &p,
             (args.b, args.d, args.k),
             (args.warmup, args.reps),

@@ -7,7 +7,7 @@ use crate::device::{Device, cpu};
 use crate::error::Result;
 use crate::flops::FlopCounter;
 use crate::tensor::{DType, Tensor};
-use crate::timing::{self, Timing, TimingOptions};
+use crate::timing::{self, Budget, Clock, Contender, Timing};
 use crate::trace::{SectionCtx, Unit};
 
 /// A FLOP is one floating-point operation; FLOP/s is a speed. Training budgets are totals, chips
@@ -46,24 +46,26 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     cx.record("counted_num_flops", counter.finish().total(), Unit::Flop)?;
     cx.record("y_shape", y.shape().to_vec(), Unit::None)?;
 
-    // Wall-clock time: warm up, repeat, take the median (the spread is kept too). MFU = what we
-    // achieved / what the hardware promises (dense, for this dtype).
-    let fp32 = time_matmul(&cx.device, &x, &w)?;
-    record_speed(cx, "", MathMode::Fp32, &fp32, actual_num_flops)?;
-
-    // On a GPU, the same float32 tensors on the tensor cores as TF32 (inputs rounded to 10-bit
-    // mantissas, float32 accumulation): what `torch.backends.cuda.matmul.allow_tf32` switches on.
-    if cx.device.is_cuda() {
-        let was = cx.device.set_allow_tf32(true);
-        let tf32 = time_matmul(&cx.device, &x, &w);
-        cx.device.set_allow_tf32(was);
-        record_speed(cx, "tf32_", MathMode::Tf32, &tf32?, actual_num_flops)?;
-    }
-
-    // The same in bfloat16: half the bytes, and on most hardware a faster unit.
+    // Wall-clock time: warm up, then repeat for a fixed time (0.3 s each), in blocks that take
+    // turns between the precisions so a busy moment of the machine slows all of them; the median
+    // and the spread. MFU = what we achieved / what the hardware promises (dense, for this dtype).
+    // On a GPU the same float32 tensors also run on the tensor cores as TF32 (inputs rounded to
+    // 10-bit mantissas, float32 accumulation): what `torch.backends.cuda.matmul.allow_tf32`
+    // switches on. And bfloat16: half the bytes, and on most hardware a faster unit.
     let (x16, w16) = (x.to_dtype(DType::BF16)?, w.to_dtype(DType::BF16)?);
-    let bf16 = time_matmul(&cx.device, &x16, &w16)?;
-    record_speed(cx, "bf16_", MathMode::Bf16, &bf16, actual_num_flops)?;
+    let mut modes = vec![(MathMode::Fp32, &x, &w), (MathMode::Bf16, &x16, &w16)];
+    if cx.device.is_cuda() {
+        modes.push((MathMode::Tf32, &x, &w));
+    }
+    let times = time_in_turns(&cx.device, &modes)?;
+    for (&(mode, _, _), time) in modes.iter().zip(&times) {
+        let prefix = match mode {
+            MathMode::Fp32 => "",
+            MathMode::Tf32 => "tf32_",
+            _ => "bf16_",
+        };
+        record_speed(cx, prefix, mode, time, actual_num_flops)?;
+    }
     if cx.device.is_cpu() {
         // Which instructions did the bfloat16 work: AVX512_BF16 dot products, or a widening to
         // float32 (then bfloat16 cannot beat float32).
@@ -113,8 +115,22 @@ fn record_speed(cx: &mut SectionCtx, prefix: &str, mode: MathMode, timing: &Timi
     }
 }
 
-fn time_matmul(device: &Device, x: &Tensor, w: &Tensor) -> Result<Timing> {
-    timing::time(device, TimingOptions::default(), || x.matmul(w).map(drop))
+/// Times a·b for each (math mode, a, b), in turns (TF32 switched on for its own calls only).
+fn time_in_turns(device: &Device, modes: &[(MathMode, &Tensor, &Tensor)]) -> Result<Vec<Timing>> {
+    let clock = Clock::for_device(device);
+    let mut contenders: Vec<_> = modes
+        .iter()
+        .map(|&(mode, a, b)| {
+            timing::contender(clock.clone(), move || {
+                let was = device.set_allow_tf32(mode == MathMode::Tf32);
+                let product = a.matmul(b).map(drop);
+                device.set_allow_tf32(was);
+                product
+            })
+        })
+        .collect();
+    let mut turns: Vec<Contender<'_>> = contenders.iter_mut().map(|c| c as Contender<'_>).collect();
+    timing::in_turns(Budget::lecture(), &mut turns)
 }
 
 fn cpu_formula_json() -> serde_json::Value {
@@ -143,31 +159,38 @@ fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_jso
     } else {
         &[256, 512, 1024, 2048, 4096, 8192, 16384]
     };
-    let mut modes = vec![(DType::F32, MathMode::Fp32), (DType::BF16, MathMode::Bf16)];
+    let mut modes = vec![MathMode::Fp32, MathMode::Bf16];
     if cx.device.is_cuda() {
-        modes.push((DType::F32, MathMode::Tf32));
+        modes.push(MathMode::Tf32);
     }
-    let peaks: Vec<_> = modes.iter().map(|&(_, m)| peaks::promised(&cx.device, m)).collect();
+    let peaks: Vec<_> = modes.iter().map(|&m| peaks::promised(&cx.device, m)).collect();
     let mut points = Vec::new();
     for &n in sizes {
         let a = Tensor::randn_on(&[n, n], DType::F32, &cx.device, &mut cx.rng)?;
         let b = Tensor::randn_on(&[n, n], DType::F32, &cx.device, &mut cx.rng)?;
-        for ((dtype, mode), peak) in modes.iter().zip(&peaks) {
-            let (a, b) = (a.to_dtype(*dtype)?, b.to_dtype(*dtype)?);
-            let was = cx.device.set_allow_tf32(*mode == MathMode::Tf32);
-            let t = timing::time(&cx.device, TimingOptions::quick(), || a.matmul(&b).map(drop));
-            cx.device.set_allow_tf32(was);
-            let t = t?;
+        let (a16, b16) = (a.to_dtype(DType::BF16)?, b.to_dtype(DType::BF16)?);
+        let operands: Vec<_> = modes
+            .iter()
+            .map(|&m| {
+                if m == MathMode::Bf16 {
+                    (m, &a16, &b16)
+                } else {
+                    (m, &a, &b)
+                }
+            })
+            .collect();
+        let times = time_in_turns(&cx.device, &operands)?;
+        for ((mode, peak), t) in modes.iter().zip(&peaks).zip(&times) {
             let flops = 2 * n * n * n;
             let fps = t.flop_per_sec(flops as u64);
             let mfu = peak.as_ref().ok().map(|p| p.mfu(fps));
-            points.push(json!({"dtype": mode.name(), "n": n, "flops": flops, "median_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s, "flop_per_sec": fps, "mfu": mfu}));
+            points.push(json!({"dtype": mode.name(), "n": n, "flops": flops, "median_s": t.median_s, "min_s": t.min_s, "q1_s": t.q1_s, "q3_s": t.q3_s, "max_s": t.max_s, "reps": t.reps, "flop_per_sec": fps, "mfu": mfu}));
         }
     }
     let peak_lines: serde_json::Map<String, serde_json::Value> = modes
         .iter()
         .zip(&peaks)
-        .map(|((_, m), p)| (m.name().to_string(), peak_json(p)))
+        .map(|(m, p)| (m.name().to_string(), peak_json(p)))
         .collect();
     Ok((serde_json::Value::Array(points), serde_json::Value::Object(peak_lines)))
 }

@@ -4,7 +4,7 @@ use crate::autograd::Var;
 use crate::error::Result;
 use crate::flops::{FlopCount, FlopCounter};
 use crate::tensor::{DType, Tensor};
-use crate::timing::{self, TimingOptions};
+use crate::timing::{self, Budget, Clock};
 use crate::trace::{SectionCtx, Unit};
 
 /// Forward: compute a loss. Backward: compute the gradient of the loss with respect to each
@@ -101,25 +101,23 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
         Unit::Flop,
     )?;
 
-    // Time both passes (the backward needs a fresh graph each time). At the GPU sizes one
-    // forward pass is 44 TFLOP in float32, about a second: a few repetitions suffice.
-    let options = if cx.device.is_cpu() {
-        TimingOptions::default()
-    } else {
-        TimingOptions::quick()
-    };
-    let forward_time = timing::time(&cx.device, options, || forward(&Var::constant(x.clone())).map(drop))?;
-    let backward_time = timing::time_with_setup(
-        &cx.device,
-        options,
+    // Time both passes in turns, so a busy moment slows both (the backward needs a fresh graph
+    // each time, built untimed). At the GPU sizes one forward pass is 44 TFLOP in float32, about a
+    // second: the time budget then gives the minimum of three repetitions.
+    let clock = Clock::for_device(&cx.device);
+    let mut forward_pass = timing::contender(clock.clone(), || forward(&Var::constant(x.clone())).map(drop));
+    let mut backward_pass = timing::contender_with_setup(
+        clock,
         || {
             // Fresh gradients each time, so no accumulation (an extra add) is timed.
             w1.zero_grad();
             w2.zero_grad();
             forward(&Var::constant(x.clone()))
         },
-        |loss| loss.backward(),
-    )?;
+        |loss: Var| loss.backward(),
+    );
+    let times = timing::in_turns(Budget::lecture(), &mut [&mut forward_pass, &mut backward_pass])?;
+    let (forward_time, backward_time) = (times[0], times[1]);
     cx.record("forward_time", forward_time.median_s, Unit::Seconds)?;
     cx.record("forward_time_spread", forward_time.to_json(), Unit::None)?;
     cx.record("backward_time", backward_time.median_s, Unit::Seconds)?;

@@ -9,7 +9,6 @@ use crate::autograd::{Var, mse_loss};
 use crate::checkpoint;
 use crate::data::{self, TokenFile};
 use crate::device::Device;
-use crate::device::cuda;
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
 use crate::nn::{Cruncher, Module, ParamOptions};
@@ -108,8 +107,8 @@ pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
             Unit::None,
         )?;
         let bytes = 256usize << 20;
-        let pageable = cuda::timing::bench_host_to_device(&gpu.0, bytes, false, 1, 5)?;
-        let pinned = cuda::timing::bench_host_to_device(&gpu.0, bytes, true, 1, 5)?;
+        let pageable = crate::bench::cuda::bench_host_to_device(&gpu.0, bytes, false, 1, 5)?;
+        let pinned = crate::bench::cuda::bench_host_to_device(&gpu.0, bytes, true, 1, 5)?;
         cx.record("h2d_bytes", bytes, Unit::Bytes)?;
         cx.record("h2d_pageable_bytes_per_sec", pageable.bytes_per_sec, Unit::BytesPerSec)?;
         cx.record("h2d_pinned_bytes_per_sec", pinned.bytes_per_sec, Unit::BytesPerSec)?;

@@ -8,12 +8,12 @@
 
 pub mod alloc;
 pub mod blas;
+pub mod events;
 pub mod kernels;
 pub mod launch;
 pub mod ops;
 mod props;
 mod tensor_ops;
-pub mod timing;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -291,7 +291,7 @@ impl CudaBackend {
     }
 
     /// The cuBLAS handle, locked (a handle must not be used by two threads at once).
-    fn blas(&self) -> Result<MutexGuard<'_, CudaBlas>> {
+    pub(crate) fn blas(&self) -> Result<MutexGuard<'_, CudaBlas>> {
         self.ctx
             .bind_to_thread()
             .map_err(|e| driver_error("binding the context", e))?;

@@ -1,90 +1,25 @@
-//! Timing on the GPU: CUDA events (created with timing enabled; cudarc's default disables it)
-//! recorded on the stream around each repetition, after untimed warm-up runs; the median is
-//! reported. And the benchmarks built on it: cuBLAS matmul throughput, device copy bandwidth,
-//! the AdaGrad kernels' bandwidth, and host-to-device bandwidth from pageable and pinned memory.
+//! The GPU benchmarks `cuda_bench` runs (and the lecture's host-to-device measurement): cuBLAS
+//! matmul throughput, device copy bandwidth, the AdaGrad kernels' bandwidth, and host-to-device
+//! bandwidth from pageable and pinned memory. Each is timed by CUDA events on the stream (the
+//! `timing` module's CUDA clock): `warmup` untimed calls, then `reps` timed ones; the median is
+//! reported.
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaEvent, result as drv_result, sys as drv};
+use cudarc::driver::result as drv_result;
 use serde::Serialize;
 
-use super::blas::{self, GemmMode, GemmPtrs};
-use super::ops::{self, Distribution, UpdateKernel};
-use super::{CudaBackend, driver_error};
+use crate::device::cuda::blas::{self, GemmMode, GemmPtrs};
+use crate::device::cuda::ops::{self, Distribution, UpdateKernel};
+use crate::device::cuda::{self, CudaBackend, DeviceProps, driver_error};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Layout};
+use crate::timing::{self, Budget, Clock, Timing};
 
-/// Repeated measurements of one thing, in seconds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Timing {
-    pub median_s: f64,
-    pub min_s: f64,
-    pub max_s: f64,
-    pub times_s: Vec<f64>,
-}
-
-impl Timing {
-    pub fn from_seconds(mut times: Vec<f64>) -> Timing {
-        let raw = times.clone();
-        let median = crate::timing::median(&mut times);
-        Timing {
-            median_s: median,
-            min_s: times.first().copied().unwrap_or(f64::NAN),
-            max_s: times.last().copied().unwrap_or(f64::NAN),
-            times_s: raw,
-        }
-    }
-}
-
-fn timing_event(b: &CudaBackend) -> Result<CudaEvent> {
-    b.context()
-        .new_event(Some(drv::CUevent_flags::CU_EVENT_DEFAULT))
-        .map_err(|e| driver_error("creating a timing event", e))
-}
-
-/// One call of `f` timed by two events recorded on the stream around the work it queues
-/// (the GPU's own clock: no launch latency or host scheduling in the number). Waits for the end.
-pub fn time_once(b: &CudaBackend, f: impl FnOnce() -> Result<()>) -> Result<f64> {
-    let (start, end) = (timing_event(b)?, timing_event(b)?);
-    start
-        .record(b.stream())
-        .map_err(|e| driver_error("recording an event", e))?;
-    f()?;
-    end.record(b.stream())
-        .map_err(|e| driver_error("recording an event", e))?;
-    let ms = start
-        .elapsed_ms(&end)
-        .map_err(|e| driver_error("reading an event time", e))?;
-    Ok(f64::from(ms) / 1e3)
-}
-
-/// `warmup` untimed calls, then `reps` calls each between two events; the median of their times.
-pub fn time_median(b: &CudaBackend, warmup: usize, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<Timing> {
-    for _ in 0..warmup {
-        f()?;
-    }
-    b.synchronize()?;
-    let mut events = Vec::with_capacity(reps.max(1));
-    for _ in 0..reps.max(1) {
-        let (start, end) = (timing_event(b)?, timing_event(b)?);
-        start
-            .record(b.stream())
-            .map_err(|e| driver_error("recording an event", e))?;
-        f()?;
-        end.record(b.stream())
-            .map_err(|e| driver_error("recording an event", e))?;
-        events.push((start, end));
-    }
-    b.synchronize()?;
-    let times = events
-        .iter()
-        .map(|(s, e)| {
-            s.elapsed_ms(e)
-                .map(|ms| f64::from(ms) / 1e3)
-                .map_err(|e| driver_error("reading an event time", e))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Timing::from_seconds(times))
+/// `warmup` untimed calls of `f`, then `reps` calls each between two events.
+fn time_median(b: &Arc<CudaBackend>, warmup: usize, reps: usize, f: impl FnMut() -> Result<()>) -> Result<Timing> {
+    let mut c = timing::contender(Clock::Cuda(Arc::clone(b)), f);
+    Ok(timing::in_turns(Budget::count(warmup, reps), &mut [&mut c])?[0])
 }
 
 /// One matmul size and precision, timed.
@@ -109,8 +44,8 @@ pub fn bench_gemm(
     reps: usize,
     seed: u64,
 ) -> Result<GemmBench> {
-    let a = super::random(b, Distribution::Normal, mode.input_dtype(), m * k, seed)?;
-    let w = super::random(b, Distribution::Normal, mode.input_dtype(), k * n, seed ^ 0x5eed)?;
+    let a = cuda::random(b, Distribution::Normal, mode.input_dtype(), m * k, seed)?;
+    let w = cuda::random(b, Distribution::Normal, mode.input_dtype(), k * n, seed ^ 0x5eed)?;
     let c = b.alloc(mode.output_dtype(), m * n)?;
     let plan = blas::plan(&Layout::contiguous(&[m, k]), &Layout::contiguous(&[k, n]))
         .map_err(|_| Error::Cuda("contiguous matrices need no copy".into()))?;
@@ -163,7 +98,7 @@ pub const COPY_LABEL: &str = "device copy (read + write)";
 /// A device-to-device copy of `bytes`: the ceiling for memory-bound kernels. Counts bytes read
 /// plus bytes written (2 × bytes), as the kernels' figures do.
 pub fn bench_copy(b: &Arc<CudaBackend>, bytes: usize, warmup: usize, reps: usize) -> Result<Bandwidth> {
-    let src = super::random(b, Distribution::Uniform, DType::F32, bytes / 4, 1)?;
+    let src = cuda::random(b, Distribution::Uniform, DType::F32, bytes / 4, 1)?;
     let dst = b.alloc(DType::F32, bytes / 4)?;
     let n = (bytes / 4) * 4;
     b.context()
@@ -187,9 +122,9 @@ pub fn bench_adagrad(
     warmup: usize,
     reps: usize,
 ) -> Result<Bandwidth> {
-    let p = super::random(b, Distribution::Normal, dtype, n, 2)?;
-    let s = super::full(b, dtype, n, 0.0)?;
-    let g = super::random(b, Distribution::Normal, dtype, n, 3)?;
+    let p = cuda::random(b, Distribution::Normal, dtype, n, 2)?;
+    let s = cuda::full(b, dtype, n, 0.0)?;
+    let g = cuda::random(b, Distribution::Normal, dtype, n, 3)?;
     let plan = ops::adagrad(
         dtype,
         p.device_ptr(),
@@ -258,7 +193,7 @@ pub fn bench_host_to_device(
 /// matmul (with its datasheet peak and MFU when the device is in the table) and each bandwidth
 /// (with its fraction of the device copy's, the first entry).
 pub fn report_json(
-    props: &super::DeviceProps,
+    props: &DeviceProps,
     (b, d, k): (usize, usize, usize),
     (warmup, reps): (usize, usize),
     gemms: &[(GemmBench, Option<f64>)],
@@ -279,18 +214,4 @@ pub fn report_json(
 /// The label `bench_adagrad` gives a measurement (the summary script finds the fast kernel by it).
 pub fn adagrad_label(dtype: DType, kernel: &str) -> String {
     format!("adagrad update, {} kernel `{kernel}`", dtype.name())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn medians_of_odd_and_even_counts() {
-        let t = Timing::from_seconds(vec![3.0, 1.0, 2.0]);
-        assert_eq!((t.median_s, t.min_s, t.max_s), (2.0, 1.0, 3.0));
-        assert_eq!(t.times_s, vec![3.0, 1.0, 2.0], "raw times keep their order");
-        assert_eq!(Timing::from_seconds(vec![4.0, 1.0, 2.0, 3.0]).median_s, 2.5);
-        assert!(Timing::from_seconds(vec![]).median_s.is_nan());
-    }
 }
