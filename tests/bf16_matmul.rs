@@ -1,5 +1,5 @@
-//! bf16 matmul against an f64 reference, through both kernels (the AVX512_BF16 one where this CPU
-//! has it, and the portable f32 one everywhere), on random shapes with odd sizes and on batched,
+//! bf16 matmul against an f64 reference, through every kernel this CPU can run (AMX tiles and
+//! AVX512_BF16 where it has them, the portable f32 one everywhere), on random shapes with odd sizes and on batched,
 //! broadcast, transposed and sliced operands.
 //!
 //! Tolerance: both kernels accumulate in f32 and round to bf16 once, so for an output whose exact
@@ -37,10 +37,7 @@ fn assert_close(got: &[f64], exact: &[f64], abs_sums: &[f64], k: usize, what: &s
 }
 
 fn kernels() -> Vec<Bf16Kernel> {
-    [Bf16Kernel::Avx512Bf16, Bf16Kernel::PortableF32]
-        .into_iter()
-        .filter(|k| k.is_available())
-        .collect()
+    Bf16Kernel::ALL.into_iter().filter(|k| k.is_available()).collect()
 }
 
 fn random_bf16(len: usize, seed: u64) -> Vec<bf16> {
@@ -134,7 +131,8 @@ fn abs_sums(p: &Problem<'_>) -> Vec<f64> {
     .unwrap()
 }
 
-/// Sizes around the kernel's tile edges (12 rows, 32 columns) and the odd k pair.
+/// Sizes around the kernels' tile edges (AVX-512: 12 rows, 32 columns; AMX: tiles of 16 rows,
+/// blocks of 32 rows and 32 columns, steps of 32 k), and the odd k pair.
 fn dim() -> impl Strategy<Value = usize> {
     prop_oneof![
         Just(1usize),
@@ -143,13 +141,17 @@ fn dim() -> impl Strategy<Value = usize> {
         Just(11),
         Just(12),
         Just(13),
+        Just(15),
+        Just(16),
         Just(17),
         Just(31),
         Just(32),
         Just(33),
         Just(64),
         Just(65),
+        Just(96),
         Just(97),
+        Just(128),
         1usize..140,
     ]
 }
@@ -303,6 +305,47 @@ mod through_tensors {
     }
 }
 
+/// Shapes where the AMX kernel reads A in place (row-major rows, k a multiple of 32) for whole
+/// blocks of 32 rows and copies the last partial block, with row strides wider than k, and large
+/// enough to run on every thread.
+#[test]
+fn rows_read_in_place_and_partial_blocks() {
+    for (m, k, n, pad) in [
+        (70, 64, 40, 0),
+        (64, 128, 33, 8),
+        (32, 32, 32, 0),
+        (320, 512, 96, 0),
+        (33, 96, 64, 5),
+    ] {
+        let (a, oa) = place(m, k, Placement::Sliced { pad, skip: 3 }, m as u64);
+        let (b, ob) = place(k, n, Placement::RowMajor, n as u64);
+        let pairs = [(oa, ob)];
+        let p = Problem {
+            m,
+            n,
+            k,
+            a: &a,
+            b: &b,
+            pairs: &pairs,
+        };
+        let (exact, sums) = (bf16_gemm::reference_f64(&p).unwrap(), abs_sums(&p));
+        for kernel in kernels() {
+            let got: Vec<f64> = bf16_gemm::matmul(kernel, &p)
+                .unwrap()
+                .iter()
+                .map(|x| x.to_f64())
+                .collect();
+            assert_close(
+                &got,
+                &exact,
+                &sums,
+                k,
+                &format!("{} {m}×{k}·{k}×{n} pad {pad}", kernel.name()),
+            );
+        }
+    }
+}
+
 #[test]
 fn isa_names_the_kernel_in_use() {
     let detected = Bf16Kernel::detect();
@@ -311,10 +354,13 @@ fn isa_names_the_kernel_in_use() {
     assert_eq!(inside, "portable-f32");
     // The override ends with the closure.
     assert_eq!(bf16_matmul_isa(), detected.name());
-    if !Bf16Kernel::Avx512Bf16.is_available() {
-        let err = bf16_gemm::with_kernel(Bf16Kernel::Avx512Bf16, || ()).unwrap_err();
+    for kernel in Bf16Kernel::ALL.into_iter().filter(|k| !k.is_available()) {
+        let err = bf16_gemm::with_kernel(kernel, || ()).unwrap_err();
         assert!(err.to_string().contains("AVX512_BF16"), "{err}");
     }
+    // The fastest available kernel is the one detected.
+    let fastest = Bf16Kernel::ALL.into_iter().find(|k| k.is_available());
+    assert_eq!(fastest, Some(detected));
 }
 
 #[test]

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::*};
 use half::bf16;
 use rayon::prelude::*;
 
+use super::blocking::{OutPtr, Part, Words, claim, scratch, split};
 use super::pack::{Lanes, pack_panels, pairs};
 use super::team::Team;
 use super::{Operand, Problem};
@@ -41,47 +42,6 @@ const _: () = assert!(NV.is_multiple_of(2));
 const A_BLOCK_BYTES: usize = 384 * 1024;
 /// Below this many FLOPs a product runs on one thread: waking a second costs more than it saves.
 const PARALLEL_MIN_FLOP: usize = 2 * 96 * 96 * 96;
-/// Parts per thread, for load balancing.
-const CHUNKS_PER_THREAD: usize = 4;
-
-/// Scratch memory for packed panels kept per thread between calls: a fresh multi-megabyte
-/// allocation each call would cost a page fault per 4 KiB, several percent of a 1024³ product.
-/// Packing overwrites every word it uses, so the old contents never matter.
-mod scratch {
-    use std::cell::RefCell;
-
-    /// Larger buffers (over 256 MiB) are freed after use rather than kept.
-    const KEEP_WORDS: usize = 64 << 20;
-
-    thread_local! {
-        static SCRATCH: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
-    }
-
-    /// Runs `f` with two 64-byte aligned word buffers of `a` and `b` words.
-    pub fn with<R>(a: usize, b: usize, f: impl FnOnce(&mut [u32], &mut [u32]) -> R) -> R {
-        // Taken out while in use, so a nested call (there is none today) would get its own.
-        let mut buf = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
-        let a_padded = a.next_multiple_of(16);
-        let need = a_padded + b + 16;
-        if buf.len() < need {
-            buf.resize(need, 0);
-        }
-        let start = buf.as_ptr().align_offset(64).min(16);
-        let (pa, pb) = buf[start..start + a_padded + b].split_at_mut(a_padded);
-        let result = f(&mut pa[..a], pb);
-        if buf.len() <= KEEP_WORDS {
-            SCRATCH.with(|s| *s.borrow_mut() = buf);
-        }
-        result
-    }
-}
-
-/// A raw output pointer that threads share; each writes a disjoint set of tiles.
-#[derive(Clone, Copy)]
-struct OutPtr(*mut bf16);
-// SAFETY: tiles written through it never overlap between threads (see `compute`).
-unsafe impl Send for OutPtr {}
-unsafe impl Sync for OutPtr {}
 
 pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
     let (m, n, k) = (p.m, p.n, p.k);
@@ -115,21 +75,7 @@ pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
 #[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn pack_range(src: &[bf16], lanes: &Lanes, total: usize, width: usize, panels: Range<usize>, dst: &mut [u32]) {
     // SAFETY: forwarded from the caller.
-    unsafe { pack_panels(src, lanes, total, width, panels, dst) }
-}
-
-/// A shared pointer into a packed buffer; threads reach disjoint ranges of it, handed out by
-/// atomic counters, and read it whole only after all writes are published.
-#[derive(Clone, Copy)]
-struct Words(*mut u32);
-// SAFETY: see above; every use states which range it owns.
-unsafe impl Send for Words {}
-unsafe impl Sync for Words {}
-
-/// Claims the next item below `count` from `next`.
-fn claim(next: &AtomicUsize, count: usize) -> Option<usize> {
-    let i = next.fetch_add(1, Relaxed);
-    (i < count).then_some(i)
+    unsafe { pack_panels(src, lanes, total, width, panels, dst, pairs(lanes.k) * width) }
 }
 
 /// One m×n product into the row-major `out` (every element of which gets written), on up to
@@ -156,7 +102,7 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
     };
     scratch::with(row_panels * kp * MR, col_panels * kp * NR, |a_packed, b_packed| {
         let (a_words, b_words) = (Words(a_packed.as_mut_ptr()), Words(b_packed.as_mut_ptr()));
-        let (parts, along_rows) = split(row_panels, col_panels, kp, threads);
+        let (parts, along_rows) = split((row_panels, col_panels), (MR, NR), a_group(kp), threads);
         // Packing items: runs of B panels, then (split along columns) runs of A panels.
         let per_item = |panels: usize| panels.div_ceil(2 * threads).max(1);
         let (b_run, a_run) = (per_item(col_panels), per_item(row_panels));
@@ -219,48 +165,6 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
             work(0);
         }
     });
-}
-
-/// A rectangle of tiles: row panels `rows.0..rows.1`, column panels `cols.0..cols.1`.
-#[derive(Clone, Copy, Debug)]
-struct Part {
-    rows: (usize, usize),
-    cols: (usize, usize),
-}
-
-/// Splits the tiles into rectangles along the longer side (true: along the rows): enough of them
-/// (`CHUNKS_PER_THREAD` per thread) to even out threads that run slower (a core shared with
-/// another process), and each no bigger than the A panels one thread keeps in L2.
-fn split(row_panels: usize, col_panels: usize, kp: usize, threads: usize) -> (Vec<Part>, bool) {
-    let along_rows = row_panels * MR >= col_panels * NR;
-    let count = if along_rows { row_panels } else { col_panels };
-    let chunks = if threads <= 1 {
-        1
-    } else {
-        let l2_sized = if along_rows {
-            row_panels.div_ceil(a_group(kp))
-        } else {
-            1
-        };
-        (threads * CHUNKS_PER_THREAD).max(l2_sized).min(count)
-    };
-    let parts = (0..chunks)
-        .map(|t| {
-            let range = (count * t / chunks, count * (t + 1) / chunks);
-            if along_rows {
-                Part {
-                    rows: range,
-                    cols: (0, col_panels),
-                }
-            } else {
-                Part {
-                    rows: (0, row_panels),
-                    cols: range,
-                }
-            }
-        })
-        .collect();
-    (parts, along_rows)
 }
 
 /// How many A panels of `kp` pairs fit the L2 budget.
@@ -347,39 +251,6 @@ unsafe fn store(c: &[[__m512; NV]; MR], out: *mut bf16, ld: usize, rows: usize, 
             let mask: __mmask32 = if valid == 32 { u32::MAX } else { (1u32 << valid) - 1 };
             // SAFETY: the masked store writes only the `valid` columns inside the tile.
             unsafe { _mm512_mask_storeu_epi16(out.add(i * ld + 32 * q) as *mut i16, mask, v) };
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn split_covers_every_tile_once() {
-        for (rp, cp, kp, t) in [
-            (1, 1, 8, 2),
-            (7, 3, 8, 2),
-            (2, 9, 8, 2),
-            (5, 5, 8, 3),
-            (100, 1, 8, 2),
-            (171, 64, 1024, 2),
-            (3, 3, 4, 1),
-        ] {
-            let (parts, _) = split(rp, cp, kp, t);
-            let mut seen = vec![0; rp * cp];
-            for part in &parts {
-                for r in part.rows.0..part.rows.1 {
-                    for c in part.cols.0..part.cols.1 {
-                        seen[r * cp + c] += 1;
-                    }
-                }
-            }
-            assert!(
-                seen.iter().all(|&s| s == 1),
-                "{rp}×{cp} tiles over {t} threads: {seen:?}"
-            );
-            assert!(t > 1 || parts.len() == 1, "one thread, one part");
         }
     }
 }

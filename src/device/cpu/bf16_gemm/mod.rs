@@ -1,6 +1,8 @@
 //! bf16 matrix multiply on the CPU, accumulating in f32 and rounding to bf16 once at the end.
 //!
-//! Two kernels compute the same thing:
+//! Three kernels compute the same thing:
+//! - `Amx`: x86-64 CPUs with AMX-BF16 (Intel Sapphire Rapids and later) multiply whole tiles,
+//!   16×32 by 32×16 bf16 values into 16×16 f32 sums, in one instruction; see `amx.rs`.
 //! - `Avx512Bf16`: x86-64 CPUs with AVX512_BF16 (Intel Cooper Lake / Sapphire Rapids, AMD Zen 4+)
 //!   have `vdpbf16ps`, which multiplies pairs of bf16 values and adds both products into one f32
 //!   lane: 32 multiply-adds per instruction, twice the f32 FMA rate. This is the only way bf16
@@ -13,7 +15,11 @@
 //! packs them into its own layout anyway.
 
 #[cfg(target_arch = "x86_64")]
+mod amx;
+#[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod blocking;
 #[cfg(target_arch = "x86_64")]
 mod pack;
 mod portable;
@@ -31,6 +37,8 @@ use crate::error::{Error, Result};
 /// Which instruction set does the work for a bf16 matmul.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bf16Kernel {
+    /// AMX tiles (`tdpbf16ps`), packed and cache-blocked like `Avx512Bf16`, on the same threads.
+    Amx,
     /// `vdpbf16ps` (AVX512_BF16), packed and cache-blocked, on as many threads as rayon's pool
     /// has (so one setting sizes this and `gemm`).
     Avx512Bf16,
@@ -42,6 +50,7 @@ impl Bf16Kernel {
     /// The name the trace records.
     pub fn name(self) -> &'static str {
         match self {
+            Bf16Kernel::Amx => "amx_bf16",
             Bf16Kernel::Avx512Bf16 => "avx512_bf16",
             Bf16Kernel::PortableF32 => "portable-f32",
         }
@@ -52,12 +61,18 @@ impl Bf16Kernel {
         match self {
             Bf16Kernel::PortableF32 => true,
             Bf16Kernel::Avx512Bf16 => avx512_bf16_detected(),
+            Bf16Kernel::Amx => amx_detected(),
         }
     }
 
+    /// Every kernel, fastest first.
+    pub const ALL: [Bf16Kernel; 3] = [Bf16Kernel::Amx, Bf16Kernel::Avx512Bf16, Bf16Kernel::PortableF32];
+
     /// The fastest kernel this CPU supports.
     pub fn detect() -> Bf16Kernel {
-        if avx512_bf16_detected() {
+        if amx_detected() {
+            Bf16Kernel::Amx
+        } else if avx512_bf16_detected() {
             Bf16Kernel::Avx512Bf16
         } else {
             Bf16Kernel::PortableF32
@@ -72,6 +87,19 @@ fn avx512_bf16_detected() -> bool {
         is_x86_feature_detected!("avx512bf16")
             && is_x86_feature_detected!("avx512bw")
             && is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// AMX tiles, and AVX512_BF16 for rounding and storing the sums (every AMX CPU has it). The first
+/// call asks the OS for the tile state.
+fn amx_detected() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        avx512_bf16_detected() && amx::available()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -107,10 +135,14 @@ fn require(kernel: Bf16Kernel) -> Result<()> {
     if kernel.is_available() {
         Ok(())
     } else {
+        let needs = match kernel {
+            Bf16Kernel::Amx => "AMX-BF16 (granted by the OS) and AVX512_BF16",
+            _ => "AVX512_BF16",
+        };
         Err(Error::invalid(
             "matmul",
             format!(
-                "the {} bf16 kernel needs a CPU with AVX512_BF16, and this one has none",
+                "the {} bf16 kernel needs a CPU with {needs}, and this one lacks it",
                 kernel.name()
             ),
         ))
@@ -171,8 +203,10 @@ pub fn matmul(kernel: Bf16Kernel, p: &Problem<'_>) -> Result<Vec<bf16>> {
         Bf16Kernel::PortableF32 => portable::matmul(p),
         #[cfg(target_arch = "x86_64")]
         Bf16Kernel::Avx512Bf16 => avx512::matmul(p),
+        #[cfg(target_arch = "x86_64")]
+        Bf16Kernel::Amx => amx::matmul(p),
         #[cfg(not(target_arch = "x86_64"))]
-        Bf16Kernel::Avx512Bf16 => unreachable!("require() rejects AVX-512 off x86-64"),
+        Bf16Kernel::Avx512Bf16 | Bf16Kernel::Amx => unreachable!("require() rejects AVX-512 and AMX off x86-64"),
     })
 }
 

@@ -42,8 +42,9 @@ pub(super) fn pairs(k: usize) -> usize {
 }
 
 /// Packs `panels` (panel c covers lanes c·width .. c·width + width of a matrix with `total` lanes)
-/// into `dst`, which holds exactly those panels, `pairs(k)·width` words each. Lanes past `total`
-/// are zero. The caller has checked that every element of the matrix lies inside `src`.
+/// into `dst`, which holds exactly those panels, `panel_words` words each: `pairs(k)·width` words
+/// of data, then zeros (the AMX kernel pads k to whole tiles). Lanes past `total` are zero. The
+/// caller has checked that every element of the matrix lies inside `src`.
 ///
 /// # Safety
 /// The CPU has AVX512F and AVX512BW (callers are the AVX-512 kernel, which checked), and this
@@ -59,9 +60,14 @@ pub(super) unsafe fn pack_panels(
     width: usize,
     panels: Range<usize>,
     dst: &mut [u32],
+    panel_words: usize,
 ) {
-    let per_panel = pairs(m.k) * width;
-    debug_assert_eq!(dst.len(), panels.len() * per_panel);
+    let data = pairs(m.k) * width;
+    assert!(panel_words >= data && dst.len() == panels.len() * panel_words);
+    for panel in dst.chunks_exact_mut(panel_words) {
+        panel[data..].fill(0);
+    }
+    let per_panel = panel_words;
     let panel_lanes = |c: usize| (c * width, width.min(total - c * width));
     if m.lane_stride == 1 {
         // Lanes are contiguous (a row-major B, a transposed A): for each k pair, two runs of
@@ -95,12 +101,12 @@ pub(super) unsafe fn pack_panels(
                 .map(|l| &src[m.at(first + l, 0)..m.at(first + l, 0) + m.k])
                 .collect();
             // SAFETY: the caller guarantees AVX512F (see this function's contract).
-            unsafe { super::transpose::pack_runs(&runs, m.k, width, panel) };
+            unsafe { super::transpose::pack_runs(&runs, m.k, width, &mut panel[..data]) };
         }
     } else {
         for (c, panel) in panels.zip(dst.chunks_exact_mut(per_panel)) {
             let (first, valid) = panel_lanes(c);
-            for (p, out) in panel.chunks_exact_mut(width).enumerate() {
+            for (p, out) in panel[..data].chunks_exact_mut(width).enumerate() {
                 for (l, o) in out.iter_mut().enumerate().take(valid) {
                     let hi = if 2 * p + 1 < m.k {
                         src[m.at(first + l, 2 * p + 1)]
@@ -112,6 +118,55 @@ pub(super) unsafe fn pack_panels(
                 out[valid..].fill(0);
             }
         }
+    }
+}
+
+/// Packs rows `rows` of a matrix with `total` rows (row i, column kk at `m.at(i, kk)`) whole, the
+/// layout AMX tiles load: `row_words` words per row (k bf16 values in order, then zeros); rows
+/// past `total` are zero. The caller has checked that every element lies inside `src`.
+///
+/// # Safety
+/// Callers are the AMX kernel's `#[target_feature]` functions, into which this is inlined.
+#[inline(always)]
+pub(super) unsafe fn pack_rows(
+    src: &[bf16],
+    m: &Lanes,
+    total: usize,
+    rows: Range<usize>,
+    dst: &mut [u32],
+    row_words: usize,
+) {
+    assert!(row_words * 2 >= m.k && dst.len() == rows.len() * row_words);
+    // SAFETY: u32 words are two u16 halves; the view covers exactly `dst`.
+    let dst: &mut [u16] = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast(), dst.len() * 2) };
+    let (k, row_len) = (m.k, 2 * row_words);
+    let valid = total.saturating_sub(rows.start).min(rows.len());
+    if m.lane_stride == 1 && m.k_stride != 1 {
+        // Column-major: walk down the columns, so every read is contiguous.
+        for kk in 0..k {
+            let column = &src[m.at(rows.start, kk)..m.at(rows.start, kk) + valid];
+            for (r, x) in column.iter().enumerate() {
+                dst[r * row_len + kk] = x.to_bits();
+            }
+        }
+    } else {
+        for (r, out) in dst.chunks_exact_mut(row_len).take(valid).enumerate() {
+            let i = rows.start + r;
+            if m.k_stride == 1 {
+                let run = &src[m.at(i, 0)..m.at(i, 0) + k];
+                for (o, x) in out.iter_mut().zip(run) {
+                    *o = x.to_bits();
+                }
+            } else {
+                for (kk, o) in out[..k].iter_mut().enumerate() {
+                    *o = src[m.at(i, kk)].to_bits();
+                }
+            }
+        }
+    }
+    for (r, out) in dst.chunks_exact_mut(row_len).enumerate() {
+        let from = if r < valid { k } else { 0 };
+        out[from..].fill(0);
     }
 }
 
@@ -179,7 +234,7 @@ mod tests {
             // Three lanes in 2-lane panels: the second panel's second lane is padding.
             let mut dst = vec![u32::MAX; 2 * pairs(k) * 2];
             // SAFETY: only run where the CPU has AVX-512 (see the test's guard).
-            unsafe { pack_panels(src, &lanes, rows, 2, 0..2, &mut dst) };
+            unsafe { pack_panels(src, &lanes, rows, 2, 0..2, &mut dst, pairs(k) * 2) };
             for p in 0..pairs(k) {
                 for l in 0..4 {
                     let (panel, lane) = (l / 2, l % 2);
@@ -198,7 +253,7 @@ mod tests {
             }
             // Packing the second panel alone gives the same words.
             let mut second = vec![u32::MAX; pairs(k) * 2];
-            unsafe { pack_panels(src, &lanes, rows, 2, 1..2, &mut second) };
+            unsafe { pack_panels(src, &lanes, rows, 2, 1..2, &mut second, pairs(k) * 2) };
             assert_eq!(second, dst[pairs(k) * 2..]);
         }
     }

@@ -1,0 +1,405 @@
+//! The AMX kernel: Intel's tile unit (Sapphire Rapids and later) multiplies a 16×32 bf16 tile by
+//! a 32×16 one into a 16×16 tile of f32 sums in one instruction, `tdpbf16ps`: 16,384 FLOPs, where
+//! one `vdpbf16ps` does 64 (and on these cores issues at half the rate of an f32 FMA, so without
+//! the tiles bf16 cannot beat f32 there). The sums stay in f32; each output is rounded to bf16 once.
+//!
+//! Structure: as `avx512.rs` (pack B, split the output into parts that threads claim, A rows kept
+//! in L2 while the B panels stream past), with tiles as the microkernel:
+//! - tmm0–3 hold a 32×32 block of f32 sums, tmm4–5 two 16-row slices of A (32 k each), tmm6–7
+//!   two 16-column slices of B (16 k pairs each): per 32 k, four tile loads and four `tdpbf16ps`.
+//! - B is packed as for the AVX-512 kernel (`pack.rs`: 32-column panels of k pairs, so a tile row
+//!   is one k pair of 16 columns, 64 bytes, and the next row lies 128 bytes on), k padded with zero
+//!   pairs to a multiple of 32.
+//! - A is read in place when a tile row is 32 consecutive elements of one row (column stride 1,
+//!   k a multiple of 32); otherwise, and for the last partial block of rows, rows are copied whole
+//!   and zero-padded (`pack_rows`), so no tile ever reads past the matrix.
+//! - Each finished 32×32 block goes through a small f32 buffer, is rounded to bf16 and written
+//!   with masks at the matrix edges.
+//!
+//! Linux hands a process the tile state only on request (`arch_prctl(ARCH_REQ_XCOMP_PERM)`, made
+//! once by `available`); each thread loads the tile configuration for its share of a product and
+//! releases the tiles afterwards. The tile instructions are written as inline assembly: Rust's
+//! AMX intrinsics (and their run-time detection) are not stable.
+
+use std::arch::asm;
+use std::arch::x86_64::*;
+use std::mem::MaybeUninit;
+use std::ops::Range;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering::*};
+
+use half::bf16;
+use rayon::prelude::*;
+
+use super::blocking::{OutPtr, Part, Words, claim, scratch, split};
+use super::pack::{Lanes, pack_panels, pack_rows};
+use super::team::Team;
+use super::{Operand, Problem};
+
+/// Rows of one tile.
+const TILE_ROWS: usize = 16;
+/// Rows of A per block: two tiles.
+const MR: usize = 2 * TILE_ROWS;
+/// Columns of B per panel: two tiles of 16.
+const NR: usize = 32;
+/// k per step: one tile row of A is 32 bf16 values (64 bytes).
+const KB: usize = 32;
+/// Bytes of A a thread keeps hot in its L2 while it sweeps the B panels.
+const A_BLOCK_BYTES: usize = 512 * 1024;
+/// Below this many FLOPs a product runs on one thread: handing half of it to a second costs more
+/// than it saves.
+const PARALLEL_MIN_FLOP: usize = 2 * 128 * 128 * 128;
+
+/// Whether this CPU has AMX-TILE and AMX-BF16 and the OS granted this process the tile state.
+pub(super) fn available() -> bool {
+    static READY: OnceLock<bool> = OnceLock::new();
+    *READY.get_or_init(|| cpu_has_amx_bf16() && request_tile_state())
+}
+
+/// CPUID leaf 7, sub-leaf 0, EDX: bit 22 AMX-BF16, bit 24 AMX-TILE.
+fn cpu_has_amx_bf16() -> bool {
+    let max_leaf = __get_cpuid_max(0).0;
+    if max_leaf < 7 {
+        return false;
+    }
+    let leaf7 = __cpuid_count(7, 0);
+    (leaf7.edx >> 22) & 1 == 1 && (leaf7.edx >> 24) & 1 == 1
+}
+
+#[cfg(target_os = "linux")]
+fn request_tile_state() -> bool {
+    const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+    const XFEATURE_XTILEDATA: libc::c_long = 18;
+    // SAFETY: a plain system call with integer arguments; it fails (non-zero) where the kernel
+    // does not support AMX.
+    unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn request_tile_state() -> bool {
+    false
+}
+
+/// The tile configuration: palette 1, tiles 0–7 of 16 rows × 64 bytes.
+#[repr(C, align(64))]
+struct TileConfig {
+    palette: u8,
+    start_row: u8,
+    reserved: [u8; 14],
+    colsb: [u16; 16],
+    rows: [u8; 16],
+}
+
+static CONFIG: TileConfig = TileConfig {
+    palette: 1,
+    start_row: 0,
+    reserved: [0; 14],
+    colsb: [64, 64, 64, 64, 64, 64, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0],
+    rows: [16, 16, 16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0],
+};
+
+/// The tiles configured on this thread; released when dropped (also on unwinding).
+struct Tiles;
+
+impl Tiles {
+    /// # Safety
+    /// `available()` returned true.
+    unsafe fn load() -> Tiles {
+        // SAFETY: CONFIG is a valid palette-1 configuration; the caller checked AMX.
+        unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly, preserves_flags)) };
+        Tiles
+    }
+}
+
+impl Drop for Tiles {
+    fn drop(&mut self) {
+        // SAFETY: tiles were configured by `load`.
+        unsafe { asm!("tilerelease", options(nostack, nomem, preserves_flags)) };
+    }
+}
+
+/// A 32×32 block of f32 sums, as the tiles store it (row stride 128 bytes).
+#[repr(C, align(64))]
+struct Sums([f32; MR * NR]);
+
+/// The sums of one 32×32 block over `steps` steps of 32 k: A rows from `a` (row stride `lda`
+/// bytes; rows 16–31 from `a + 16·lda`) times the packed B panel at `b`, into `c`.
+///
+/// # Safety
+/// Tiles are loaded; 32 rows of `64·steps` bytes are readable from `a` at stride `lda`, and
+/// `steps·16·NR` words from `b`.
+#[inline(always)]
+unsafe fn block(steps: usize, a: *const u8, lda: usize, b: *const u32, c: &mut Sums) {
+    // SAFETY: see the contract; each step reads 64 bytes further along the A rows and the next 16
+    // pairs of the B panel.
+    unsafe {
+        asm!(
+            "tilezero tmm0",
+            "tilezero tmm1",
+            "tilezero tmm2",
+            "tilezero tmm3",
+            options(nostack, nomem, preserves_flags)
+        );
+        let a_low = a.add(TILE_ROWS * lda);
+        for s in 0..steps {
+            asm!(
+                "tileloadd tmm4, [{a0} + {lda}*1]",
+                "tileloadd tmm6, [{b} + {ldb}*1]",
+                "tileloadd tmm7, [{b} + {ldb}*1 + 64]",
+                "tdpbf16ps tmm0, tmm4, tmm6",
+                "tdpbf16ps tmm1, tmm4, tmm7",
+                "tileloadd tmm5, [{a1} + {lda}*1]",
+                "tdpbf16ps tmm2, tmm5, tmm6",
+                "tdpbf16ps tmm3, tmm5, tmm7",
+                a0 = in(reg) a.add(s * KB * 2),
+                a1 = in(reg) a_low.add(s * KB * 2),
+                b = in(reg) b.add(s * (KB / 2) * NR),
+                lda = in(reg) lda,
+                ldb = in(reg) NR * 4,
+                options(nostack, readonly, preserves_flags)
+            );
+        }
+        let c0 = c.0.as_mut_ptr();
+        asm!(
+            "tilestored [{c0} + {ldc}*1], tmm0",
+            "tilestored [{c0} + {ldc}*1 + 64], tmm1",
+            "tilestored [{c1} + {ldc}*1], tmm2",
+            "tilestored [{c1} + {ldc}*1 + 64], tmm3",
+            c0 = in(reg) c0,
+            c1 = in(reg) c0.add(TILE_ROWS * NR),
+            ldc = in(reg) NR * 4,
+            options(nostack, preserves_flags)
+        );
+    }
+}
+
+/// Rounds the first rows × cols of a block of sums to bf16 (nearest even) and writes them.
+///
+/// # Safety
+/// The CPU has AVX512F/BW/BF16; the rows × cols block at `out` (row stride `ld`) is writable.
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn store(c: &Sums, out: *mut bf16, ld: usize, rows: usize, cols: usize) {
+    let mask: __mmask32 = if cols >= 32 { u32::MAX } else { (1u32 << cols) - 1 };
+    for r in 0..rows {
+        // SAFETY: row r of the sums has NR = 32 floats; the masked store writes `cols` elements.
+        unsafe {
+            let lo = _mm512_load_ps(c.0.as_ptr().add(r * NR));
+            let hi = _mm512_load_ps(c.0.as_ptr().add(r * NR + 16));
+            let v: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
+            _mm512_mask_storeu_epi16(out.add(r * ld) as *mut i16, mask, v);
+        }
+    }
+}
+
+/// `pack_panels` and `pack_rows` compiled for AVX-512, so their loops use zmm registers.
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn pack_b(src: &[bf16], lanes: &Lanes, total: usize, panels: Range<usize>, dst: &mut [u32], panel_words: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { pack_panels(src, lanes, total, NR, panels, dst, panel_words) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn pack_a(src: &[bf16], lanes: &Lanes, total: usize, rows: Range<usize>, dst: &mut [u32], row_words: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { pack_rows(src, lanes, total, rows, dst, row_words) }
+}
+
+pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
+    let (m, n, k) = (p.m, p.n, p.k);
+    let total = p.pairs.len() * m * n;
+    if m * n == 0 || k == 0 {
+        return vec![bf16::ZERO; total];
+    }
+    let mut out: Vec<bf16> = Vec::with_capacity(total);
+    let spare = &mut out.spare_capacity_mut()[..total];
+    let small = 2 * m * n * k < PARALLEL_MIN_FLOP;
+    if small && p.pairs.len() > 1 {
+        // Many small products: one per thread at a time.
+        spare
+            .par_chunks_mut(m * n)
+            .zip(p.pairs)
+            .for_each(|(o, &(oa, ob))| product(p, oa, ob, 1, o));
+    } else {
+        let threads = if small { 1 } else { rayon::current_num_threads() };
+        for (o, &(oa, ob)) in spare.chunks_mut(m * n).zip(p.pairs) {
+            product(p, oa, ob, threads, o);
+        }
+    }
+    // SAFETY: the blocks of every product cover its m×n output, and every store writes each of
+    // its elements, so all `total` elements are initialised.
+    unsafe { out.set_len(total) };
+    out
+}
+
+/// The sizes of one product as the tiles see it.
+#[derive(Clone, Copy)]
+struct Shape {
+    m: usize,
+    n: usize,
+    /// k padded to whole steps.
+    steps: usize,
+    /// Words per packed A row and k pairs per packed B panel (k padded, halved).
+    kp: usize,
+    /// Row blocks read in place (the rest are packed, from this block on).
+    in_place: usize,
+}
+
+/// How many 32-row blocks of A fit the L2 budget.
+fn a_group(kp: usize) -> usize {
+    (A_BLOCK_BYTES / (kp * MR * 4)).max(1)
+}
+
+/// One m×n product into the row-major `out` (every element of which gets written), on up to
+/// `threads` threads of the team: first the packing (B, and A when the output is split along
+/// columns), claimed item by item, then the parts.
+fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut [MaybeUninit<bf16>]) {
+    let (m, n, k) = (p.m, p.n, p.k);
+    let steps = k.div_ceil(KB);
+    let kp = steps * KB / 2;
+    let (row_blocks, col_panels) = (m.div_ceil(MR), n.div_ceil(NR));
+    // A tile row is 32 consecutive elements of one row of A: read A in place when that holds.
+    let in_place = if oa.cs == 1 && oa.rs >= 0 && k.is_multiple_of(KB) {
+        m / MR
+    } else {
+        0
+    };
+    let shape = Shape {
+        m,
+        n,
+        steps,
+        kp,
+        in_place,
+    };
+    let a_lanes = Lanes {
+        base: oa.offset,
+        lane_stride: oa.rs,
+        k_stride: oa.cs,
+        k,
+    };
+    let b_lanes = Lanes {
+        base: ob.offset,
+        lane_stride: ob.cs,
+        k_stride: ob.rs,
+        k,
+    };
+    let packed_blocks = row_blocks - in_place;
+    scratch::with(packed_blocks * MR * kp, col_panels * kp * NR, |a_packed, b_packed| {
+        let (a_words, b_words) = (Words(a_packed.as_mut_ptr()), Words(b_packed.as_mut_ptr()));
+        let (parts, along_rows) = split((row_blocks, col_panels), (MR, NR), a_group(kp), threads);
+        let per_item = |count: usize| count.div_ceil(2 * threads).max(1);
+        let (b_run, a_run) = (per_item(col_panels), per_item(packed_blocks));
+        let b_items = col_panels.div_ceil(b_run);
+        let a_items = if along_rows { 0 } else { packed_blocks.div_ceil(a_run) };
+        let (pack_next, pack_done, part_next) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+        // Packs A blocks `blocks` (all at or past `in_place`) into their place in `a_words`.
+        // SAFETY (callers): AVX-512 was checked with AMX; no other thread packs these blocks.
+        let pack_a_blocks = |blocks: Range<usize>| unsafe {
+            let per_block = MR * kp;
+            let dst = std::slice::from_raw_parts_mut(
+                a_words.at((blocks.start - in_place) * per_block),
+                blocks.len() * per_block,
+            );
+            pack_a(p.a, &a_lanes, m, blocks.start * MR..blocks.end * MR, dst, kp);
+        };
+        let job = Job {
+            shape,
+            a: p.a.as_ptr().wrapping_add(oa.offset).cast(),
+            a_row_bytes: oa.rs.max(0) as usize * 2,
+            a_packed: a_words,
+            b: b_words,
+            out: OutPtr(out.as_mut_ptr().cast()),
+        };
+        // SAFETY (every block below): `available()` was checked before this kernel was chosen;
+        // each item (a panel run, a block run or a part) is claimed by exactly one thread, and
+        // its panels or blocks are a range of the packed buffers no other item reaches.
+        let work = |_thread: usize| {
+            while let Some(i) = claim(&pack_next, b_items + a_items) {
+                if i < b_items {
+                    let panels = i * b_run..((i + 1) * b_run).min(col_panels);
+                    unsafe {
+                        let per_panel = kp * NR;
+                        let dst = std::slice::from_raw_parts_mut(
+                            b_words.at(panels.start * per_panel),
+                            panels.len() * per_panel,
+                        );
+                        pack_b(p.b, &b_lanes, n, panels, dst, per_panel);
+                    }
+                } else {
+                    let item = i - b_items;
+                    pack_a_blocks(in_place + item * a_run..(in_place + (item + 1) * a_run).min(row_blocks));
+                }
+                pack_done.fetch_add(1, Release);
+            }
+            while pack_done.load(Acquire) < b_items + a_items {
+                std::hint::spin_loop();
+            }
+            let _tiles = unsafe { Tiles::load() };
+            while let Some(i) = claim(&part_next, parts.len()) {
+                let part = parts[i];
+                if along_rows && part.rows.1 > in_place {
+                    // The part's own packed rows, into the cache of the thread that uses them.
+                    pack_a_blocks(part.rows.0.max(in_place)..part.rows.1);
+                }
+                unsafe { job.compute(part) };
+            }
+        };
+        if threads > 1 {
+            Team::global().run(threads, &work);
+        } else {
+            work(0);
+        }
+    });
+}
+
+struct Job {
+    shape: Shape,
+    /// A's element (0, 0), for the blocks read in place, and its row stride in bytes.
+    a: *const u8,
+    a_row_bytes: usize,
+    a_packed: Words,
+    /// All packed B panels, read only once packing is complete.
+    b: Words,
+    out: OutPtr,
+}
+
+// SAFETY: the pointers are only read (A, packed A and B once complete) or written at blocks no
+// other part writes (out); see `compute`.
+unsafe impl Sync for Job {}
+
+impl Job {
+    /// Computes the blocks of `part`, in groups of row blocks small enough to stay in L2.
+    ///
+    /// # Safety
+    /// Tiles are loaded on this thread; the part's packed A blocks and every B panel are packed.
+    unsafe fn compute(&self, part: Part) {
+        let s = self.shape;
+        let mut sums = Sums([0.0; MR * NR]);
+        let group = a_group(s.kp);
+        let mut r = part.rows.0;
+        while r < part.rows.1 {
+            let r_end = (r + group).min(part.rows.1);
+            for c in part.cols.0..part.cols.1 {
+                // SAFETY: panel c of the packed B.
+                let b = unsafe { self.b.at(c * s.kp * NR) };
+                for rr in r..r_end {
+                    let (a, lda) = if rr < s.in_place {
+                        (self.a.wrapping_add(rr * MR * self.a_row_bytes), self.a_row_bytes)
+                    } else {
+                        let words = unsafe { self.a_packed.at((rr - s.in_place) * MR * s.kp) };
+                        (words as *const u8, s.kp * 4)
+                    };
+                    let (rows, cols) = (MR.min(s.m - rr * MR), NR.min(s.n - c * NR));
+                    // SAFETY: an in-place block has 32 rows of k (a multiple of 32) elements
+                    // inside A; a packed one 32 rows of kp words; the panel kp·NR words; the
+                    // output block (rr, c) lies inside the m×n output, and no other part
+                    // writes it.
+                    unsafe {
+                        block(s.steps, a, lda, b, &mut sums);
+                        store(&sums, self.out.0.add(rr * MR * s.n + c * NR), s.n, rows, cols);
+                    }
+                }
+            }
+            r = r_end;
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! What both packed kernels share: per-thread scratch for packed panels, shared pointers that
+//! threads write disjoint parts of, work items claimed from counters, and the split of the output
+//! into parts.
+
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use half::bf16;
+
+/// Parts per thread, for load balancing.
+const CHUNKS_PER_THREAD: usize = 4;
+
+/// Scratch memory for packed panels kept per thread between calls: a fresh multi-megabyte
+/// allocation each call would cost a page fault per 4 KiB, several percent of a 1024³ product.
+/// Packing overwrites every word it uses, so the old contents never matter.
+pub(super) mod scratch {
+    use std::cell::RefCell;
+
+    /// Larger buffers (over 256 MiB) are freed after use rather than kept.
+    const KEEP_WORDS: usize = 64 << 20;
+
+    thread_local! {
+        static SCRATCH: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Runs `f` with two 64-byte aligned word buffers of `a` and `b` words.
+    pub fn with<R>(a: usize, b: usize, f: impl FnOnce(&mut [u32], &mut [u32]) -> R) -> R {
+        // Taken out while in use, so a nested call (there is none today) would get its own.
+        let mut buf = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+        let a_padded = a.next_multiple_of(16);
+        let need = a_padded + b + 16;
+        if buf.len() < need {
+            buf.resize(need, 0);
+        }
+        let start = buf.as_ptr().align_offset(64).min(16);
+        let (pa, pb) = buf[start..start + a_padded + b].split_at_mut(a_padded);
+        let result = f(&mut pa[..a], pb);
+        if buf.len() <= KEEP_WORDS {
+            SCRATCH.with(|s| *s.borrow_mut() = buf);
+        }
+        result
+    }
+}
+
+/// A raw output pointer that threads share; each writes a disjoint set of tiles.
+#[derive(Clone, Copy)]
+pub(super) struct OutPtr(pub *mut bf16);
+// SAFETY: tiles written through it never overlap between threads (see `compute`).
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+/// A shared pointer into a packed buffer; threads reach disjoint ranges of it, handed out by
+/// atomic counters, and read it whole only after all writes are published.
+#[derive(Clone, Copy)]
+pub(super) struct Words(pub *mut u32);
+// SAFETY: see above; every use states which range it owns.
+unsafe impl Send for Words {}
+unsafe impl Sync for Words {}
+
+impl Words {
+    /// The word `offset` words in (a method, so closures capture the `Sync` wrapper, not the
+    /// raw pointer field).
+    ///
+    /// # Safety
+    /// The offset stays inside the buffer.
+    pub unsafe fn at(self, offset: usize) -> *mut u32 {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.0.add(offset) }
+    }
+}
+
+/// Claims the next item below `count` from `next`.
+pub(super) fn claim(next: &AtomicUsize, count: usize) -> Option<usize> {
+    let i = next.fetch_add(1, Relaxed);
+    (i < count).then_some(i)
+}
+
+/// A rectangle of tiles: row panels `rows.0..rows.1`, column panels `cols.0..cols.1`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Part {
+    pub rows: (usize, usize),
+    pub cols: (usize, usize),
+}
+
+/// Splits the tiles (panels of `mr` rows by panels of `nr` columns) into rectangles along the
+/// longer side (true: along the rows): enough of them (`CHUNKS_PER_THREAD` per thread) to even out
+/// threads that run slower (a core shared with another process), and each no bigger than `group`
+/// row panels, the A panels one thread keeps in L2.
+pub(super) fn split(
+    (row_panels, col_panels): (usize, usize),
+    (mr, nr): (usize, usize),
+    group: usize,
+    threads: usize,
+) -> (Vec<Part>, bool) {
+    let along_rows = row_panels * mr >= col_panels * nr;
+    let count = if along_rows { row_panels } else { col_panels };
+    let chunks = if threads <= 1 {
+        1
+    } else {
+        let l2_sized = if along_rows {
+            row_panels.div_ceil(group.max(1))
+        } else {
+            1
+        };
+        (threads * CHUNKS_PER_THREAD).max(l2_sized).min(count)
+    };
+    let parts = (0..chunks)
+        .map(|t| {
+            let range = (count * t / chunks, count * (t + 1) / chunks);
+            if along_rows {
+                Part {
+                    rows: range,
+                    cols: (0, col_panels),
+                }
+            } else {
+                Part {
+                    rows: (0, row_panels),
+                    cols: range,
+                }
+            }
+        })
+        .collect();
+    (parts, along_rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_covers_every_tile_once() {
+        for (rp, cp, group, t) in [
+            (1, 1, 8, 2),
+            (7, 3, 8, 2),
+            (2, 9, 8, 2),
+            (5, 5, 8, 3),
+            (100, 1, 8, 2),
+            (100, 1, 3, 2),
+            (171, 64, 4, 2),
+            (3, 3, 4, 1),
+        ] {
+            let (parts, _) = split((rp, cp), (12, 32), group, t);
+            let mut seen = vec![0; rp * cp];
+            for part in &parts {
+                for r in part.rows.0..part.rows.1 {
+                    for c in part.cols.0..part.cols.1 {
+                        seen[r * cp + c] += 1;
+                    }
+                }
+            }
+            assert!(
+                seen.iter().all(|&s| s == 1),
+                "{rp}×{cp} tiles over {t} threads: {seen:?}"
+            );
+            assert!(t > 1 || parts.len() == 1, "one thread, one part");
+        }
+    }
+}
