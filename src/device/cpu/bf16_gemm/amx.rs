@@ -11,8 +11,9 @@
 //!   is one k pair of 16 columns, 64 bytes, and the next row lies 128 bytes on), k padded with zero
 //!   pairs to a multiple of 32.
 //! - A is read in place when a tile row is 32 consecutive elements of one row (column stride 1,
-//!   k a multiple of 32); otherwise, and for the last partial block of rows, rows are copied whole
-//!   and zero-padded (`pack_rows`), so no tile ever reads past the matrix.
+//!   k a multiple of 32) and rows are short; otherwise, and for the last partial block of rows, it
+//!   is copied tile by tile and zero-padded (`pack_row_tiles`), so no tile ever reads past the
+//!   matrix and each tile is one contiguous kilobyte.
 //! - Each finished 32×32 block goes through a small f32 buffer, is rounded to bf16 and written
 //!   with masks at the matrix edges.
 //!
@@ -32,9 +33,14 @@ use half::bf16;
 use rayon::prelude::*;
 
 use super::blocking::{OutPtr, Part, Words, claim, scratch, split};
-use super::pack::{Lanes, pack_panels, pack_rows};
+use super::pack::{Lanes, pack_panels, pack_row_tiles};
 use super::team::Team;
 use super::{Operand, Problem};
+
+thread_local! {
+    /// Block sums kept per thread between calls (a few KiB per row block of a group).
+    static SUMS: std::cell::Cell<Vec<Sums>> = const { std::cell::Cell::new(Vec::new()) };
+}
 
 /// Rows of one tile.
 const TILE_ROWS: usize = 16;
@@ -44,6 +50,10 @@ const MR: usize = 2 * TILE_ROWS;
 const NR: usize = 32;
 /// k per step: one tile row of A is 32 bf16 values (64 bytes).
 const KB: usize = 32;
+/// Steps of k per chunk: the chunk of a B panel (16 KiB at 8 steps) stays in L1.
+const KC_STEPS: usize = 8;
+/// Longest row stride (elements) at which A is read in place rather than packed.
+const IN_PLACE_MAX_ROW: usize = 512;
 /// Bytes of A a thread keeps hot in its L2 while it sweeps the B panels.
 const A_BLOCK_BYTES: usize = 512 * 1024;
 /// Below this many FLOPs a product runs on one thread: handing half of it to a second costs more
@@ -119,29 +129,54 @@ impl Drop for Tiles {
 }
 
 /// A 32×32 block of f32 sums, as the tiles store it (row stride 128 bytes).
+#[derive(Clone)]
 #[repr(C, align(64))]
 struct Sums([f32; MR * NR]);
 
-/// The sums of one 32×32 block over `steps` steps of 32 k: A rows from `a` (row stride `lda`
-/// bytes; rows 16–31 from `a + 16·lda`) times the packed B panel at `b`, into `c`.
+/// Where the A tiles of one 32-row block are: tile (rows 0–15, step s) at `start + s·step`, its
+/// rows `row` bytes apart; the tile of rows 16–31 `low` bytes after it.
+#[derive(Clone, Copy)]
+struct ATiles {
+    start: *const u8,
+    row: usize,
+    low: usize,
+    step: usize,
+}
+
+/// The sums of one 32×32 block over the steps `steps` (of 32 k each): the A tiles times the
+/// packed B panel at `b`, added to `c` (or into it, for the first steps).
 ///
 /// # Safety
-/// Tiles are loaded; 32 rows of `64·steps` bytes are readable from `a` at stride `lda`, and
-/// `steps·16·NR` words from `b`.
+/// Tiles are loaded; `a` describes readable tiles for these steps, and `b` holds 16·NR words for
+/// each.
 #[inline(always)]
-unsafe fn block(steps: usize, a: *const u8, lda: usize, b: *const u32, c: &mut Sums) {
+unsafe fn block(steps: Range<usize>, a: ATiles, b: *const u32, c: &mut Sums) {
+    let c0 = c.0.as_mut_ptr();
     // SAFETY: see the contract; each step reads 64 bytes further along the A rows and the next 16
     // pairs of the B panel.
     unsafe {
-        asm!(
-            "tilezero tmm0",
-            "tilezero tmm1",
-            "tilezero tmm2",
-            "tilezero tmm3",
-            options(nostack, nomem, preserves_flags)
-        );
-        let a_low = a.add(TILE_ROWS * lda);
-        for s in 0..steps {
+        if steps.start == 0 {
+            asm!(
+                "tilezero tmm0",
+                "tilezero tmm1",
+                "tilezero tmm2",
+                "tilezero tmm3",
+                options(nostack, nomem, preserves_flags)
+            );
+        } else {
+            asm!(
+                "tileloadd tmm0, [{c0} + {ldc}*1]",
+                "tileloadd tmm1, [{c0} + {ldc}*1 + 64]",
+                "tileloadd tmm2, [{c1} + {ldc}*1]",
+                "tileloadd tmm3, [{c1} + {ldc}*1 + 64]",
+                c0 = in(reg) c0,
+                c1 = in(reg) c0.add(TILE_ROWS * NR),
+                ldc = in(reg) NR * 4,
+                options(nostack, readonly, preserves_flags)
+            );
+        }
+        let (lda, a_low) = (a.row, a.start.add(a.low));
+        for s in steps {
             asm!(
                 "tileloadd tmm4, [{a0} + {lda}*1]",
                 "tileloadd tmm6, [{b} + {ldb}*1]",
@@ -151,15 +186,14 @@ unsafe fn block(steps: usize, a: *const u8, lda: usize, b: *const u32, c: &mut S
                 "tileloadd tmm5, [{a1} + {lda}*1]",
                 "tdpbf16ps tmm2, tmm5, tmm6",
                 "tdpbf16ps tmm3, tmm5, tmm7",
-                a0 = in(reg) a.add(s * KB * 2),
-                a1 = in(reg) a_low.add(s * KB * 2),
+                a0 = in(reg) a.start.add(s * a.step),
+                a1 = in(reg) a_low.add(s * a.step),
                 b = in(reg) b.add(s * (KB / 2) * NR),
                 lda = in(reg) lda,
                 ldb = in(reg) NR * 4,
                 options(nostack, readonly, preserves_flags)
             );
         }
-        let c0 = c.0.as_mut_ptr();
         asm!(
             "tilestored [{c0} + {ldc}*1], tmm0",
             "tilestored [{c0} + {ldc}*1 + 64], tmm1",
@@ -199,9 +233,9 @@ unsafe fn pack_b(src: &[bf16], lanes: &Lanes, total: usize, panels: Range<usize>
 }
 
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn pack_a(src: &[bf16], lanes: &Lanes, total: usize, rows: Range<usize>, dst: &mut [u32], row_words: usize) {
+unsafe fn pack_a(src: &[bf16], lanes: &Lanes, total: usize, rows: Range<usize>, dst: &mut [u32]) {
     // SAFETY: forwarded from the caller.
-    unsafe { pack_rows(src, lanes, total, rows, dst, row_words) }
+    unsafe { pack_row_tiles(src, lanes, total, rows, (MR, KB), dst) }
 }
 
 pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
@@ -257,8 +291,9 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
     let steps = k.div_ceil(KB);
     let kp = steps * KB / 2;
     let (row_blocks, col_panels) = (m.div_ceil(MR), n.div_ceil(NR));
-    // A tile row is 32 consecutive elements of one row of A: read A in place when that holds.
-    let in_place = if oa.cs == 1 && oa.rs >= 0 && k.is_multiple_of(KB) {
+    // A tile row is 32 consecutive elements of one row of A: read A in place when that holds and
+    // rows are short (a tile's 16 rows then span a few pages, not 16).
+    let in_place = if oa.cs == 1 && oa.rs >= 0 && k.is_multiple_of(KB) && oa.rs as usize <= IN_PLACE_MAX_ROW {
         m / MR
     } else {
         0
@@ -299,7 +334,7 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
                 a_words.at((blocks.start - in_place) * per_block),
                 blocks.len() * per_block,
             );
-            pack_a(p.a, &a_lanes, m, blocks.start * MR..blocks.end * MR, dst, kp);
+            pack_a(p.a, &a_lanes, m, blocks.start * MR..blocks.end * MR, dst);
         };
         let job = Job {
             shape,
@@ -373,33 +408,122 @@ impl Job {
     /// Tiles are loaded on this thread; the part's packed A blocks and every B panel are packed.
     unsafe fn compute(&self, part: Part) {
         let s = self.shape;
-        let mut sums = Sums([0.0; MR * NR]);
         let group = a_group(s.kp);
-        let mut r = part.rows.0;
-        while r < part.rows.1 {
-            let r_end = (r + group).min(part.rows.1);
-            for c in part.cols.0..part.cols.1 {
-                // SAFETY: panel c of the packed B.
-                let b = unsafe { self.b.at(c * s.kp * NR) };
-                for rr in r..r_end {
-                    let (a, lda) = if rr < s.in_place {
-                        (self.a.wrapping_add(rr * MR * self.a_row_bytes), self.a_row_bytes)
-                    } else {
-                        let words = unsafe { self.a_packed.at((rr - s.in_place) * MR * s.kp) };
-                        (words as *const u8, s.kp * 4)
-                    };
-                    let (rows, cols) = (MR.min(s.m - rr * MR), NR.min(s.n - c * NR));
-                    // SAFETY: an in-place block has 32 rows of k (a multiple of 32) elements
-                    // inside A; a packed one 32 rows of kp words; the panel kp·NR words; the
-                    // output block (rr, c) lies inside the m×n output, and no other part
-                    // writes it.
-                    unsafe {
-                        block(s.steps, a, lda, b, &mut sums);
-                        store(&sums, self.out.0.add(rr * MR * s.n + c * NR), s.n, rows, cols);
+        SUMS.with(|cell| {
+            let mut sums = cell.take();
+            sums.resize(group.min(part.rows.1 - part.rows.0), Sums([0.0; MR * NR]));
+            let mut r = part.rows.0;
+            while r < part.rows.1 {
+                let r_end = (r + group).min(part.rows.1);
+                for c in part.cols.0..part.cols.1 {
+                    // SAFETY: panel c of the packed B; the blocks as in `block_sums`.
+                    unsafe { self.column(r..r_end, c, &mut sums) };
+                }
+                r = r_end;
+            }
+            cell.replace(sums);
+        });
+    }
+
+    /// The blocks of row blocks `rows` in column panel `c`: k in chunks whose part of the B panel
+    /// stays in L1 while the blocks use it. Each block is rounded and written while the tiles
+    /// work on the next one.
+    ///
+    /// # Safety
+    /// As `compute`; `sums` has room for every row block of `rows`.
+    unsafe fn column(&self, rows: Range<usize>, c: usize, sums: &mut [Sums]) {
+        let s = self.shape;
+        // SAFETY: panel c of the packed B, kp·NR words.
+        let b = unsafe { self.b.at(c * s.kp * NR) };
+        let mut first = 0;
+        while first < s.steps {
+            let last = (first + KC_STEPS).min(s.steps);
+            for rr in rows.clone() {
+                // SAFETY: an in-place block has 32 rows of k (a multiple of 32) elements inside
+                // A; a packed one 32 rows of kp words; the panel kp·NR words.
+                unsafe { block(first..last, self.a_tiles(rr), b, &mut sums[rr - rows.start]) };
+                if last == s.steps && rr > rows.start {
+                    unsafe { self.write(rr - 1, c, &sums[rr - 1 - rows.start]) };
+                }
+            }
+            first = last;
+        }
+        unsafe { self.write(rows.end - 1, c, &sums[rows.end - 1 - rows.start]) };
+    }
+
+    /// Rounds and writes the output block (rr, c).
+    ///
+    /// # Safety
+    /// The block lies inside the m×n output (it does for every block of a part), and no other
+    /// part writes it.
+    unsafe fn write(&self, rr: usize, c: usize, sums: &Sums) {
+        let s = self.shape;
+        let (rows, cols) = (MR.min(s.m - rr * MR), NR.min(s.n - c * NR));
+        // SAFETY: see the contract; AVX512_BF16 was checked with AMX.
+        unsafe { store(sums, self.out.0.add(rr * MR * s.n + c * NR), s.n, rows, cols) };
+    }
+
+    /// Where the A tiles of row block `rr` are.
+    fn a_tiles(&self, rr: usize) -> ATiles {
+        let s = self.shape;
+        if rr < s.in_place {
+            ATiles {
+                start: self.a.wrapping_add(rr * MR * self.a_row_bytes),
+                row: self.a_row_bytes,
+                low: TILE_ROWS * self.a_row_bytes,
+                step: KB * 2,
+            }
+        } else {
+            // Packed tile by tile: 32 rows of 64 bytes per step.
+            let words = self.a_packed.0.wrapping_add((rr - s.in_place) * MR * s.kp);
+            ATiles {
+                start: words as *const u8,
+                row: KB * 2,
+                low: TILE_ROWS * KB * 2,
+                step: MR * KB * 2,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod scratch_bench {
+    use super::*;
+
+    #[test]
+    #[ignore]
+    fn kernel_ceiling() {
+        if !available() {
+            return;
+        }
+        for (steps, blocks, cols, kc) in [(8, 1, 1, 8), (16, 16, 16, 16), (64, 4, 16, 64), (64, 4, 16, 8), (64, 4, 16, 16), (64, 8, 16, 16), (64, 16, 16, 16), (64, 16, 16, 8), (64, 8, 16, 8), (16, 32, 16, 16), (16, 16, 16, 8)] {
+            let a = vec![0x3f80u16; blocks * MR * KB * steps];
+            let b = vec![0x3f80_3f80u32; cols * steps * (KB / 2) * NR];
+            let mut sums = vec![Sums([0.0; MR * NR]); blocks];
+            let _t = unsafe { Tiles::load() };
+            let reps = 400_000 / (steps * blocks * cols) + 10;
+            let cpu = || {
+                let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+                unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+                ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+            };
+            let start = cpu();
+            for _ in 0..reps {
+                for c in 0..cols {
+                    let mut first = 0;
+                    while first < steps {
+                        let last = (first + kc).min(steps);
+                        for r in 0..blocks {
+                            let at = ATiles { start: a.as_ptr().wrapping_add(r * MR * KB * steps).cast(), row: 64, low: 1024, step: 2048 };
+                            unsafe { block(first..last, at, b.as_ptr().wrapping_add(c * steps * 16 * NR), &mut sums[r]) };
+                        }
+                        first = last;
                     }
                 }
             }
-            r = r_end;
+            let secs = cpu() - start;
+            let flops = (reps * steps * blocks * cols) as f64 * 4.0 * 16384.0;
+            eprintln!("steps {steps} blocks {blocks} cols {cols} kc {kc}: {:.0} GFLOP/s  (A {} KiB, B {} KiB)", flops / secs / 1e9, a.len() * 2 / 1024, b.len() * 4 / 1024);
         }
     }
 }

@@ -79,6 +79,12 @@ pub(super) unsafe fn pack_panels(
                 let out = &mut panel[p * width..(p + 1) * width];
                 let lo_start = m.at(first, 2 * p);
                 let lo = &src[lo_start..lo_start + valid];
+                let hi = (p < full).then(|| &src[m.at(first, 2 * p + 1)..m.at(first, 2 * p + 1) + valid]);
+                if let Ok(out) = <&mut [u32; 32]>::try_from(&mut *out) {
+                    // SAFETY: the caller guarantees AVX512F/BW (see this function's contract).
+                    unsafe { super::transpose::interleave_32(lo, hi, out) };
+                    continue;
+                }
                 if p < full {
                     let hi_start = m.at(first, 2 * p + 1);
                     let hi = &src[hi_start..hi_start + valid];
@@ -121,52 +127,70 @@ pub(super) unsafe fn pack_panels(
     }
 }
 
-/// Packs rows `rows` of a matrix with `total` rows (row i, column kk at `m.at(i, kk)`) whole, the
-/// layout AMX tiles load: `row_words` words per row (k bf16 values in order, then zeros); rows
-/// past `total` are zero. The caller has checked that every element lies inside `src`.
+/// Packs rows `rows` (whole blocks of `block_rows` rows) of a matrix with `total` rows (row i,
+/// column kk at `m.at(i, kk)`) in the order AMX tiles load them: per block, per step of `step_k`
+/// columns, the block's rows one after the other, each `step_k` values (so one tile of 16 rows is
+/// one contiguous run of memory). Columns past k and rows past `total` are zero; `dst` holds
+/// `step_k·block_rows/2` words per step and `k.div_ceil(step_k)` steps per block.
 ///
 /// # Safety
 /// Callers are the AMX kernel's `#[target_feature]` functions, into which this is inlined.
 #[inline(always)]
-pub(super) unsafe fn pack_rows(
+pub(super) unsafe fn pack_row_tiles(
     src: &[bf16],
     m: &Lanes,
     total: usize,
     rows: Range<usize>,
+    (block_rows, step_k): (usize, usize),
     dst: &mut [u32],
-    row_words: usize,
 ) {
-    assert!(row_words * 2 >= m.k && dst.len() == rows.len() * row_words);
+    let steps = m.k.div_ceil(step_k);
+    assert!(rows.len().is_multiple_of(block_rows) && dst.len() * 2 == rows.len() * steps * step_k);
     // SAFETY: u32 words are two u16 halves; the view covers exactly `dst`.
     let dst: &mut [u16] = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast(), dst.len() * 2) };
-    let (k, row_len) = (m.k, 2 * row_words);
+    let per_block = block_rows * steps * step_k;
+    // Where element (row r of its block, column kk) goes inside the block.
+    let at = |r: usize, kk: usize| ((kk / step_k) * block_rows + r) * step_k + kk % step_k;
     let valid = total.saturating_sub(rows.start).min(rows.len());
-    if m.lane_stride == 1 && m.k_stride != 1 {
-        // Column-major: walk down the columns, so every read is contiguous.
-        for kk in 0..k {
-            let column = &src[m.at(rows.start, kk)..m.at(rows.start, kk) + valid];
-            for (r, x) in column.iter().enumerate() {
-                dst[r * row_len + kk] = x.to_bits();
-            }
-        }
-    } else {
-        for (r, out) in dst.chunks_exact_mut(row_len).take(valid).enumerate() {
-            let i = rows.start + r;
-            if m.k_stride == 1 {
-                let run = &src[m.at(i, 0)..m.at(i, 0) + k];
-                for (o, x) in out.iter_mut().zip(run) {
-                    *o = x.to_bits();
-                }
-            } else {
-                for (kk, o) in out[..k].iter_mut().enumerate() {
-                    *o = src[m.at(i, kk)].to_bits();
+    for (b, block) in dst.chunks_exact_mut(per_block).enumerate() {
+        let first = rows.start + b * block_rows;
+        let here = valid.saturating_sub(b * block_rows).min(block_rows);
+        if m.lane_stride == 1 && m.k_stride != 1 {
+            // Column-major: walk down the columns, so every read is contiguous.
+            for kk in 0..m.k {
+                let column = &src[m.at(first, kk)..m.at(first, kk) + here];
+                for (r, x) in column.iter().enumerate() {
+                    block[at(r, kk)] = x.to_bits();
                 }
             }
+        } else if m.k_stride == 1 && step_k == 32 {
+            // Rows are contiguous: each step of a row is one (masked) 64-byte copy, zeros included.
+            for r in 0..here {
+                let row = &src[m.at(first + r, 0)..m.at(first + r, 0) + m.k];
+                for (s, run) in row.chunks(step_k).enumerate() {
+                    let out: &mut [u16; 32] = (&mut block[at(r, s * step_k)..at(r, s * step_k) + 32]).try_into().unwrap();
+                    // SAFETY: the caller guarantees AVX512F/BW (see this function's contract).
+                    unsafe { super::transpose::copy_32(run, out) };
+                }
+            }
+        } else {
+            for r in 0..here {
+                for s in 0..steps {
+                    let (from, to) = (s * step_k, ((s + 1) * step_k).min(m.k));
+                    for (o, kk) in block[at(r, from)..at(r, from) + (to - from)].iter_mut().zip(from..to) {
+                        *o = src[m.at(first + r, kk)].to_bits();
+                    }
+                }
+            }
         }
-    }
-    for (r, out) in dst.chunks_exact_mut(row_len).enumerate() {
-        let from = if r < valid { k } else { 0 };
-        out[from..].fill(0);
+        // Zeros: the columns past k in the last step, and whole rows past the matrix.
+        for s in 0..steps {
+            for r in 0..block_rows {
+                let from = if r < here { m.k.saturating_sub(s * step_k).min(step_k) } else { 0 };
+                let start = at(r, s * step_k);
+                block[start + from..start + step_k].fill(0);
+            }
+        }
     }
 }
 

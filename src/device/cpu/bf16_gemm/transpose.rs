@@ -83,3 +83,45 @@ pub(super) unsafe fn pack_runs(runs: &[&[bf16]], k: usize, width: usize, panel: 
         }
     }
 }
+
+/// One k pair of a 32-lane panel from two runs of lanes (rows 2p and 2p + 1 of a row-major B):
+/// word l = (lo[l], hi[l]); lanes past the runs' length, and the high halves without `hi`, are
+/// zero.
+///
+/// # Safety
+/// The CPU has AVX512F and AVX512BW.
+#[target_feature(enable = "avx512f,avx512bw")]
+pub(super) unsafe fn interleave_32(lo: &[bf16], hi: Option<&[bf16]>, out: &mut [u32; 32]) {
+    assert!(lo.len() <= 32 && hi.is_none_or(|h| h.len() == lo.len()));
+    let mask: __mmask32 = if lo.len() == 32 { u32::MAX } else { (1u32 << lo.len()) - 1 };
+    // SAFETY: masked loads read only the `lo.len()` elements of each run; the stores write the
+    // 32 words of `out`.
+    unsafe {
+        let l = _mm512_maskz_loadu_epi16(mask, lo.as_ptr() as *const i16);
+        let h = match hi {
+            Some(h) => _mm512_maskz_loadu_epi16(mask, h.as_ptr() as *const i16),
+            None => _mm512_setzero_si512(),
+        };
+        // Within each 128-bit lane j: columns 8j..8j+3 (unpacklo) and 8j+4..8j+7 (unpackhi).
+        let (a, b) = (_mm512_unpacklo_epi16(l, h), _mm512_unpackhi_epi16(l, h));
+        let first = _mm512_permutex2var_epi64(a, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), b);
+        let second = _mm512_permutex2var_epi64(a, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), b);
+        _mm512_storeu_si512(out.as_mut_ptr() as *mut _, first);
+        _mm512_storeu_si512(out.as_mut_ptr().add(16) as *mut _, second);
+    }
+}
+
+/// Copies up to 32 bf16 values into `out` and zeroes the rest of it.
+///
+/// # Safety
+/// The CPU has AVX512F and AVX512BW.
+#[target_feature(enable = "avx512f,avx512bw")]
+pub(super) unsafe fn copy_32(run: &[bf16], out: &mut [u16; 32]) {
+    assert!(run.len() <= 32);
+    let mask: __mmask32 = if run.len() == 32 { u32::MAX } else { (1u32 << run.len()) - 1 };
+    // SAFETY: the masked load reads only `run`; the store writes the 32 values of `out`.
+    unsafe {
+        let v = _mm512_maskz_loadu_epi16(mask, run.as_ptr() as *const i16);
+        _mm512_storeu_si512(out.as_mut_ptr() as *mut _, v);
+    }
+}
