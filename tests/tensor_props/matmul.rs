@@ -295,3 +295,40 @@ fn zero_stride_rows_and_columns() {
         }
     }
 }
+
+/// Products large enough to be split across threads (along the rows when m ≥ n, along the
+/// columns otherwise, batched too), with every way of storing the operands, in each dtype.
+#[test]
+fn products_split_across_threads() {
+    let shapes = [
+        (300, 70, 40, vec![]),
+        (40, 70, 300, vec![]),
+        (97, 64, 65, vec![2]),
+        (64, 130, 96, vec![]),
+    ];
+    for (m, k, n, batch) in shapes {
+        for kinds in [(0, 0), (1, 1), (2, 3), (4, 2), (3, 1)] {
+            for d in 0..3 {
+                let c = Case {
+                    m,
+                    n,
+                    k,
+                    batch_a: batch.clone(),
+                    batch_b: batch.clone(),
+                    a_vector: false,
+                    b_vector: false,
+                    kinds,
+                    seed: (m * n + k + d) as u64,
+                };
+                let result = match d {
+                    0 => run_case::<f32>(&c),
+                    1 => run_case::<f16>(&c),
+                    _ => run_case::<bf16>(&c),
+                };
+                if let Err(e) = result {
+                    panic!("{m}×{k}·{k}×{n} batch {batch:?} kinds {kinds:?}: {e}");
+                }
+            }
+        }
+    }
+}

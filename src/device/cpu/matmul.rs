@@ -13,7 +13,10 @@
 use gemm::Parallelism;
 use half::f16;
 
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
 use super::bf16_gemm;
+use super::team::Team;
 
 use crate::error::{Error, Result};
 use crate::tensor::{CpuBuffer, Element, Layout};
@@ -110,18 +113,94 @@ fn merged_stride(shape: &[usize], strides: &[usize]) -> Option<usize> {
     }
 }
 
-fn parallelism(m: usize, n: usize, k: usize) -> Parallelism {
-    // Threads only pay off once a product has real work in it.
-    if m * n * k >= 64 * 64 * 64 {
-        Parallelism::Rayon(0)
-    } else {
-        Parallelism::None
+/// Below this many multiply-adds a product runs on one thread: handing half of it to a second
+/// costs more than it saves.
+const PARALLEL_MIN_MAC: usize = 64 * 64 * 64;
+/// Parts per thread when a product is split: a thread that runs slower (a core shared with another
+/// process) just claims fewer, at the price of one more `gemm` call (and its packing) per part.
+const PARTS_PER_THREAD: usize = 2;
+
+/// A raw pointer that the team's threads share; each part reads its operands and writes a
+/// disjoint block of the output.
+#[derive(Clone, Copy)]
+struct Shared<P>(P);
+// SAFETY: see above; `product` states which block each part writes.
+unsafe impl<P> Send for Shared<P> {}
+unsafe impl<P> Sync for Shared<P> {}
+
+impl<P: Copy> Shared<P> {
+    /// The pointer (a method, so closures capture the `Sync` wrapper, not the raw field).
+    fn get(self) -> P {
+        self.0
     }
 }
 
-fn run<T: Copy + 'static>(plan: &Plan, a: &[T], b: &[T], zero: T, one: T) -> Vec<T> {
+/// dst (m×n, row-major) = lhs · rhs by `gemm`, on the team's threads: the output is cut along its
+/// longer side into parts that the threads claim, each a single-threaded `gemm` call. (`gemm`'s
+/// own threading goes through rayon, whose hand-offs cost tens of microseconds, as much as a
+/// whole 256³ product on one core.)
+///
+/// # Safety
+/// `lhs` (m×k at strides `ma`) and `rhs` (k×n at `mb`) lie inside their buffers, and `dst` has
+/// room for m×n values, which are only written.
+unsafe fn product(m: usize, n: usize, k: usize, dst: *mut f32, lhs: *const f32, ma: Mat, rhs: *const f32, mb: Mat) {
+    let (dst, lhs, rhs) = (Shared(dst), Shared(lhs), Shared(rhs));
+    // One block: rows `rows` and columns `cols` of the output.
+    let block = |rows: (usize, usize), cols: (usize, usize)| {
+        // SAFETY: the block's operands are rows of lhs and columns of rhs inside the caller's,
+        // and it writes only its own rows × columns of dst (row stride n).
+        unsafe {
+            gemm::gemm(
+                rows.1 - rows.0,
+                cols.1 - cols.0,
+                k,
+                dst.get().add(rows.0 * n + cols.0),
+                1,
+                n as isize,
+                false,
+                lhs.get().offset(rows.0 as isize * ma.rs),
+                ma.cs,
+                ma.rs,
+                rhs.get().offset(cols.0 as isize * mb.cs),
+                mb.cs,
+                mb.rs,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                Parallelism::None,
+            )
+        }
+    };
+    let threads = rayon::current_num_threads();
+    if threads <= 1 || m * n * k < PARALLEL_MIN_MAC {
+        block((0, m), (0, n));
+        return;
+    }
+    let along_rows = m >= n;
+    let len = if along_rows { m } else { n };
+    let parts = (threads * PARTS_PER_THREAD).min(len);
+    let next = AtomicUsize::new(0);
+    Team::global().run(threads, &|_| {
+        loop {
+            let i = next.fetch_add(1, Relaxed);
+            if i >= parts {
+                break;
+            }
+            let range = (len * i / parts, len * (i + 1) / parts);
+            if along_rows {
+                block(range, (0, n));
+            } else {
+                block((0, m), range);
+            }
+        }
+    });
+}
+
+fn run(plan: &Plan, a: &[f32], b: &[f32]) -> Vec<f32> {
     let (m, n, k) = (plan.m, plan.n, plan.k);
-    let mut out = vec![zero; plan.pairs.len() * m * n];
+    let mut out = vec![0.0; plan.pairs.len() * m * n];
     // k = 0 is an empty sum: the zeros already in `out`. Returning early also keeps us from
     // forming pointers from the offsets of empty operands, which may lie past their buffers.
     if m * n == 0 || k == 0 {
@@ -129,31 +208,20 @@ fn run<T: Copy + 'static>(plan: &Plan, a: &[T], b: &[T], zero: T, one: T) -> Vec
     }
     for (i, (ma, mb)) in plan.pairs.iter().enumerate() {
         let dst = out[i * m * n..].as_mut_ptr();
-        // SAFETY: the layouts were bounds-checked against the buffers by the caller, `dst` has
-        // room for m×n elements, and `read_dst = false` means dst is only written.
+        // SAFETY: the layouts were bounds-checked against the buffers by the caller, and `dst`
+        // has room for m×n elements.
         unsafe {
-            gemm::gemm(
+            product(
                 m,
                 n,
                 k,
                 dst,
-                1,
-                n as isize,
-                false,
                 a.as_ptr().add(ma.offset),
-                ma.cs,
-                ma.rs,
+                *ma,
                 b.as_ptr().add(mb.offset),
-                mb.cs,
-                mb.rs,
-                zero,
-                one,
-                false,
-                false,
-                false,
-                parallelism(m, n, k),
-            );
-        }
+                *mb,
+            )
+        };
     }
     out
 }
@@ -161,10 +229,7 @@ fn run<T: Copy + 'static>(plan: &Plan, a: &[T], b: &[T], zero: T, one: T) -> Vec
 /// A half-precision product computed in f32 and rounded once (see the module comment).
 fn run_in_f32<T: Element>(plan: &Plan, a: &[T], b: &[T]) -> Vec<T> {
     let widen = |v: &[T]| v.iter().map(|h| h.to_f32()).collect::<Vec<f32>>();
-    run(plan, &widen(a), &widen(b), 0.0, 1.0)
-        .into_iter()
-        .map(T::from_f32)
-        .collect()
+    run(plan, &widen(a), &widen(b)).into_iter().map(T::from_f32).collect()
 }
 
 pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
@@ -172,7 +237,7 @@ pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<
     crate::device::check_bounds("matmul", lb, b.len())?;
     let plan = plan(la, lb);
     Ok(match (a, b) {
-        (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(run(&plan, x, y, 0.0, 1.0)),
+        (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(run(&plan, x, y)),
         (CpuBuffer::F16(x), CpuBuffer::F16(y)) => CpuBuffer::F16(run_in_f32::<f16>(&plan, x, y)),
         (CpuBuffer::BF16(x), CpuBuffer::BF16(y)) => {
             let operand = |m: &Mat| bf16_gemm::Operand {

@@ -4,6 +4,7 @@
 pub mod bf16_gemm;
 mod matmul;
 pub mod peak;
+mod team;
 pub mod update;
 
 pub use matmul::matmul;

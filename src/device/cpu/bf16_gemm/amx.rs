@@ -34,8 +34,8 @@ use rayon::prelude::*;
 
 use super::blocking::{OutPtr, Part, Words, claim, scratch, split};
 use super::pack::{Lanes, pack_panels, pack_row_tiles};
-use super::team::Team;
 use super::{Operand, Problem};
+use crate::device::cpu::team::Team;
 
 thread_local! {
     /// Block sums kept per thread between calls (a few KiB per row block of a group).
@@ -496,7 +496,19 @@ mod scratch_bench {
         if !available() {
             return;
         }
-        for (steps, blocks, cols, kc) in [(8, 1, 1, 8), (16, 16, 16, 16), (64, 4, 16, 64), (64, 4, 16, 8), (64, 4, 16, 16), (64, 8, 16, 16), (64, 16, 16, 16), (64, 16, 16, 8), (64, 8, 16, 8), (16, 32, 16, 16), (16, 16, 16, 8)] {
+        for (steps, blocks, cols, kc) in [
+            (8, 1, 1, 8),
+            (16, 16, 16, 16),
+            (64, 4, 16, 64),
+            (64, 4, 16, 8),
+            (64, 4, 16, 16),
+            (64, 8, 16, 16),
+            (64, 16, 16, 16),
+            (64, 16, 16, 8),
+            (64, 8, 16, 8),
+            (16, 32, 16, 16),
+            (16, 16, 16, 8),
+        ] {
             let a = vec![0x3f80u16; blocks * MR * KB * steps];
             let b = vec![0x3f80_3f80u32; cols * steps * (KB / 2) * NR];
             let mut sums = vec![Sums([0.0; MR * NR]); blocks];
@@ -514,8 +526,20 @@ mod scratch_bench {
                     while first < steps {
                         let last = (first + kc).min(steps);
                         for r in 0..blocks {
-                            let at = ATiles { start: a.as_ptr().wrapping_add(r * MR * KB * steps).cast(), row: 64, low: 1024, step: 2048 };
-                            unsafe { block(first..last, at, b.as_ptr().wrapping_add(c * steps * 16 * NR), &mut sums[r]) };
+                            let at = ATiles {
+                                start: a.as_ptr().wrapping_add(r * MR * KB * steps).cast(),
+                                row: 64,
+                                low: 1024,
+                                step: 2048,
+                            };
+                            unsafe {
+                                block(
+                                    first..last,
+                                    at,
+                                    b.as_ptr().wrapping_add(c * steps * 16 * NR),
+                                    &mut sums[r],
+                                )
+                            };
                         }
                         first = last;
                     }
@@ -523,7 +547,12 @@ mod scratch_bench {
             }
             let secs = cpu() - start;
             let flops = (reps * steps * blocks * cols) as f64 * 4.0 * 16384.0;
-            eprintln!("steps {steps} blocks {blocks} cols {cols} kc {kc}: {:.0} GFLOP/s  (A {} KiB, B {} KiB)", flops / secs / 1e9, a.len() * 2 / 1024, b.len() * 4 / 1024);
+            eprintln!(
+                "steps {steps} blocks {blocks} cols {cols} kc {kc}: {:.0} GFLOP/s  (A {} KiB, B {} KiB)",
+                flops / secs / 1e9,
+                a.len() * 2 / 1024,
+                b.len() * 4 / 1024
+            );
         }
     }
 }

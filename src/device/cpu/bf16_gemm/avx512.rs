@@ -27,8 +27,8 @@ use rayon::prelude::*;
 
 use super::blocking::{OutPtr, Part, Words, claim, scratch, split};
 use super::pack::{Lanes, pack_panels, pairs};
-use super::team::Team;
 use super::{Operand, Problem};
+use crate::device::cpu::team::Team;
 
 /// Rows of A per panel (broadcast from memory, one per accumulator row).
 const MR: usize = 12;

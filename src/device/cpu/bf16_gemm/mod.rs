@@ -24,8 +24,6 @@ mod blocking;
 mod pack;
 mod portable;
 #[cfg(target_arch = "x86_64")]
-mod team;
-#[cfg(target_arch = "x86_64")]
 mod transpose;
 
 use std::cell::Cell;

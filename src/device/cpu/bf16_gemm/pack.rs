@@ -168,7 +168,9 @@ pub(super) unsafe fn pack_row_tiles(
             for r in 0..here {
                 let row = &src[m.at(first + r, 0)..m.at(first + r, 0) + m.k];
                 for (s, run) in row.chunks(step_k).enumerate() {
-                    let out: &mut [u16; 32] = (&mut block[at(r, s * step_k)..at(r, s * step_k) + 32]).try_into().unwrap();
+                    let out: &mut [u16; 32] = (&mut block[at(r, s * step_k)..at(r, s * step_k) + 32])
+                        .try_into()
+                        .unwrap();
                     // SAFETY: the caller guarantees AVX512F/BW (see this function's contract).
                     unsafe { super::transpose::copy_32(run, out) };
                 }
@@ -186,7 +188,11 @@ pub(super) unsafe fn pack_row_tiles(
         // Zeros: the columns past k in the last step, and whole rows past the matrix.
         for s in 0..steps {
             for r in 0..block_rows {
-                let from = if r < here { m.k.saturating_sub(s * step_k).min(step_k) } else { 0 };
+                let from = if r < here {
+                    m.k.saturating_sub(s * step_k).min(step_k)
+                } else {
+                    0
+                };
                 let start = at(r, s * step_k);
                 block[start + from..start + step_k].fill(0);
             }

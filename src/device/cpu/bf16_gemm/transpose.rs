@@ -93,7 +93,11 @@ pub(super) unsafe fn pack_runs(runs: &[&[bf16]], k: usize, width: usize, panel: 
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn interleave_32(lo: &[bf16], hi: Option<&[bf16]>, out: &mut [u32; 32]) {
     assert!(lo.len() <= 32 && hi.is_none_or(|h| h.len() == lo.len()));
-    let mask: __mmask32 = if lo.len() == 32 { u32::MAX } else { (1u32 << lo.len()) - 1 };
+    let mask: __mmask32 = if lo.len() == 32 {
+        u32::MAX
+    } else {
+        (1u32 << lo.len()) - 1
+    };
     // SAFETY: masked loads read only the `lo.len()` elements of each run; the stores write the
     // 32 words of `out`.
     unsafe {
@@ -118,7 +122,11 @@ pub(super) unsafe fn interleave_32(lo: &[bf16], hi: Option<&[bf16]>, out: &mut [
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn copy_32(run: &[bf16], out: &mut [u16; 32]) {
     assert!(run.len() <= 32);
-    let mask: __mmask32 = if run.len() == 32 { u32::MAX } else { (1u32 << run.len()) - 1 };
+    let mask: __mmask32 = if run.len() == 32 {
+        u32::MAX
+    } else {
+        (1u32 << run.len()) - 1
+    };
     // SAFETY: the masked load reads only `run`; the store writes the 32 values of `out`.
     unsafe {
         let v = _mm512_maskz_loadu_epi16(mask, run.as_ptr() as *const i16);

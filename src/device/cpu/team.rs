@@ -3,10 +3,11 @@
 //! they park, and work is claimed from shared counters, so nobody waits for a thread that has not
 //! started yet.
 //!
-//! Why not rayon (which `gemm` uses): a rayon call parks the caller, wakes a pool thread, and wakes
-//! the caller again at the end. On this machine those hand-offs cost tens of microseconds, which
-//! ate the whole gain of a second thread below ~512³ (a 256³ bf16 product takes ~160 µs on one
-//! core), while PyTorch's OpenMP threads, spinning between calls, did not pay it.
+//! Why not rayon (which `gemm` uses when asked to): a rayon call parks the caller, wakes a pool
+//! thread, and wakes the caller again at the end. On this machine those hand-offs cost tens of
+//! microseconds, which ate the whole gain of a second thread below ~512³, while numpy's and
+//! PyTorch's OpenMP threads, spinning between calls, did not pay it. The bf16 kernels and the f32
+//! matmul (`matmul.rs`, which hands each thread a single-threaded `gemm` call) use this team.
 
 use std::cell::UnsafeCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -40,7 +41,7 @@ struct Slot {
 unsafe impl Sync for Slot {}
 unsafe impl Send for Slot {}
 
-pub(super) struct Team {
+pub(crate) struct Team {
     slots: Vec<Arc<Slot>>,
     /// One job at a time; a second caller meanwhile runs its product on its own thread.
     busy: Mutex<()>,
@@ -48,7 +49,7 @@ pub(super) struct Team {
 
 impl Team {
     /// The process-wide team: one helper per extra core.
-    pub(super) fn global() -> &'static Team {
+    pub(crate) fn global() -> &'static Team {
         static TEAM: OnceLock<Team> = OnceLock::new();
         TEAM.get_or_init(|| {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -84,7 +85,7 @@ impl Team {
     /// Runs `work` on up to `threads` threads (the caller included) and returns when every
     /// thread that started it has finished. `work` must share its items out itself (claiming
     /// them from counters), so that any number of participants, even one, completes them.
-    pub(super) fn run(&self, threads: usize, work: &Work<'_>) {
+    pub(crate) fn run(&self, threads: usize, work: &Work<'_>) {
         let guard = self.busy.try_lock();
         let helpers = if guard.is_ok() {
             threads.saturating_sub(1).min(self.slots.len())
