@@ -143,7 +143,12 @@ impl<P: Copy> Shared<P> {
 /// # Safety
 /// `lhs` (m×k at strides `ma`) and `rhs` (k×n at `mb`) lie inside their buffers, and `dst` has
 /// room for m×n values, which are only written.
-unsafe fn product(m: usize, n: usize, k: usize, dst: *mut f32, lhs: *const f32, ma: Mat, rhs: *const f32, mb: Mat) {
+unsafe fn product(
+    (m, n, k): (usize, usize, usize),
+    dst: *mut f32,
+    (lhs, ma): (*const f32, Mat),
+    (rhs, mb): (*const f32, Mat),
+) {
     let (dst, lhs, rhs) = (Shared(dst), Shared(lhs), Shared(rhs));
     // One block: rows `rows` and columns `cols` of the output.
     let block = |rows: (usize, usize), cols: (usize, usize)| {

@@ -492,6 +492,7 @@ mod scratch_bench {
 
     #[test]
     #[ignore]
+    #[allow(clippy::needless_range_loop)]
     fn kernel_ceiling() {
         if !available() {
             return;
