@@ -217,14 +217,10 @@ fn run(plan: &Plan, a: &[f32], b: &[f32]) -> Vec<f32> {
         // has room for m×n elements.
         unsafe {
             product(
-                m,
-                n,
-                k,
+                (m, n, k),
                 dst,
-                a.as_ptr().add(ma.offset),
-                *ma,
-                b.as_ptr().add(mb.offset),
-                *mb,
+                (a.as_ptr().add(ma.offset), *ma),
+                (b.as_ptr().add(mb.offset), *mb),
             )
         };
     }
