@@ -3,7 +3,8 @@
 //! A CPU has no datasheet figure we could look up reliably (clocks vary with load, cloud
 //! machines hide their model), so the "promised" peak is measured: every core runs a loop of
 //! independent fused multiply-adds (16 chains, enough to hide the instruction's latency) on the
-//! widest vector unit present, and the best of several trials counts. Nothing the matmul does
+//! widest vector unit present (for bf16: the instruction the bf16 matmul uses, AMX tile products
+//! where it runs on them), and the best of several trials counts. Nothing the matmul does
 //! can beat that loop, so an MFU against it is a real ratio ≤ 1. The textbook formula
 //! (cores × lanes × 2 × clock) is computed alongside, with its assumptions, for comparison.
 
@@ -101,22 +102,38 @@ mod kernels {
     }
 }
 
-/// The widest loop this CPU can run for `mode`: (kernel, instruction name, FLOPs per instruction).
+/// The widest loop this CPU can run for `mode`: the kernel, the instruction's name, FLOPs per
+/// instruction and the textbook issue rate (instructions per cycle per core) for the formula.
 type Kernel = fn(u64) -> f32;
 
+#[derive(Clone, Copy)]
+struct Loop {
+    kernel: Kernel,
+    instruction: &'static str,
+    flop_per_instruction: u64,
+    per_cycle: f64,
+}
+
 #[cfg(target_arch = "x86_64")]
-fn kernel_for(mode: MathMode) -> Result<(Kernel, &'static str, u64), String> {
+fn kernel_for(mode: MathMode) -> Result<Loop, String> {
+    use super::bf16_gemm::Bf16Kernel;
     use std::arch::is_x86_feature_detected as has;
+    let with = |kernel: Kernel, instruction, flop_per_instruction| Loop {
+        kernel,
+        instruction,
+        flop_per_instruction,
+        per_cycle: 1.0,
+    };
     // SAFETY (each closure): the feature the kernel is compiled for was detected at run time.
-    let fp32 = || -> Result<(Kernel, &'static str, u64), String> {
+    let fp32 = || -> Result<Loop, String> {
         if has!("avx512f") {
-            Ok((
+            Ok(with(
                 |n| unsafe { kernels::fma_avx512(n) },
                 "vfmadd231ps zmm (AVX-512F, 16 fp32 lanes)",
                 32,
             ))
         } else if has!("avx2") && has!("fma") {
-            Ok((
+            Ok(with(
                 |n| unsafe { kernels::fma_avx2(n) },
                 "vfmadd231ps ymm (AVX2+FMA, 8 fp32 lanes)",
                 16,
@@ -127,7 +144,15 @@ fn kernel_for(mode: MathMode) -> Result<(Kernel, &'static str, u64), String> {
     };
     match mode {
         MathMode::Fp32 => fp32(),
-        MathMode::Bf16 if has!("avx512bf16") && has!("avx512f") => Ok((
+        // The peak of the instruction the bf16 matmul uses: AMX tiles where it runs on them.
+        MathMode::Bf16 if Bf16Kernel::detect() == Bf16Kernel::Amx => Ok(Loop {
+            kernel: |n| super::bf16_gemm::amx_peak_loop(n).unwrap_or(f32::NAN),
+            instruction: "tdpbf16ps (AMX-BF16, a 16×32 by 32×16 bf16 tile product into 16×16 fp32 sums)",
+            flop_per_instruction: 16 * 16 * 32 * 2,
+            // One tile product every 16 cycles (Intel's optimisation manual, Sapphire Rapids).
+            per_cycle: 1.0 / 16.0,
+        }),
+        MathMode::Bf16 if has!("avx512bf16") && has!("avx512f") => Ok(with(
             |n| unsafe { kernels::dpbf16_avx512(n) },
             "vdpbf16ps zmm (AVX512_BF16, 32 bf16 pairs into 16 fp32 lanes)",
             64,
@@ -143,7 +168,7 @@ fn kernel_for(mode: MathMode) -> Result<(Kernel, &'static str, u64), String> {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn kernel_for(mode: MathMode) -> Result<(Kernel, &'static str, u64), String> {
+fn kernel_for(mode: MathMode) -> Result<Loop, String> {
     Err(format!(
         "no FMA loop is implemented for {} on {}",
         mode.name(),
@@ -194,7 +219,12 @@ fn run_threads(kernel: Kernel, threads: usize, iters: u64) -> Vec<Duration> {
 }
 
 fn measure_uncached(mode: MathMode) -> Result<MeasuredPeak, String> {
-    let (kernel, instruction, flop_per_instruction) = kernel_for(mode)?;
+    let Loop {
+        kernel,
+        instruction,
+        flop_per_instruction,
+        ..
+    } = kernel_for(mode)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     // Calibrate to about 60 ms per trial, then keep the best of several trials.
     let probe_iters = 20_000;
@@ -229,7 +259,7 @@ fn measure_uncached(mode: MathMode) -> Result<MeasuredPeak, String> {
         instruction,
         flop_per_instruction,
         method: format!(
-            "measured: {CHAINS} independent chains of {instruction} on {threads} threads at once, {iters} rounds, timed by {clock}, best of {trials} trials"
+            "measured: rounds of {CHAINS} {instruction} into independent accumulators, on {threads} threads at once, {iters} rounds, timed by {clock}, best of {trials} trials"
         ),
     })
 }
@@ -284,14 +314,19 @@ fn clock_hz() -> Option<f64> {
     })
 }
 
-/// cores × FLOPs per vector instruction × 1 instruction per cycle × clock. The issue rate is an
+/// cores × FLOPs per instruction × instructions per cycle × clock, with the textbook issue rate:
+/// one vector instruction per cycle, one AMX tile product per 16 cycles. The issue rate is an
 /// assumption (AMD Zen 4 runs one 512-bit FMA per cycle on two 256-bit pipes; Intel server cores
 /// with two 512-bit FMA units manage two), which is why the measured loop is the promised peak.
 pub fn formula(mode: MathMode) -> Result<FormulaPeak, String> {
-    let (_, instruction, flop_per_instruction) = kernel_for(mode)?;
+    let Loop {
+        instruction,
+        flop_per_instruction,
+        per_cycle: ipc,
+        ..
+    } = kernel_for(mode)?;
     let clock = clock_hz().ok_or("no clock in /proc/cpuinfo")?;
     let cores = physical_cores();
-    let ipc = 1.0;
     Ok(FormulaPeak {
         physical_cores: cores,
         flop_per_instruction,

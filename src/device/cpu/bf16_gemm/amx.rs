@@ -238,6 +238,63 @@ unsafe fn pack_a(src: &[bf16], lanes: &Lanes, total: usize, rows: Range<usize>, 
     unsafe { pack_row_tiles(src, lanes, total, rows, (MR, KB), dst) }
 }
 
+/// The peak loop for `cpu::peak`: `iters` rounds of 16 `tdpbf16ps` (16,384 FLOPs each) into six
+/// accumulator tiles, so no instruction waits for the one before it. Returns one of the sums, so
+/// the loop cannot be dropped. `None` where AMX is not available.
+pub(crate) fn peak_loop(iters: u64) -> Option<f32> {
+    if !available() {
+        return None;
+    }
+    let ones = vec![0x3f80_3f80u32; 16 * 16];
+    let mut out = Sums([0.0; MR * NR]);
+    // SAFETY: AMX is available; the loads read 16 rows of 64 bytes from `ones`, the store writes
+    // 16 rows of 64 bytes (stride 128) into `out`.
+    unsafe {
+        let _tiles = Tiles::load();
+        asm!(
+            "tilezero tmm0",
+            "tilezero tmm1",
+            "tilezero tmm2",
+            "tilezero tmm3",
+            "tilezero tmm4",
+            "tilezero tmm5",
+            "tileloadd tmm6, [{a} + {s}*1]",
+            "tileloadd tmm7, [{a} + {s}*1]",
+            a = in(reg) ones.as_ptr(),
+            s = in(reg) 64usize,
+            options(nostack, readonly, preserves_flags)
+        );
+        for _ in 0..iters {
+            asm!(
+                "tdpbf16ps tmm0, tmm6, tmm7",
+                "tdpbf16ps tmm1, tmm6, tmm7",
+                "tdpbf16ps tmm2, tmm6, tmm7",
+                "tdpbf16ps tmm3, tmm6, tmm7",
+                "tdpbf16ps tmm4, tmm6, tmm7",
+                "tdpbf16ps tmm5, tmm6, tmm7",
+                "tdpbf16ps tmm0, tmm6, tmm7",
+                "tdpbf16ps tmm1, tmm6, tmm7",
+                "tdpbf16ps tmm2, tmm6, tmm7",
+                "tdpbf16ps tmm3, tmm6, tmm7",
+                "tdpbf16ps tmm4, tmm6, tmm7",
+                "tdpbf16ps tmm5, tmm6, tmm7",
+                "tdpbf16ps tmm0, tmm6, tmm7",
+                "tdpbf16ps tmm1, tmm6, tmm7",
+                "tdpbf16ps tmm2, tmm6, tmm7",
+                "tdpbf16ps tmm3, tmm6, tmm7",
+                options(nostack, nomem, preserves_flags)
+            );
+        }
+        asm!(
+            "tilestored [{c} + {s}*1], tmm0",
+            c = in(reg) out.0.as_mut_ptr(),
+            s = in(reg) NR * 4,
+            options(nostack, preserves_flags)
+        );
+    }
+    Some(out.0[0])
+}
+
 pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
     let (m, n, k) = (p.m, p.n, p.k);
     let total = p.pairs.len() * m * n;
@@ -482,6 +539,21 @@ impl Job {
                 low: TILE_ROWS * KB * 2,
                 step: MR * KB * 2,
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each round adds three tile products of ones (32 products of 1·1 per element) into tile 0.
+    #[test]
+    fn peak_loop_computes_its_sums() {
+        if available() {
+            assert_eq!(peak_loop(10), Some(960.0));
+        } else {
+            assert_eq!(peak_loop(10), None);
         }
     }
 }

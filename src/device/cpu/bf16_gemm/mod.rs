@@ -105,6 +105,20 @@ fn amx_detected() -> bool {
     }
 }
 
+/// `iters` rounds of 16 independent AMX `tdpbf16ps` instructions, for the peak measurement; None
+/// where this CPU (or OS) offers no AMX.
+pub fn amx_peak_loop(iters: u64) -> Option<f32> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        amx::peak_loop(iters)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = iters;
+        None
+    }
+}
+
 thread_local! {
     static OVERRIDE: Cell<Option<Bf16Kernel>> = const { Cell::new(None) };
 }
