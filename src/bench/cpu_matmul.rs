@@ -149,7 +149,28 @@ fn describe(info: &Info) {
     }
 }
 
-pub fn run(budget: Budget, threads: usize, with_reference: bool) -> anyhow::Result<()> {
+/// The table as JSON: per shape, each contender's timing (seconds) and GFLOP/s.
+pub fn rows_json(rows: &[Row], threads: usize) -> serde_json::Value {
+    let entry = |shape: Shape, t: Option<Timing>| {
+        t.map(|t| serde_json::json!({"timing": t, "gflop_per_sec": shape.flop() / t.median_s / 1e9}))
+    };
+    let rows: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            let mut o = serde_json::json!({
+                "shape": r.shape.label(), "m": r.shape.m, "k": r.shape.k, "n": r.shape.n,
+                "our f32": entry(r.shape, Some(r.ours_f32)), "our bf16": entry(r.shape, Some(r.ours_bf16)),
+            });
+            for ((label, _, _), t) in REFERENCES.iter().zip(r.references) {
+                o[*label] = entry(r.shape, t).unwrap_or(serde_json::Value::Null);
+            }
+            o
+        })
+        .collect();
+    serde_json::json!({"threads": threads, "bf16_isa": bf16_matmul_isa(), "rows": rows})
+}
+
+pub fn run(budget: Budget, threads: usize, with_reference: bool) -> anyhow::Result<Vec<Row>> {
     let (server, info) = if with_reference {
         let python = reference::ensure_venv(&reference::venv_dir())?;
         let mut server = Server::start(&python, threads)?;
@@ -164,7 +185,10 @@ pub fn run(budget: Budget, threads: usize, with_reference: bool) -> anyhow::Resu
         budget.min_samples,
         budget.min_time.as_secs_f64()
     );
-    println!("our f32: gemm crate; our bf16: {}", bf16_matmul_isa());
+    println!(
+        "our f32: gemm crate, one single-threaded call per part on our thread team; our bf16: {}",
+        bf16_matmul_isa()
+    );
     match &info {
         Some(info) => describe(info),
         None => println!(
@@ -179,5 +203,5 @@ pub fn run(budget: Budget, threads: usize, with_reference: bool) -> anyhow::Resu
     }
     println!();
     print_table(&rows);
-    Ok(())
+    Ok(rows)
 }

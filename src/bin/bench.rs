@@ -26,6 +26,9 @@ enum Command {
         /// from PyPI into it (first time only), and time them in the same run.
         #[arg(long)]
         with_reference: bool,
+        /// Also write the table as JSON (medians and spreads in seconds) to this file.
+        #[arg(long)]
+        json: Option<std::path::PathBuf>,
     },
     /// A Cruncher training step against its own matmuls timed alone, in the same process
     /// (goal: autograd + optimizer ≤ 25 % of the step).
@@ -87,10 +90,16 @@ fn main() -> anyhow::Result<()> {
         Command::CpuMatmul {
             common: c,
             with_reference,
+            json,
         } => {
             let budget = c.budget()?;
             bench::set_threads(c.threads)?;
-            bench::cpu_matmul::run(budget, c.threads, with_reference)?;
+            let rows = bench::cpu_matmul::run(budget, c.threads, with_reference)?;
+            if let Some(path) = json {
+                let text = serde_json::to_string_pretty(&bench::cpu_matmul::rows_json(&rows, c.threads))?;
+                cs336::trace::io::write_atomic(&path, text.as_bytes())
+                    .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+            }
         }
         Command::TrainStep(t) => train_step(t)?,
     }
