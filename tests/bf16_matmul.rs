@@ -306,17 +306,21 @@ mod through_tensors {
 }
 
 /// Shapes where the AMX kernel reads A in place (row-major rows, k a multiple of 32) for whole
-/// blocks of 32 rows and copies the last partial block, with row strides wider than k, and large
-/// enough to run on every thread.
+/// blocks of 32 rows and copies the last partial block, with row strides wider than k; large
+/// enough to run on every thread, split along the rows (tall) and along the columns (wide, with A
+/// in place and packed).
 #[test]
 fn rows_read_in_place_and_partial_blocks() {
-    for (m, k, n, pad) in [
+    let shapes = [
         (70, 64, 40, 0),
         (64, 128, 33, 8),
         (32, 32, 32, 0),
         (320, 512, 96, 0),
         (33, 96, 64, 5),
-    ] {
+        (40, 128, 520, 3),
+        (40, 300, 500, 0),
+    ];
+    for (m, k, n, pad) in shapes {
         let (a, oa) = place(m, k, Placement::Sliced { pad, skip: 3 }, m as u64);
         let (b, ob) = place(k, n, Placement::RowMajor, n as u64);
         let pairs = [(oa, ob)];

@@ -176,24 +176,48 @@ unsafe fn block(steps: Range<usize>, a: ATiles, b: *const u32, c: &mut Sums) {
             );
         }
         let (lda, a_low) = (a.row, a.start.add(a.low));
-        for s in steps {
+        let ldb = NR * 4;
+        let b_at = |s: usize| b.add(s * (KB / 2) * NR);
+        // Tiles are not renamed: a load into a tile waits until every product reading it is done.
+        // So the next step's tiles are loaded one by one as soon as the products of this step no
+        // longer need them, and those loads overlap the remaining products.
+        asm!(
+            "tileloadd tmm4, [{a0} + {lda}*1]",
+            "tileloadd tmm5, [{a1} + {lda}*1]",
+            "tileloadd tmm6, [{b} + {ldb}*1]",
+            "tileloadd tmm7, [{b} + {ldb}*1 + 64]",
+            a0 = in(reg) a.start.add(steps.start * a.step),
+            a1 = in(reg) a_low.add(steps.start * a.step),
+            b = in(reg) b_at(steps.start),
+            lda = in(reg) lda,
+            ldb = in(reg) ldb,
+            options(nostack, readonly, preserves_flags)
+        );
+        for s in steps.start..steps.end - 1 {
             asm!(
-                "tileloadd tmm4, [{a0} + {lda}*1]",
-                "tileloadd tmm6, [{b} + {ldb}*1]",
-                "tileloadd tmm7, [{b} + {ldb}*1 + 64]",
                 "tdpbf16ps tmm0, tmm4, tmm6",
-                "tdpbf16ps tmm1, tmm4, tmm7",
-                "tileloadd tmm5, [{a1} + {lda}*1]",
                 "tdpbf16ps tmm2, tmm5, tmm6",
+                "tileloadd tmm6, [{b} + {ldb}*1]",
+                "tdpbf16ps tmm1, tmm4, tmm7",
+                "tileloadd tmm4, [{a0} + {lda}*1]",
                 "tdpbf16ps tmm3, tmm5, tmm7",
-                a0 = in(reg) a.start.add(s * a.step),
-                a1 = in(reg) a_low.add(s * a.step),
-                b = in(reg) b.add(s * (KB / 2) * NR),
+                "tileloadd tmm5, [{a1} + {lda}*1]",
+                "tileloadd tmm7, [{b} + {ldb}*1 + 64]",
+                a0 = in(reg) a.start.add((s + 1) * a.step),
+                a1 = in(reg) a_low.add((s + 1) * a.step),
+                b = in(reg) b_at(s + 1),
                 lda = in(reg) lda,
-                ldb = in(reg) NR * 4,
+                ldb = in(reg) ldb,
                 options(nostack, readonly, preserves_flags)
             );
         }
+        asm!(
+            "tdpbf16ps tmm0, tmm4, tmm6",
+            "tdpbf16ps tmm2, tmm5, tmm6",
+            "tdpbf16ps tmm1, tmm4, tmm7",
+            "tdpbf16ps tmm3, tmm5, tmm7",
+            options(nostack, nomem, preserves_flags)
+        );
         asm!(
             "tilestored [{c0} + {ldc}*1], tmm0",
             "tilestored [{c0} + {ldc}*1 + 64], tmm1",
@@ -380,7 +404,9 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
         let (parts, along_rows) = split((row_blocks, col_panels), (MR, NR), a_group(kp), threads);
         let per_item = |count: usize| count.div_ceil(2 * threads).max(1);
         let (b_run, a_run) = (per_item(col_panels), per_item(packed_blocks));
-        let b_items = col_panels.div_ceil(b_run);
+        // Split along the columns, each part packs its own B panels (into the cache of the thread
+        // that uses them); along the rows, every part needs every panel, packed first.
+        let b_items = if along_rows { col_panels.div_ceil(b_run) } else { 0 };
         let a_items = if along_rows { 0 } else { packed_blocks.div_ceil(a_run) };
         let (pack_next, pack_done, part_next) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
         // Packs A blocks `blocks` (all at or past `in_place`) into their place in `a_words`.
@@ -404,18 +430,17 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
         // SAFETY (every block below): `available()` was checked before this kernel was chosen;
         // each item (a panel run, a block run or a part) is claimed by exactly one thread, and
         // its panels or blocks are a range of the packed buffers no other item reaches.
+        // Packs B panels `panels` into their place in `b_words`.
+        // SAFETY (callers): as `pack_a_blocks`.
+        let pack_b_panels = |panels: Range<usize>| unsafe {
+            let per_panel = kp * NR;
+            let dst = std::slice::from_raw_parts_mut(b_words.at(panels.start * per_panel), panels.len() * per_panel);
+            pack_b(p.b, &b_lanes, n, panels, dst, per_panel);
+        };
         let work = |_thread: usize| {
             while let Some(i) = claim(&pack_next, b_items + a_items) {
                 if i < b_items {
-                    let panels = i * b_run..((i + 1) * b_run).min(col_panels);
-                    unsafe {
-                        let per_panel = kp * NR;
-                        let dst = std::slice::from_raw_parts_mut(
-                            b_words.at(panels.start * per_panel),
-                            panels.len() * per_panel,
-                        );
-                        pack_b(p.b, &b_lanes, n, panels, dst, per_panel);
-                    }
+                    pack_b_panels(i * b_run..((i + 1) * b_run).min(col_panels));
                 } else {
                     let item = i - b_items;
                     pack_a_blocks(in_place + item * a_run..(in_place + (item + 1) * a_run).min(row_blocks));
@@ -431,6 +456,9 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
                 if along_rows && part.rows.1 > in_place {
                     // The part's own packed rows, into the cache of the thread that uses them.
                     pack_a_blocks(part.rows.0.max(in_place)..part.rows.1);
+                }
+                if !along_rows {
+                    pack_b_panels(part.cols.0..part.cols.1);
                 }
                 unsafe { job.compute(part) };
             }
