@@ -38,6 +38,8 @@ const NV: usize = 2;
 const NR: usize = 16 * NV;
 // `store` rounds two vectors of a row at a time.
 const _: () = assert!(NV.is_multiple_of(2));
+/// Parts per thread, for load balancing.
+const PARTS_PER_THREAD: usize = 4;
 /// Bytes of packed A a thread keeps hot in its L2 while it sweeps the B panels.
 const A_BLOCK_BYTES: usize = 384 * 1024;
 /// Below this many FLOPs a product runs on one thread: waking a second costs more than it saves.
@@ -102,7 +104,13 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
     };
     scratch::with(row_panels * kp * MR, col_panels * kp * NR, |a_packed, b_packed| {
         let (a_words, b_words) = (Words(a_packed.as_mut_ptr()), Words(b_packed.as_mut_ptr()));
-        let (parts, along_rows) = split((row_panels, col_panels), (MR, NR), a_group(kp), threads);
+        let along_rows = row_panels * MR >= col_panels * NR;
+        let parts = split(
+            (row_panels, col_panels),
+            along_rows,
+            a_group(kp),
+            (threads, PARTS_PER_THREAD),
+        );
         // Packing items: runs of B panels, then (split along columns) runs of A panels.
         let per_item = |panels: usize| panels.div_ceil(2 * threads).max(1);
         let (b_run, a_run) = (per_item(col_panels), per_item(row_panels));

@@ -6,9 +6,6 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use half::bf16;
 
-/// Parts per thread, for load balancing.
-const CHUNKS_PER_THREAD: usize = 4;
-
 /// Scratch memory for packed panels kept per thread between calls: a fresh multi-megabyte
 /// allocation each call would cost a page fault per 4 KiB, several percent of a 1024³ product.
 /// Packing overwrites every word it uses, so the old contents never matter.
@@ -81,27 +78,26 @@ pub(super) struct Part {
     pub cols: (usize, usize),
 }
 
-/// Splits the tiles (panels of `mr` rows by panels of `nr` columns) into rectangles along the
-/// longer side (true: along the rows): enough of them (`CHUNKS_PER_THREAD` per thread) to even out
-/// threads that run slower (a core shared with another process), and each no bigger than `group`
-/// row panels, the A panels one thread keeps in L2.
+/// Splits the tiles (`row_panels` by `col_panels`) into rectangles, along the rows or the columns:
+/// `per_thread` of them per thread (more even out threads that run slower, a core shared with
+/// another process; fewer keep more of each operand's reuse inside one part), and, along the rows,
+/// none taller than `max_rows` panels.
 pub(super) fn split(
     (row_panels, col_panels): (usize, usize),
-    (mr, nr): (usize, usize),
-    group: usize,
-    threads: usize,
-) -> (Vec<Part>, bool) {
-    let along_rows = row_panels * mr >= col_panels * nr;
+    along_rows: bool,
+    max_rows: usize,
+    (threads, per_thread): (usize, usize),
+) -> Vec<Part> {
     let count = if along_rows { row_panels } else { col_panels };
     let chunks = if threads <= 1 {
         1
     } else {
-        let l2_sized = if along_rows {
-            row_panels.div_ceil(group.max(1))
+        let tall_enough = if along_rows {
+            row_panels.div_ceil(max_rows.max(1))
         } else {
             1
         };
-        (threads * CHUNKS_PER_THREAD).max(l2_sized).min(count)
+        (threads * per_thread).max(tall_enough).min(count)
     };
     let parts = (0..chunks)
         .map(|t| {
@@ -119,7 +115,7 @@ pub(super) fn split(
             }
         })
         .collect();
-    (parts, along_rows)
+    parts
 }
 
 #[cfg(test)]
@@ -138,7 +134,7 @@ mod tests {
             (171, 64, 4, 2),
             (3, 3, 4, 1),
         ] {
-            let (parts, _) = split((rp, cp), (12, 32), group, t);
+            let parts = split((rp, cp), rp * 12 >= cp * 32, group, (t, 4));
             let mut seen = vec![0; rp * cp];
             for part in &parts {
                 for r in part.rows.0..part.rows.1 {
