@@ -99,7 +99,7 @@ pub(super) fn split(
         };
         (threads * per_thread).max(tall_enough).min(count)
     };
-    let parts = (0..chunks)
+    (0..chunks)
         .map(|t| {
             let range = (count * t / chunks, count * (t + 1) / chunks);
             if along_rows {
@@ -114,8 +114,7 @@ pub(super) fn split(
                 }
             }
         })
-        .collect();
-    parts
+        .collect()
 }
 
 #[cfg(test)]
