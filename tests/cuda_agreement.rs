@@ -13,7 +13,7 @@ use std::sync::{Mutex, MutexGuard};
 use cs336::Error;
 use cs336::device::cuda::ops::UpdateKernel;
 use cs336::device::cuda::{self, GemmMode};
-use cs336::device::{self, Device, DeviceRequest};
+use cs336::device::{self, Device, DeviceRequest, F32Matmul};
 use cs336::rng::Rng;
 use cs336::tensor::{BinaryOp, Buffer, DType, ReduceOp, Tensor, UnaryOp};
 
@@ -332,7 +332,7 @@ fn assert_frobenius(what: &str, want: &Tensor, got: &Tensor, tol: f64) {
 #[test]
 fn matmul_agrees_in_every_layout_and_precision() {
     let Some((dev, _g)) = gpu() else { return };
-    let was = dev.set_allow_tf32(false);
+    let was = dev.set_f32_matmul(F32Matmul::Default);
     for dtype in FLOATS {
         let a = random(70, 50, dtype, 8);
         let b = random(50, 30, dtype, 9);
@@ -428,13 +428,19 @@ fn matmul_agrees_in_every_layout_and_precision() {
     let b = random(1024, 256, DType::F32, 16);
     let (ga, gb) = (on(&a, &dev), on(&b, &dev));
     let fp32 = ga.matmul(&gb).unwrap();
-    dev.set_allow_tf32(true);
+    dev.set_f32_matmul(F32Matmul::Pedantic);
+    let pedantic = ga.matmul(&gb).unwrap();
+    dev.set_f32_matmul(F32Matmul::Tf32);
     let tf32 = ga.matmul(&gb).unwrap();
-    dev.set_allow_tf32(was);
-    let (e32, etf) = (rel_error(&a, &b, &fp32), rel_error(&a, &b, &tf32));
+    dev.set_f32_matmul(was);
+    let (e32, epd, etf) = (
+        rel_error(&a, &b, &fp32),
+        rel_error(&a, &b, &pedantic),
+        rel_error(&a, &b, &tf32),
+    );
     assert!(
-        e32 < 1e-5 && etf > 10.0 * e32 && etf < 5e-3,
-        "fp32 error {e32:e}, tf32 error {etf:e}"
+        e32 < 1e-5 && epd < 1e-5 && etf > 10.0 * e32 && etf < 5e-3,
+        "fp32 error {e32:e}, pedantic fp32 error {epd:e}, tf32 error {etf:e}"
     );
     // bf16 inputs with an f32 output.
     let (a16, b16) = (ga.to_dtype(DType::BF16).unwrap(), gb.to_dtype(DType::BF16).unwrap());

@@ -92,6 +92,22 @@ fn check_tensor_operations_flops(v: &Values, cpu: bool) {
             v.contains_key("tf32_mfu") || v.contains_key("tf32_mfu_unavailable_reason"),
             "no tf32_mfu and no reason"
         );
+        // cuBLAS's default FP32 (PyTorch's) beside the pedantic row, timed the same way.
+        let t = num(v, "fp32_default_actual_time");
+        assert!(
+            (num(v, "fp32_default_actual_flop_per_sec") - num(v, "actual_num_flops") / t).abs()
+                <= 1e-6 * num(v, "fp32_default_actual_flop_per_sec")
+        );
+        assert_eq!(
+            val(v, "bf16_reduced_precision_reduction"),
+            &Value::Bool(true),
+            "cuBLAS's default math mode"
+        );
+    }
+    // The bf16 product hands back bf16 on both devices; only the GPU may reduce in bf16.
+    assert_eq!(val(v, "bf16_output_dtype"), &Value::from("bfloat16"));
+    if cpu {
+        assert_eq!(val(v, "bf16_reduced_precision_reduction"), &Value::Bool(false));
     }
     assert_eq!(num(v, "actual_num_flops"), 2.0 * b * d * k);
     assert_eq!(

@@ -10,7 +10,7 @@ pub mod probe;
 use crate::error::{Error, Result};
 use crate::tensor::{BinaryOp, Buffer, CpuBuffer, DType, Layout, ReduceOp, Tensor, UnaryOp};
 
-pub use cuda::CudaDevice;
+pub use cuda::{CudaDevice, F32Matmul};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Device {
@@ -52,12 +52,23 @@ impl Device {
         }
     }
 
-    /// Whether float32 matmuls may use TF32 tensor cores (`torch.backends.cuda.matmul.allow_tf32`).
-    /// Returns the previous setting; the CPU has no TF32 and ignores it (and returns false).
-    pub fn set_allow_tf32(&self, on: bool) -> bool {
+    /// How float32 matmuls are done on a GPU (TF32 tensor cores, FP32 as cuBLAS likes it, or
+    /// pedantic FP32). Returns the previous setting; the CPU has one float32 matmul and ignores
+    /// it (returning `Default`).
+    pub fn set_f32_matmul(&self, mode: F32Matmul) -> F32Matmul {
+        match self {
+            Device::Cpu => F32Matmul::Default,
+            Device::Cuda(c) => c.set_f32_matmul(mode),
+        }
+    }
+
+    /// Facts about a bfloat16 matmul on this device: the output dtype, and whether partial sums
+    /// may be reduced in a precision below float32 (cuBLAS's default math mode allows it for a
+    /// bf16 output; the CPU kernel accumulates every product in float32 and rounds once).
+    pub fn bf16_matmul_reduced_precision_reduction(&self) -> bool {
         match self {
             Device::Cpu => false,
-            Device::Cuda(c) => c.set_allow_tf32(on),
+            Device::Cuda(_) => cuda::GemmMode::Bf16.reduced_precision_reduction(),
         }
     }
 }

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::device::peaks::{self, MathMode, PromisedPeak};
-use crate::device::{Device, cpu};
+use crate::device::{Device, F32Matmul, cpu};
 use crate::error::Result;
 use crate::flops::FlopCounter;
 use crate::tensor::{DType, Tensor};
@@ -48,22 +48,31 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
 
     // Wall-clock time: warm up, repeat, take the median (the spread is kept too). MFU = what we
     // achieved / what the hardware promises (dense, for this dtype).
-    let fp32 = time_matmul(&cx.device, &x, &w)?;
+    // On a GPU this float32 row is pedantic: float32 in every step, the order of the
+    // reductions included.
+    let fp32 = time_matmul(&cx.device, F32Matmul::Pedantic, &x, &w)?;
     record_speed(cx, "", MathMode::Fp32, &fp32, actual_num_flops)?;
 
-    // On a GPU, the same float32 tensors on the tensor cores as TF32 (inputs rounded to 10-bit
-    // mantissas, float32 accumulation): what `torch.backends.cuda.matmul.allow_tf32` switches on.
     if cx.device.is_cuda() {
-        let was = cx.device.set_allow_tf32(true);
-        let tf32 = time_matmul(&cx.device, &x, &w);
-        cx.device.set_allow_tf32(was);
-        record_speed(cx, "tf32_", MathMode::Tf32, &tf32?, actual_num_flops)?;
+        // cuBLAS's default float32 (what PyTorch's float32 matmul runs): float32 arithmetic, but
+        // the library may split and reorder the reductions.
+        let fp32_default = time_matmul(&cx.device, F32Matmul::Default, &x, &w)?;
+        record_speed(cx, "fp32_default_", MathMode::Fp32, &fp32_default, actual_num_flops)?;
+        // The same float32 tensors on the tensor cores as TF32 (inputs rounded to 10-bit
+        // mantissas, float32 accumulation): what `torch.backends.cuda.matmul.allow_tf32` allows.
+        let tf32 = time_matmul(&cx.device, F32Matmul::Tf32, &x, &w)?;
+        record_speed(cx, "tf32_", MathMode::Tf32, &tf32, actual_num_flops)?;
     }
 
     // The same in bfloat16: half the bytes, and on most hardware a faster unit.
     let (x16, w16) = (x.to_dtype(DType::BF16)?, w.to_dtype(DType::BF16)?);
-    let bf16 = time_matmul(&cx.device, &x16, &w16)?;
+    let bf16 = time_matmul(&cx.device, F32Matmul::Default, &x16, &w16)?;
     record_speed(cx, "bf16_", MathMode::Bf16, &bf16, actual_num_flops)?;
+    // What the bfloat16 product hands back, and whether its partial sums may have been added in
+    // less than float32 precision on the way.
+    cx.record("bf16_output_dtype", x16.matmul(&w16)?.dtype().name(), Unit::None)?;
+    let reduced = cx.device.bf16_matmul_reduced_precision_reduction();
+    cx.record("bf16_reduced_precision_reduction", reduced, Unit::None)?;
     if cx.device.is_cpu() {
         // Which instructions did the bfloat16 work: AVX512_BF16 dot products, or a widening to
         // float32 (then bfloat16 cannot beat float32).
@@ -113,8 +122,12 @@ fn record_speed(cx: &mut SectionCtx, prefix: &str, mode: MathMode, timing: &Timi
     }
 }
 
-fn time_matmul(device: &Device, x: &Tensor, w: &Tensor) -> Result<Timing> {
-    timing::time(device, TimingOptions::default(), || x.matmul(w).map(drop))
+/// Times `x @ w` with float32 products done as `mode` says (GPU only; restored afterwards).
+fn time_matmul(device: &Device, mode: F32Matmul, x: &Tensor, w: &Tensor) -> Result<Timing> {
+    let was = device.set_f32_matmul(mode);
+    let timed = timing::time(device, TimingOptions::default(), || x.matmul(w).map(drop));
+    device.set_f32_matmul(was);
+    timed
 }
 
 fn cpu_formula_json() -> serde_json::Value {
@@ -154,9 +167,14 @@ fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_jso
         let b = Tensor::randn_on(&[n, n], DType::F32, &cx.device, &mut cx.rng)?;
         for ((dtype, mode), peak) in modes.iter().zip(&peaks) {
             let (a, b) = (a.to_dtype(*dtype)?, b.to_dtype(*dtype)?);
-            let was = cx.device.set_allow_tf32(*mode == MathMode::Tf32);
+            let f32_mode = if *mode == MathMode::Tf32 {
+                F32Matmul::Tf32
+            } else {
+                F32Matmul::Pedantic
+            };
+            let was = cx.device.set_f32_matmul(f32_mode);
             let t = timing::time(&cx.device, TimingOptions::quick(), || a.matmul(&b).map(drop));
-            cx.device.set_allow_tf32(was);
+            cx.device.set_f32_matmul(was);
             let t = t?;
             let flops = 2 * n * n * n;
             let fps = t.flop_per_sec(flops as u64);

@@ -9,10 +9,16 @@
 //! call; when B is shared by the whole batch and A's batch and row dimensions can be walked with
 //! one stride, the batch folds into a single taller product. Anything else is made contiguous first.
 //!
-//! Precision ([`GemmMode`]): FP32 (CUBLAS_COMPUTE_32F with the default math mode: plain FP32
-//! arithmetic, no TF32), TF32 (CUBLAS_COMPUTE_32F_FAST_TF32: FP32 inputs rounded to 10-bit
-//! mantissas on the tensor cores, FP32 accumulation), BF16/FP16 inputs with FP32 accumulation and
-//! an output in the input dtype, or in FP32 ([`GemmMode::Bf16F32Out`]).
+//! Precision ([`GemmMode`]): FP32 pedantic (CUBLAS_COMPUTE_32F_PEDANTIC: FP32 in every step,
+//! reductions included: the lecture's `fp32` row), FP32 default (CUBLAS_COMPUTE_32F with the
+//! default math mode: FP32 arithmetic, no TF32, but cuBLAS may split or reorder reductions: what
+//! PyTorch's float32 matmul does, so the figure to set against PyTorch), TF32
+//! (CUBLAS_COMPUTE_32F_FAST_TF32: FP32 inputs rounded to 10-bit mantissas on the tensor cores,
+//! FP32 accumulation), BF16/FP16 inputs with FP32 accumulation and an output in the input dtype,
+//! or in FP32 ([`GemmMode::Bf16F32Out`]). With a BF16/FP16 output cuBLAS's default math mode
+//! allows reduced-precision reductions (split-K partial sums in the output type), as PyTorch's
+//! `allow_bf16_reduced_precision_reduction` does by default; [`GemmMode::math_mode`] says which
+//! mode each call runs under, and the lecture records it.
 
 use std::ffi::c_void;
 
@@ -24,8 +30,10 @@ use crate::tensor::{DType, Layout};
 /// How the arithmetic is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GemmMode {
-    /// FP32 inputs and output, FP32 arithmetic (no TF32).
+    /// FP32 inputs and output, FP32 arithmetic in every step (CUBLAS_COMPUTE_32F_PEDANTIC).
     Fp32,
+    /// FP32 inputs and output, FP32 arithmetic (no TF32) with cuBLAS free to split reductions.
+    Fp32Default,
     /// FP32 inputs and output, TF32 tensor-core arithmetic with FP32 accumulation.
     Tf32,
     /// BF16 inputs and output, FP32 accumulation.
@@ -40,6 +48,7 @@ impl GemmMode {
     pub fn name(self) -> &'static str {
         match self {
             GemmMode::Fp32 => "fp32",
+            GemmMode::Fp32Default => "fp32_default",
             GemmMode::Tf32 => "tf32",
             GemmMode::Bf16 => "bf16",
             GemmMode::Bf16F32Out => "bf16_f32_out",
@@ -47,12 +56,14 @@ impl GemmMode {
         }
     }
 
-    /// The mode a matmul of `dtype` tensors uses (`allow_tf32` as in
-    /// `torch.backends.cuda.matmul.allow_tf32`).
-    pub fn for_dtype(dtype: DType, allow_tf32: bool) -> Result<GemmMode> {
+    /// The mode a matmul of `dtype` tensors uses, float32 ones as `f32` says.
+    pub fn for_dtype(dtype: DType, f32: F32Matmul) -> Result<GemmMode> {
         match dtype {
-            DType::F32 if allow_tf32 => Ok(GemmMode::Tf32),
-            DType::F32 => Ok(GemmMode::Fp32),
+            DType::F32 => Ok(match f32 {
+                F32Matmul::Default => GemmMode::Fp32Default,
+                F32Matmul::Pedantic => GemmMode::Fp32,
+                F32Matmul::Tf32 => GemmMode::Tf32,
+            }),
             DType::BF16 => Ok(GemmMode::Bf16),
             DType::F16 => Ok(GemmMode::Fp16),
             d => Err(Error::UnsupportedDType {
@@ -65,7 +76,7 @@ impl GemmMode {
 
     pub fn input_dtype(self) -> DType {
         match self {
-            GemmMode::Fp32 | GemmMode::Tf32 => DType::F32,
+            GemmMode::Fp32 | GemmMode::Fp32Default | GemmMode::Tf32 => DType::F32,
             GemmMode::Bf16 | GemmMode::Bf16F32Out => DType::BF16,
             GemmMode::Fp16 => DType::F16,
         }
@@ -73,7 +84,7 @@ impl GemmMode {
 
     pub fn output_dtype(self) -> DType {
         match self {
-            GemmMode::Fp32 | GemmMode::Tf32 | GemmMode::Bf16F32Out => DType::F32,
+            GemmMode::Fp32 | GemmMode::Fp32Default | GemmMode::Tf32 | GemmMode::Bf16F32Out => DType::F32,
             GemmMode::Bf16 => DType::BF16,
             GemmMode::Fp16 => DType::F16,
         }
@@ -87,10 +98,55 @@ impl GemmMode {
         }
     }
 
-    fn compute_type(self) -> blas_sys::cublasComputeType_t {
+    pub fn compute_type(self) -> blas_sys::cublasComputeType_t {
+        use blas_sys::cublasComputeType_t::*;
         match self {
-            GemmMode::Tf32 => blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
-            _ => blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            GemmMode::Fp32 => CUBLAS_COMPUTE_32F_PEDANTIC,
+            GemmMode::Tf32 => CUBLAS_COMPUTE_32F_FAST_TF32,
+            GemmMode::Fp32Default | GemmMode::Bf16 | GemmMode::Bf16F32Out | GemmMode::Fp16 => CUBLAS_COMPUTE_32F,
+        }
+    }
+
+    /// The handle's math mode for this call: the default everywhere (a pedantic compute type
+    /// needs no help, and TF32 comes from the compute type), which leaves cuBLAS free to reduce
+    /// partial sums in a 16-bit output type.
+    pub fn math_mode(self) -> blas_sys::cublasMath_t {
+        blas_sys::cublasMath_t::CUBLAS_DEFAULT_MATH
+    }
+
+    /// Whether partial sums may be reduced in a precision below float32 (only possible when the
+    /// output itself is 16-bit, and only when the math mode does not forbid it).
+    pub fn reduced_precision_reduction(self) -> bool {
+        let disallowed = self.math_mode() as u32
+            & blas_sys::cublasMath_t::CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION as u32
+            != 0;
+        self.output_dtype().size_in_bytes() < 4
+            && self.compute_type() != blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_PEDANTIC
+            && !disallowed
+    }
+}
+
+/// How float32 matmuls are done on a GPU, like `torch.set_float32_matmul_precision`: `Default`
+/// is PyTorch's "highest" (FP32 arithmetic, no TF32), `Tf32` its "high", and `Pedantic` asks for
+/// FP32 in every step including the order of reductions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum F32Matmul {
+    #[default]
+    Default,
+    Pedantic,
+    Tf32,
+}
+
+impl F32Matmul {
+    pub(crate) fn to_u8(self) -> u8 {
+        self as u8
+    }
+
+    pub(crate) fn from_u8(v: u8) -> F32Matmul {
+        match v {
+            1 => F32Matmul::Pedantic,
+            2 => F32Matmul::Tf32,
+            _ => F32Matmul::Default,
         }
     }
 }
@@ -242,6 +298,10 @@ pub unsafe fn run(handle: blas_sys::cublasHandle_t, mode: GemmMode, plan: &GemmP
     let alpha_ptr = &alpha as *const f32 as *const c_void;
     let beta_ptr = &beta as *const f32 as *const c_void;
     let algo = blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT;
+    // SAFETY: a live handle (the caller's contract).
+    unsafe { blas_sys::cublasSetMathMode(handle, mode.math_mode()) }
+        .result()
+        .map_err(|e| Error::Cuda(format!("cublasSetMathMode: {e:?}")))?;
     let status = if plan.batch == 1 {
         unsafe {
             blas::gemm_ex(
@@ -412,11 +472,48 @@ mod tests {
     }
 
     #[test]
-    fn modes_follow_dtype_and_the_tf32_switch() {
-        assert_eq!(GemmMode::for_dtype(DType::F32, false).expect("f32"), GemmMode::Fp32);
-        assert_eq!(GemmMode::for_dtype(DType::F32, true).expect("f32"), GemmMode::Tf32);
-        assert_eq!(GemmMode::for_dtype(DType::BF16, true).expect("bf16"), GemmMode::Bf16);
-        assert!(GemmMode::for_dtype(DType::I32, false).is_err());
+    fn modes_follow_dtype_and_the_f32_setting() {
+        assert_eq!(
+            GemmMode::for_dtype(DType::F32, F32Matmul::Default).expect("f32"),
+            GemmMode::Fp32Default
+        );
+        assert_eq!(
+            GemmMode::for_dtype(DType::F32, F32Matmul::Pedantic).expect("f32"),
+            GemmMode::Fp32
+        );
+        assert_eq!(
+            GemmMode::for_dtype(DType::F32, F32Matmul::Tf32).expect("f32"),
+            GemmMode::Tf32
+        );
+        assert_eq!(
+            GemmMode::for_dtype(DType::BF16, F32Matmul::Tf32).expect("bf16"),
+            GemmMode::Bf16
+        );
+        assert!(GemmMode::for_dtype(DType::I32, F32Matmul::Default).is_err());
         assert_eq!(GemmMode::Bf16F32Out.output_dtype(), DType::F32);
+        for mode in [F32Matmul::Default, F32Matmul::Pedantic, F32Matmul::Tf32] {
+            assert_eq!(F32Matmul::from_u8(mode.to_u8()), mode);
+        }
+    }
+
+    #[test]
+    fn compute_types_and_reductions_per_mode() {
+        use blas_sys::cublasComputeType_t::*;
+        // The lecture's fp32 row is pedantic; the default-mode row is the one PyTorch runs.
+        assert_eq!(GemmMode::Fp32.compute_type(), CUBLAS_COMPUTE_32F_PEDANTIC);
+        assert_eq!(GemmMode::Fp32Default.compute_type(), CUBLAS_COMPUTE_32F);
+        assert_eq!(GemmMode::Tf32.compute_type(), CUBLAS_COMPUTE_32F_FAST_TF32);
+        assert_eq!(GemmMode::Bf16.compute_type(), CUBLAS_COMPUTE_32F);
+        // Reduced-precision reductions: only where the output is 16-bit.
+        assert!(GemmMode::Bf16.reduced_precision_reduction());
+        assert!(GemmMode::Fp16.reduced_precision_reduction());
+        for mode in [
+            GemmMode::Fp32,
+            GemmMode::Fp32Default,
+            GemmMode::Tf32,
+            GemmMode::Bf16F32Out,
+        ] {
+            assert!(!mode.reduced_precision_reduction(), "{}", mode.name());
+        }
     }
 }

@@ -110,7 +110,7 @@ pub fn matmul(a: &CudaBuffer, la: &Layout, b: &CudaBuffer, lb: &Layout) -> Resul
         });
     }
     let be = a.backend();
-    let mode = GemmMode::for_dtype(a.dtype(), be.allow_tf32())?;
+    let mode = GemmMode::for_dtype(a.dtype(), be.f32_matmul())?;
     matmul_with(mode, a, la, b, lb)
 }
 
