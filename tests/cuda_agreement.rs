@@ -459,23 +459,20 @@ fn matmul_agrees_in_every_layout_and_precision() {
         DType::F32,
     )
     .unwrap();
-    let want = a
-        .to_dtype(DType::BF16)
-        .unwrap()
-        .to_dtype(DType::F32)
-        .unwrap()
-        .matmul(&b.to_dtype(DType::BF16).unwrap().to_dtype(DType::F32).unwrap())
-        .unwrap();
-    let diff: f64 = want
-        .to_vec_f64()
-        .unwrap()
-        .iter()
-        .zip(got.to_vec_f64().unwrap())
-        .map(|(w, g)| (w - g).abs() / w.abs().max(1.0))
-        .fold(0.0, f64::max);
+    // Against the exact (f64) product of the same bf16 values. Tensor cores multiply bf16
+    // exactly but add into their f32 accumulators with truncation (seen on an H200: elementwise
+    // up to 6e-4 of max(|want|, 1) at k = 1024), so the test is norm-wise: far under the error of
+    // rounding the output to bf16, which the bf16-output product shows beside it.
+    let (a16h, b16h) = (a.to_dtype(DType::BF16).unwrap(), b.to_dtype(DType::BF16).unwrap());
+    let f32_out = rel_error(&a16h, &b16h, &got);
+    let bf16_out = rel_error(
+        &a16h,
+        &b16h,
+        &a16.matmul(&b16).unwrap().to_device(&Device::Cpu).unwrap(),
+    );
     assert!(
-        diff < 1e-4,
-        "bf16 inputs with an f32 output differ from an f32 product of the same values by {diff:e}"
+        f32_out < 1e-4 && bf16_out > 3.0 * f32_out,
+        "bf16 inputs: relative error {f32_out:e} with an f32 output, {bf16_out:e} with a bf16 output"
     );
 }
 
