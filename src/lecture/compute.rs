@@ -2,13 +2,14 @@
 
 use serde_json::json;
 
+use super::SectionCtx;
 use crate::device::peaks::{self, MathMode, PromisedPeak};
 use crate::device::{Device, cpu};
 use crate::error::Result;
 use crate::flops::FlopCounter;
 use crate::tensor::{DType, Tensor};
 use crate::timing::{self, Timing, TimingOptions};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// A FLOP is one floating-point operation; FLOP/s is a speed. Training budgets are totals, chips
 /// are rated in speed.

@@ -2,12 +2,13 @@
 //! works, but nothing in it says which dimension is which; named patterns say it, and here the
 //! names are checked when the code runs.
 
+use super::SectionCtx;
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
 use crate::tensor::einops::{ReduceOp, einsum, rearrange, reduce};
 use crate::tensor::named::{Dims, NamedTensor};
 use crate::tensor::{DType, Tensor};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// The old way: dimensions by position. Which of -2 and -1 is "seq" and which is "hidden" lives
 /// only in comments.

@@ -1,11 +1,12 @@
 //! Gradients: what backward computes, and what it costs in FLOPs.
 
+use super::SectionCtx;
 use crate::autograd::Var;
 use crate::error::Result;
 use crate::flops::{FlopCount, FlopCounter};
 use crate::tensor::{DType, Tensor};
 use crate::timing::{self, TimingOptions};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// Forward: compute a loss. Backward: compute the gradient of the loss with respect to each
 /// parameter, by the chain rule, from the loss back to the leaves.

@@ -2,11 +2,12 @@
 
 use serde_json::json;
 
+use super::SectionCtx;
 use crate::device::cuda;
 use crate::error::Result;
 use crate::tensor::formats::{self, FloatFormat};
 use crate::tensor::{DType, Tensor};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// Tensors are the basic building block: parameters, gradients, optimizer state, data and
 /// activations are all tensors. Here are the ways to make one.

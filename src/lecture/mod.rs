@@ -1,5 +1,6 @@
 //! The lecture's sections, in lecture order. Each is one function that runs the step it teaches
-//! and records what it observed; `SECTIONS` lists them with their titles and source files.
+//! and records what it observed through its `SectionCtx` (the recorder); `SECTIONS` lists them
+//! with their titles and source files, and `run` turns a run into a trace.
 
 mod compute;
 mod einops;
@@ -8,11 +9,13 @@ mod memory;
 mod models;
 mod napkin;
 mod operations;
+pub mod recorder;
 pub mod run;
 mod training;
 
+pub use recorder::{IntoValue, SectionCtx};
+
 use crate::error::Result;
-use crate::trace::SectionCtx;
 
 pub const LECTURE: &str = "lecture_02";
 

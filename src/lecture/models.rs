@@ -2,12 +2,13 @@
 
 use serde_json::json;
 
+use super::SectionCtx;
 use crate::autograd::Var;
 use crate::error::Result;
 use crate::nn::{Cruncher, Init, Module};
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// Standard deviation of a tensor's elements (population form).
 fn std_of(t: &Tensor) -> Result<f64> {

@@ -1,8 +1,9 @@
 //! Napkin math: the two questions the lecture opens with, answered from first principles.
 
+use super::SectionCtx;
 use crate::device::peaks;
 use crate::error::Result;
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// How long does it take to train a 70B-parameter dense transformer on 15T tokens on 1024 H100s,
 /// and what is the largest model that fits on 8 H100s with AdamW (naively)?

@@ -1,9 +1,10 @@
 //! Tensor operations: storage and strides, views that share memory, copies that do not,
 //! elementwise ops and matrix multiplication.
 
+use super::SectionCtx;
 use crate::error::Result;
 use crate::tensor::{DType, Tensor};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// A tensor is a pointer into storage plus strides: how far to jump in storage for one step
 /// along each dimension.

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde_json::json;
 
+use super::SectionCtx;
 use crate::autograd::{Var, mse_loss};
 use crate::checkpoint;
 use crate::data::{self, TokenFile};
@@ -16,7 +17,7 @@ use crate::nn::{Cruncher, Module, ParamOptions};
 use crate::optim::{AdaGrad, Optimizer, Sgd};
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 fn bits(t: &Tensor) -> Result<Vec<u32>> {
     Ok(t.to_vec::<f32>()?.iter().map(|x| x.to_bits()).collect())
@@ -122,7 +123,7 @@ pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
 
     // Bad input: 10 bytes is not a whole number of int32 tokens; a sequence longer than the data.
     let odd = dir.path().join("odd.npy");
-    crate::trace::io::write_atomic(&odd, &[0u8; 10])?;
+    crate::atomic_file::write(&odd, &[0u8; 10])?;
     let err = TokenFile::open(&odd).err().map(|e| message_in(dir.path(), &e));
     cx.record("odd_length_error", err.unwrap_or_else(|| "no error".into()), Unit::None)?;
     let err = data::get_batch(&data, batch_size, 10, &mut cx.rng, &cx.device)
@@ -485,7 +486,7 @@ pub fn checkpointing(cx: &mut SectionCtx) -> Result<()> {
     // Damaged files and the wrong model give clear errors and change nothing.
     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
     let truncated = dir.path().join("truncated.safetensors");
-    crate::trace::io::write_atomic(&truncated, &bytes[..bytes.len() / 2])?;
+    crate::atomic_file::write(&truncated, &bytes[..bytes.len() / 2])?;
     cx.record(
         "truncated_error",
         load_error(dir.path(), &truncated, &new_model, &mut new_optimizer),
@@ -495,7 +496,7 @@ pub fn checkpointing(cx: &mut SectionCtx) -> Result<()> {
     let mut flipped = bytes.clone();
     let last = flipped.len() - 1;
     flipped[last] ^= 0x40;
-    crate::trace::io::write_atomic(&corrupt, &flipped)?;
+    crate::atomic_file::write(&corrupt, &flipped)?;
     cx.record(
         "corrupt_error",
         load_error(dir.path(), &corrupt, &new_model, &mut new_optimizer),

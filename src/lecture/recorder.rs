@@ -6,11 +6,12 @@ use std::panic::Location;
 use indexmap::IndexMap;
 use sha2::{Digest, Sha256};
 
-use super::schema::{Unit, ValueRecord, json_number};
 use crate::device::{Device, DeviceChoice};
 use crate::error::{Error, Result};
+use crate::json::json_number;
 use crate::rng::Rng;
 use crate::tensor::Tensor;
+use crate::trace::{Unit, ValueRecord};
 
 /// The largest tensor recorded element by element; bigger ones are summarised by the section.
 pub const MAX_RECORDED_ELEMENTS: usize = 4096;
