@@ -13,6 +13,7 @@ pub mod recorder;
 pub mod run;
 mod training;
 
+pub(crate) use recorder::record;
 pub use recorder::{IntoValue, SectionCtx};
 
 use crate::error::Result;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::SectionCtx;
+use super::{SectionCtx, record};
 use crate::autograd::{Var, mse_loss};
 use crate::checkpoint;
 use crate::data::{self, TokenFile};
@@ -156,7 +156,7 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
     let model = Cruncher::new(d, num_layers, &mut cx.rng)?.to_device(&cx.device)?;
     let lr = 0.01;
     let mut optimizer = AdaGrad::new(&model, lr)?;
-    cx.record("lr", lr, Unit::None)?;
+    record!(cx, lr, Unit::None)?;
     cx.record("eps", optimizer.eps(), Unit::None)?;
     cx.record(
         "state",
@@ -190,15 +190,15 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
 
     // Memory, by the lecture's formula (float32 everywhere).
     let num_parameters = (d * d * num_layers) + d;
-    cx.record("num_parameters", num_parameters, Unit::Count)?;
+    record!(cx, num_parameters, Unit::Count)?;
     let num_activations = b * d * num_layers;
-    cx.record("num_activations", num_activations, Unit::Count)?;
+    record!(cx, num_activations, Unit::Count)?;
     let num_gradients = num_parameters;
-    cx.record("num_gradients", num_gradients, Unit::Count)?;
+    record!(cx, num_gradients, Unit::Count)?;
     let num_optimizer_states = num_parameters;
-    cx.record("num_optimizer_states", num_optimizer_states, Unit::Count)?;
+    record!(cx, num_optimizer_states, Unit::Count)?;
     let total_memory = 4 * (num_parameters + num_activations + num_gradients + num_optimizer_states);
-    cx.record("total_memory", total_memory, Unit::Bytes)?;
+    record!(cx, total_memory, Unit::Bytes)?;
 
     // Memory the library actually held, by category.
     let activation_bytes: usize = saved.iter().filter(|s| s.kind == "activation").map(|s| s.bytes).sum();
@@ -223,7 +223,7 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
 
     // Compute: 2 FLOPs per (data point, parameter) forward, 4 backward.
     let flops = 6 * b * num_parameters;
-    cx.record("flops", flops, Unit::Flop)?;
+    record!(cx, flops, Unit::Flop)?;
     let counted = step_flops.by_op.get("matmul").copied().unwrap_or(0);
     cx.record("counted_flops", counted, Unit::Flop)?;
     // x is data, so backward skips x.grad = h.grad @ W0ᵀ: 2·B·D·D fewer than the formula.
@@ -600,7 +600,7 @@ pub fn mixed_precision_training(cx: &mut SectionCtx) -> Result<()> {
             json!({"final_loss": tail_mean(&r.losses), "updates_lost": r.updates_lost}),
         );
     }
-    cx.record("high_lr", high_lr, Unit::None)?;
+    record!(cx, high_lr, Unit::None)?;
     cx.record("high_lr_results", serde_json::Value::Object(high), Unit::None)?;
     Ok(())
 }
