@@ -21,7 +21,7 @@ pub fn load(path: &Path) -> Result<Trace> {
 }
 
 /// Parses trace JSON; `path` is only used in messages.
-pub fn parse(path: &Path, text: &str) -> Result<Trace> {
+fn parse(path: &Path, text: &str) -> Result<Trace> {
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| trace_err(path, format!("not valid JSON: {e}")))?;
     match value.get("schema_version") {

@@ -11,6 +11,6 @@ pub mod source;
 pub mod walk;
 
 pub use crate::json::{json_number, number_from_json};
-pub use io::{load, parse, save};
+pub use io::{load, save};
 pub use schema::{DeviceInfo, GitInfo, HostInfo, Provenance, SCHEMA_VERSION, SectionRecord, Trace, Unit, ValueRecord};
 pub use walk::walk;
