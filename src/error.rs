@@ -76,12 +76,6 @@ pub enum Error {
     #[error("trace {path}: {msg}")]
     Trace { path: PathBuf, msg: String },
 
-    #[error("{}", crate::book::problem::report(.0))]
-    Book(Vec<crate::book::Problem>),
-
-    #[error("building the book at {root}: {msg}")]
-    BookBuild { root: PathBuf, msg: String },
-
     #[error("CUDA: {0}")]
     Cuda(String),
 

@@ -232,7 +232,7 @@ fn changing_a_value_changes_the_page_and_renaming_one_fails_the_build() {
     let record = section.values.shift_remove("gpt3_ffn_bytes").expect("value");
     section.values.insert("gpt3_ffn_size".into(), record);
     let path = ws.write_trace("cpu", &trace);
-    let Err(cs336::Error::Book(problems)) = ws.build_real_book(&path) else {
+    let Err(cs336::book::BookError::Problems(problems)) = ws.build_real_book(&path) else {
         panic!("the build must fail")
     };
     assert!(!problems.is_empty());
@@ -310,13 +310,14 @@ fn pages_default_to_the_newest_trace_unless_told_otherwise() {
     newer.provenance.created_at = "2030-01-01T00:00:00Z".into();
     ws.write_trace("nvidia-h200", &newer);
     let dir = ws.trace_dir();
+    let root = Path::new(ROOT);
 
     assert_eq!(
-        Traces::new(&dir, TraceChoice::parse("newest")).path(None),
+        Traces::new(&dir, TraceChoice::parse("newest"), root).path(None),
         Ok(dir.join("nvidia-h200.json"))
     );
     assert_eq!(
-        Traces::new(&dir, TraceChoice::parse("cpu")).path(None),
+        Traces::new(&dir, TraceChoice::parse("cpu"), root).path(None),
         Ok(dir.join("cpu.json"))
     );
     assert_eq!(
@@ -325,13 +326,13 @@ fn pages_default_to_the_newest_trace_unless_told_otherwise() {
     );
     // A directive's own `trace=` wins over the default.
     assert_eq!(
-        Traces::new(&dir, TraceChoice::Newest).path(Some("cpu")),
+        Traces::new(&dir, TraceChoice::Newest, root).path(Some("cpu")),
         Ok(dir.join("cpu.json"))
     );
     // No trace at all is a problem, not an empty page.
     let empty = tempfile::tempdir().expect("tempdir");
     assert!(matches!(
-        Traces::new(empty.path(), TraceChoice::Newest).path(None),
+        Traces::new(empty.path(), TraceChoice::Newest, root).path(None),
         Err(cs336::book::Cause::NoTraces { .. })
     ));
 }

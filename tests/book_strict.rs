@@ -76,9 +76,15 @@ fn a_missing_section_fails_and_says_what_to_run() {
         "{text}"
     );
 
+    // The book knows only the trace: a section it lacks is named with the sections it has.
     let p = only_problem(ws.build_chapter(&path, "{{value no_such_section.x}}\n"));
-    assert!(matches!(p.cause, Cause::UnknownSection { .. }), "{p}");
-    assert!(p.to_string().contains("`no_such_section` is not part of this lecture"));
+    assert!(matches!(p.cause, Cause::MissingSection { .. }), "{p}");
+    let text = p.to_string();
+    assert!(
+        text.contains("has no section `no_such_section` (it has: motivating_questions, tensors_basics,"),
+        "{text}"
+    );
+    assert!(text.contains("`cargo run --release --bin lecture -- --list`"), "{text}");
 }
 
 #[test]

@@ -141,7 +141,7 @@ fn a_missing_file_names_the_path() {
     assert!(err.to_string().contains("/nonexistent/cpu.json"), "{err}");
 }
 
-fn failing_section(_cx: &mut cs336::trace::SectionCtx) -> cs336::Result<()> {
+fn failing_section(_cx: &mut cs336::lecture::SectionCtx) -> cs336::Result<()> {
     cs336::Tensor::ones(&[2, 3], cs336::DType::F32)?.matmul(&cs336::Tensor::ones(&[2, 3], cs336::DType::F32)?)?;
     Ok(())
 }

@@ -157,8 +157,7 @@ fn run() -> Result<()> {
             &bandwidths,
         );
         let text = serde_json::to_string_pretty(&doc)?;
-        cs336::trace::io::write_atomic(&path, text.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
+        cs336::atomic_file::write(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
         println!("Wrote {}", path.display());
     }
     Ok(())

@@ -155,6 +155,7 @@ fn real_main() -> Result<()> {
             trace: Some(path.clone()),
             trace_dir: path.parent().map(Path::to_path_buf),
             out_dir: None,
+            source_root: Some(root()),
         };
         let index = cs336::book::build(&root().join("book"), &options)
             .context("the trace was written, but the book did not build")?;
@@ -202,8 +203,8 @@ fn get(path: &Path, key: &str, whole_record: bool) -> Result<()> {
     };
     let steps: Vec<String> = parts.map(String::from).collect();
     // The same walk the book uses for `{{value SECTION.NAME.PATH}}`.
-    let value = cs336::book::traces::walk(&value, &steps)
-        .map_err(|(step, what)| anyhow::anyhow!("`{key}`: nothing at `{step}` ({what})"))?;
+    let value =
+        trace::walk(&value, &steps).map_err(|(step, what)| anyhow::anyhow!("`{key}`: nothing at `{step}` ({what})"))?;
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }

@@ -35,12 +35,23 @@
 //! to the book). mdbook's environment overrides work too:
 //! `MDBOOK_PREPROCESSOR__LECTURE__TRACE=nvidia-h200 mdbook serve book`.
 //!
+//! # Where section code comes from
+//!
+//! The book depends on the trace alone. A section's code (for `{{code}}` and for the staleness
+//! check) is read from the file the trace names (`source_file`, relative to the crate root), as
+//! that file is now. The crate root is `source-root` under `[preprocessor.lecture]` (default `..`,
+//! the book's parent folder). A trace is input: a `source_file` that is absolute, has `..` or
+//! leads out of the root fails the build.
+//!
 //! # Strictness
 //!
 //! The build fails, naming chapter, line, directive, cause and the command to run, when a
 //! directive is malformed, names a missing trace, section or value, or reads a section whose code
 //! changed after the trace recorded it (the section's `source_hash` differs from the hash of its
-//! function in this build).
+//! function in the file now). One exception keeps a GPU trace from freezing the book for everyone
+//! without that GPU: a trace of another device than the default trace's (read by `compare` or
+//! `trace=SLUG`) whose section is stale is shown, with a visible mark "recorded by older code
+//! (commit …)" beside its values.
 
 pub mod chart;
 pub mod code_view;
@@ -50,14 +61,13 @@ pub mod html;
 pub mod preprocessor;
 pub mod problem;
 pub mod render;
+pub mod sections;
 pub mod traces;
 
 use std::path::{Path, PathBuf};
 
 pub use preprocessor::LecturePreprocessor;
-pub use problem::{Cause, Problem};
-
-use crate::error::{Error, Result};
+pub use problem::{BookError, Cause, Problem};
 
 /// Where to build and which trace to use.
 #[derive(Debug, Clone, Default)]
@@ -68,13 +78,17 @@ pub struct BuildOptions {
     pub trace_dir: Option<PathBuf>,
     /// The HTML's folder (else `build-dir` of `book.toml`, relative to the book).
     pub out_dir: Option<PathBuf>,
+    /// The crate root, where the files that traces name as section sources are (else
+    /// `source-root` of `book.toml`, by default the book's parent folder).
+    pub source_root: Option<PathBuf>,
 }
 
 /// Builds the HTML book at `book_root` in-process and returns the path of its `index.html`.
-pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf> {
-    let failed = |e: anyhow::Error| match e.downcast::<Error>() {
+pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf, BookError> {
+    // mdbook hands errors back as anyhow; ours (the problems found) come back as they went in.
+    let failed = |e: anyhow::Error| match e.downcast::<BookError>() {
         Ok(ours) => ours,
-        Err(other) => Error::BookBuild {
+        Err(other) => BookError::Build {
             root: book_root.to_path_buf(),
             msg: format!("{other:#}"),
         },
@@ -88,6 +102,7 @@ pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf> {
     book.with_preprocessor(LecturePreprocessor {
         trace: options.trace.clone(),
         trace_dir: options.trace_dir.clone(),
+        source_root: options.source_root.clone(),
     });
     book.build().map_err(failed)?;
     let index = book.build_dir_for("html").join("index.html");

@@ -25,11 +25,29 @@ pub enum Cause {
     #[error("cannot read trace: {0}")]
     BadTrace(String),
 
-    #[error("trace {} has no section `{section}`", trace.display())]
-    MissingSection { trace: PathBuf, section: String },
+    #[error("trace {} has no section `{section}` (it has: {known})", trace.display())]
+    MissingSection {
+        trace: PathBuf,
+        section: String,
+        known: String,
+    },
 
-    #[error("section `{section}` is not part of this lecture (sections: {known})")]
-    UnknownSection { section: String, known: String },
+    #[error("trace {} names `{file}` as the source of section `{section}`, which is refused: {why}", trace.display())]
+    SourcePath {
+        trace: PathBuf,
+        section: String,
+        file: String,
+        why: String,
+    },
+
+    #[error("trace {} says section `{section}` is in `{file}`, but {msg}", trace.display())]
+    Source {
+        trace: PathBuf,
+        section: String,
+        file: String,
+        msg: String,
+        device: String,
+    },
 
     #[error("trace {} section `{section}` has no value `{name}` (it records: {known})", trace.display())]
     MissingValue {
@@ -85,10 +103,20 @@ impl Cause {
                 "run `cargo run --release --bin lecture` (on the device the trace is named after) to write it".into()
             }
             Cause::BadTrace(_) => "re-run `cargo run --release --bin lecture` to write a fresh trace".into(),
-            Cause::MissingSection { section, .. } => format!("run `{}` to record it", rerun(section)),
-            Cause::UnknownSection { .. } => {
-                "fix the section id in the directive (`cargo run --release --bin lecture -- --list` lists them)".into()
+            Cause::MissingSection { section, .. } => format!(
+                "fix the section id in the directive (`cargo run --release --bin lecture -- --list` lists the \
+                 lecture's sections), or run `{}` to record it",
+                rerun(section)
+            ),
+            Cause::SourcePath { .. } => {
+                "a trace names source files relative to the crate root (`source-root` under [preprocessor.lecture]); \
+                 record the trace again with `cargo run --release --bin lecture`"
+                    .into()
             }
+            Cause::Source { section, device, .. } => format!(
+                "the section moved or was renamed since the trace recorded it: run `{}` on {device} to record it again",
+                rerun(section)
+            ),
             Cause::MissingValue { section, name, .. } => format!(
                 "fix the name in the directive, or record `{name}` in section `{section}` and run `{}`",
                 rerun(section)
@@ -100,6 +128,17 @@ impl Cause {
             Cause::Chart { .. } => "check the section's recorded values; re-run the section if they are missing".into(),
         }
     }
+}
+
+/// Why the book did not build.
+#[derive(Debug, thiserror::Error)]
+pub enum BookError {
+    /// Directives that could not be rendered, every one in the book.
+    #[error("{}", report(.0))]
+    Problems(Vec<Problem>),
+
+    #[error("building the book at {}: {msg}", root.display())]
+    Build { root: PathBuf, msg: String },
 }
 
 /// A cause, located: chapter, line and the directive as written.

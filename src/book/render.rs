@@ -11,6 +11,7 @@ use super::directive::{self, Address, Condition, Directive, Found};
 use super::format::{Format, format_value};
 use super::html::{escape, escape_inline};
 use super::problem::Cause;
+use super::sections::OlderCode;
 use super::traces::Traces;
 use crate::trace::{Trace, Unit};
 
@@ -143,13 +144,13 @@ fn condition_holds(condition: &Condition, slug: Option<&str>, traces: &mut Trace
     let path = traces.path(slug)?;
     let trace = traces.load(&path)?;
     match condition {
-        Condition::Has(address) => match Traces::resolve(&path, &trace, address) {
+        Condition::Has(address) => match traces.resolve(&path, &trace, address) {
             Ok(_) => Ok(true),
             Err(Cause::MissingValue { .. } | Cause::MissingPath { .. }) => Ok(false),
             Err(other) => Err(other),
         },
         Condition::Value { address, negate } => {
-            let value = Traces::resolve(&path, &trace, address)?.value;
+            let value = traces.resolve(&path, &trace, address)?.value;
             let b = value.as_bool().ok_or_else(|| Cause::BadValue {
                 trace: path.clone(),
                 address: address.to_string(),
@@ -169,15 +170,18 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
             trace,
         } => {
             let path = traces.path(trace.as_deref())?;
-            value(&path, &*traces.load(&path)?, address, *format, *unit)
+            let trace = traces.load(&path)?;
+            value(traces, &path, &trace, address, *format, *unit)
         }
         Directive::Code { section, trace } => {
             let path = traces.path(trace.as_deref())?;
-            code_view::render(&path, &*traces.load(&path)?, section)
+            let trace = traces.load(&path)?;
+            Ok(code_view::render(&trace, &traces.section(&path, &trace, section)?))
         }
         Directive::Chart { id, trace } => {
             let path = traces.path(trace.as_deref())?;
-            chart::render(id, &path, &*traces.load(&path)?)
+            let trace = traces.load(&path)?;
+            chart::render(id, &path, &trace, traces)
         }
         Directive::Provenance { trace } => {
             let path = traces.path(trace.as_deref())?;
@@ -192,8 +196,15 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
 
 /// The value as text, formatted, escaped for markdown, marked as measured. `unit` gives a unit to
 /// a number inside a recorded object (the record's unit covers the whole record).
-fn value(path: &Path, trace: &Trace, address: &Address, format: Format, unit: Option<Unit>) -> Result<String, Cause> {
-    let found = Traces::resolve(path, trace, address)?;
+fn value(
+    traces: &mut Traces,
+    path: &Path,
+    trace: &Trace,
+    address: &Address,
+    format: Format,
+    unit: Option<Unit>,
+) -> Result<String, Cause> {
+    let found = traces.resolve(path, trace, address)?;
     let bad = |msg: String| Cause::BadValue {
         trace: path.to_path_buf(),
         address: address.to_string(),
@@ -219,11 +230,21 @@ fn value(path: &Path, trace: &Trace, address: &Address, format: Format, unit: Op
         "{address} · {} trace · {}:{}",
         trace.provenance.device.slug, found.section.source_file, found.record.line
     );
+    let mark = found.older_code.as_ref().map_or(String::new(), older_code_mark);
     Ok(format!(
-        "<span class=\"{class}\" title=\"{}\">{}</span>",
+        "<span class=\"{class}\" title=\"{}\">{}</span>{mark}",
         escape(&title),
         escape_inline(&text)
     ))
+}
+
+/// The mark beside values that code as it is now did not record (another device's trace).
+pub fn older_code_mark(older: &OlderCode) -> String {
+    format!(
+        "<span class=\"lecture-older-code\" title=\"the section's code changed after this trace recorded it; \
+         only the device that wrote the trace can record it again\">{}</span>",
+        escape(&older.text())
+    )
 }
 
 /// The commit as `abc1234`, with whether the tree had uncommitted changes.
@@ -282,7 +303,7 @@ fn provenance(path: &Path, trace: &Trace) -> String {
 fn compare(traces: &mut Traces, address: &Address, format: Format, unit: Option<Unit>) -> Result<String, Cause> {
     let mut rows = String::new();
     for (path, trace) in traces.all()? {
-        let cell = value(&path, &trace, address, format, unit)?;
+        let cell = value(traces, &path, &trace, address, format, unit)?;
         let p = &trace.provenance;
         rows.push_str(&format!(
             "<tr><td><code>{}</code></td><td>{}</td><td>{cell}</td><td>{}, <code>{}</code></td></tr>",

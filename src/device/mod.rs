@@ -39,7 +39,7 @@ impl Device {
     /// Memory the device has: host RAM for the CPU, device memory for a GPU.
     pub fn memory_bytes(&self) -> Option<u64> {
         match self {
-            Device::Cpu => crate::trace::provenance::host_memory_bytes(),
+            Device::Cpu => crate::host::memory_bytes(),
             Device::Cuda(c) => Some(c.props().total_memory as u64),
         }
     }

@@ -2,13 +2,14 @@
 
 use serde_json::json;
 
+use super::{SectionCtx, record};
 use crate::device::peaks::{self, MathMode, PromisedPeak};
 use crate::device::{Device, F32Matmul, cpu};
 use crate::error::Result;
 use crate::flops::FlopCounter;
 use crate::tensor::{DType, Tensor};
 use crate::timing::{self, Timing, TimingOptions};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// A FLOP is one floating-point operation; FLOP/s is a speed. Training budgets are totals, chips
 /// are rated in speed.
@@ -27,7 +28,7 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     let seconds = 60.0 * 60.0 * 24.0 * 7.0;
     cx.record("one_week_seconds", seconds, Unit::Seconds)?;
     let total_flops = 8.0 * seconds * peaks::H100_SXM_BF16_DENSE;
-    cx.record("total_flops", total_flops, Unit::Flop)?;
+    record!(cx, total_flops, Unit::Flop)?;
 
     // A linear model y = x @ w: B points of dimension D mapped to K outputs.
     let (b, d, k) = linear_model_sizes(&cx.device);
@@ -40,7 +41,7 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     let w = Tensor::randn_on(&[d, k], DType::F32, &cx.device, &mut cx.rng)?;
     // One multiply and one add for each (i, j, k) triple.
     let actual_num_flops = 2 * b * d * k;
-    cx.record("actual_num_flops", actual_num_flops, Unit::Flop)?;
+    record!(cx, actual_num_flops, Unit::Flop)?;
     let counter = FlopCounter::start();
     let y = x.matmul(&w)?;
     cx.record("counted_num_flops", counter.finish().total(), Unit::Flop)?;
@@ -86,7 +87,7 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     // Throughput against size: small products cannot keep the units busy.
     let (sweep, sweep_peaks) = throughput_sweep(cx)?;
     cx.record("throughput_sweep", sweep, Unit::None)?;
-    cx.record("sweep_peaks", sweep_peaks, Unit::None)?;
+    record!(cx, sweep_peaks, Unit::None)?;
     Ok(())
 }
 

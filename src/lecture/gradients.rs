@@ -1,11 +1,12 @@
 //! Gradients: what backward computes, and what it costs in FLOPs.
 
+use super::{SectionCtx, record};
 use crate::autograd::Var;
 use crate::error::Result;
 use crate::flops::{FlopCount, FlopCounter};
 use crate::tensor::{DType, Tensor};
 use crate::timing::{self, TimingOptions};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// Forward: compute a loss. Backward: compute the gradient of the loss with respect to each
 /// parameter, by the chain rule, from the loss back to the leaves.
@@ -51,7 +52,7 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
 
     // Forward: two matmuls.
     let num_forward_flops = (2 * b * d * d) + (2 * b * d * k);
-    cx.record("num_forward_flops", num_forward_flops, Unit::Flop)?;
+    record!(cx, num_forward_flops, Unit::Flop)?;
     let counter = FlopCounter::start();
     let loss = forward(&Var::constant(x.clone()))?;
     let counted = counter.finish();
@@ -65,7 +66,7 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     let w1_grad_flops = 2 * b * d * d; // w1.grad = xᵀ @ h1.grad
     let x_grad_flops = 2 * b * d * d; // x.grad = h1.grad @ w1ᵀ
     let num_backward_flops = w2_grad_flops + h1_grad_flops + w1_grad_flops + x_grad_flops;
-    cx.record("num_backward_flops", num_backward_flops, Unit::Flop)?;
+    record!(cx, num_backward_flops, Unit::Flop)?;
     cx.record(
         "backward_to_forward_ratio",
         num_backward_flops as f64 / num_forward_flops as f64,

@@ -4,10 +4,11 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::{LECTURE, SECTIONS, SectionDef};
+use super::{LECTURE, SECTIONS, SectionCtx, SectionDef};
 use crate::device::{Device, DeviceChoice};
 use crate::error::{Error, Result};
-use crate::trace::{self, DeviceInfo, Provenance, SCHEMA_VERSION, SectionCtx, SectionRecord, Trace, provenance};
+use crate::host;
+use crate::trace::{self, DeviceInfo, Provenance, SCHEMA_VERSION, SectionRecord, Trace, provenance};
 
 /// A section that failed, and why.
 #[derive(Debug, thiserror::Error)]
@@ -47,9 +48,9 @@ pub fn device_info(choice: &DeviceChoice) -> DeviceInfo {
     match &choice.device {
         Device::Cpu => DeviceInfo {
             kind: "cpu".into(),
-            name: provenance::host().cpu_model,
+            name: host::cpu_model(),
             slug: choice.device.slug(),
-            memory_bytes: provenance::host_memory_bytes(),
+            memory_bytes: host::memory_bytes(),
             cuda_unavailable_reason: choice.cuda_unavailable_reason.clone(),
             // Which instructions the CPU's bfloat16 matmul uses on this host.
             details: [(
@@ -79,7 +80,7 @@ pub fn provenance(choice: &DeviceChoice, seed: u64, root: &Path) -> Provenance {
     Provenance {
         device: device_info(choice),
         host: provenance::host(),
-        os: provenance::os(),
+        os: host::os(),
         git: provenance::git(root),
         rustc: provenance::rustc(),
         created_at: provenance::now(),

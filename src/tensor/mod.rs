@@ -237,7 +237,7 @@ impl Tensor {
             if is_int {
                 serde_json::Value::from(x as i64)
             } else {
-                crate::trace::json_number(x)
+                crate::json::json_number(x)
             }
         };
         fn nest(shape: &[usize], flat: &[f64], leaf: &dyn Fn(f64) -> serde_json::Value) -> serde_json::Value {

@@ -1,11 +1,11 @@
-//! Reading and writing trace files. Writes go to a temporary file in the same folder which is then
-//! renamed over the target, so a crash or Ctrl-C mid-write leaves the previous trace intact.
+//! Reading and writing trace files. Writes are atomic (`crate::atomic_file`): a crash or Ctrl-C
+//! mid-write leaves the previous trace intact.
 //! Reads check the schema version first and name the exact field when something is wrong.
 
-use std::io::Write;
 use std::path::Path;
 
 use super::schema::{SCHEMA_VERSION, Trace};
+use crate::atomic_file;
 use crate::error::{Error, Result};
 
 fn trace_err(path: &Path, msg: impl Into<String>) -> Error {
@@ -21,7 +21,7 @@ pub fn load(path: &Path) -> Result<Trace> {
 }
 
 /// Parses trace JSON; `path` is only used in messages.
-pub fn parse(path: &Path, text: &str) -> Result<Trace> {
+fn parse(path: &Path, text: &str) -> Result<Trace> {
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| trace_err(path, format!("not valid JSON: {e}")))?;
     match value.get("schema_version") {
@@ -47,34 +47,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Trace> {
     })
 }
 
-/// Writes `value` as pretty JSON to `path` atomically (temporary file, fsync, rename).
-pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut text =
-        serde_json::to_string_pretty(value).map_err(|e| trace_err(path, format!("cannot serialise: {e}")))?;
-    text.push('\n');
-    write_atomic(path, text.as_bytes())
-}
-
-/// Writes bytes to `path` atomically, creating the parent folder if needed.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .suffix(".partial")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io(dir, e))?;
-    tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.as_file().sync_all().map_err(|e| Error::io(tmp.path(), e))?;
-    // If we die before this line the temporary file is removed (or left as `.tmp-*.partial`),
-    // and `path` is untouched.
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
-}
-
+/// Writes the trace as pretty JSON, atomically: an interrupted write leaves the previous file.
 pub fn save(path: &Path, trace: &Trace) -> Result<()> {
-    write_json_atomic(path, trace)
+    let mut text =
+        serde_json::to_string_pretty(trace).map_err(|e| trace_err(path, format!("cannot serialise: {e}")))?;
+    text.push('\n');
+    atomic_file::write(path, text.as_bytes())
 }

@@ -1,95 +1,18 @@
-//! Where a trace came from: device, host, OS, commit, compiler, time, seed and command line.
+//! Where a trace came from: host, commit, compiler and time (the host's own facts are read by
+//! `crate::host`; the device's by the lecture's runner).
 
 use std::path::Path;
 use std::process::Command;
 
 use super::schema::{GitInfo, HostInfo};
-
-/// First value of `key` in a file of `key<sep>value` lines (/proc/cpuinfo uses ':', os-release
-/// '=' with optional quotes).
-fn file_field(path: &str, sep: char, key: &str) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines().find_map(|line| {
-        let (k, v) = line.split_once(sep)?;
-        (k.trim() == key).then(|| v.trim().trim_matches('"').to_string())
-    })
-}
-
-fn proc_field(path: &str, key: &str) -> Option<String> {
-    file_field(path, ':', key)
-}
+use crate::host;
 
 pub fn host() -> HostInfo {
     HostInfo {
-        cpu_model: proc_field("/proc/cpuinfo", "model name").unwrap_or_else(|| std::env::consts::ARCH.to_string()),
-        logical_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        simd: simd_features(),
+        cpu_model: host::cpu_model(),
+        logical_cores: host::logical_cores(),
+        simd: host::simd_features(),
     }
-}
-
-/// Total host memory in bytes (from /proc/meminfo).
-pub fn host_memory_bytes() -> Option<u64> {
-    let kib: u64 = proc_field("/proc/meminfo", "MemTotal")?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
-}
-
-#[cfg(target_arch = "x86_64")]
-fn simd_features() -> Vec<String> {
-    let mut out = Vec::new();
-    macro_rules! probe {
-        ($($f:tt),*) => {$(
-            if std::arch::is_x86_feature_detected!($f) {
-                out.push($f.to_string());
-            }
-        )*};
-    }
-    probe!(
-        "sse4.2",
-        "avx",
-        "avx2",
-        "fma",
-        "f16c",
-        "avx512f",
-        "avx512bw",
-        "avx512vl",
-        "avx512bf16",
-        "avx512fp16"
-    );
-    out
-}
-
-#[cfg(target_arch = "aarch64")]
-fn simd_features() -> Vec<String> {
-    let mut out = Vec::new();
-    if std::arch::is_aarch64_feature_detected!("neon") {
-        out.push("neon".into());
-    }
-    if std::arch::is_aarch64_feature_detected!("bf16") {
-        out.push("bf16".into());
-    }
-    out
-}
-
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn simd_features() -> Vec<String> {
-    Vec::new()
-}
-
-pub fn os() -> String {
-    let pretty = file_field("/etc/os-release", '=', "PRETTY_NAME");
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .ok()
-        .map(|s| s.trim().to_string());
-    let mut parts = vec![pretty.unwrap_or_else(|| std::env::consts::OS.to_string())];
-    if let Some(k) = kernel {
-        parts.push(format!("kernel {k}"));
-    }
-    parts.push(std::env::consts::ARCH.to_string());
-    parts.join(", ")
 }
 
 /// Commit and dirty flag of the tree at `root`, asked of git at run time; falls back to the

@@ -128,28 +128,3 @@ impl Trace {
         self.section(section)?.values.get(name)
     }
 }
-
-/// A JSON number for a float; non-finite values (which JSON cannot hold) become the strings
-/// "NaN", "inf" and "-inf" so that a diverged loss is recorded as what it was.
-pub fn json_number(x: f64) -> serde_json::Value {
-    match serde_json::Number::from_f64(x) {
-        Some(n) => serde_json::Value::Number(n),
-        None if x.is_nan() => serde_json::Value::from("NaN"),
-        None if x > 0.0 => serde_json::Value::from("inf"),
-        None => serde_json::Value::from("-inf"),
-    }
-}
-
-/// Reads a number recorded by `json_number` back.
-pub fn number_from_json(v: &serde_json::Value) -> Option<f64> {
-    match v {
-        serde_json::Value::Number(n) => n.as_f64(),
-        serde_json::Value::String(s) => match s.as_str() {
-            "NaN" => Some(f64::NAN),
-            "inf" => Some(f64::INFINITY),
-            "-inf" => Some(f64::NEG_INFINITY),
-            _ => None,
-        },
-        _ => None,
-    }
-}

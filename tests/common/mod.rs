@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use cs336::book::{BuildOptions, Problem};
+use cs336::book::{BookError, BuildOptions, Problem};
 use cs336::device::{self, DeviceRequest};
 use cs336::lecture::run;
 use cs336::trace::{self, SectionRecord, Trace};
@@ -127,17 +127,19 @@ impl Workspace {
     }
 
     /// Builds the repository's book from `trace` (the default for every page).
-    pub fn build_real_book(&self, trace: &Path) -> cs336::Result<PathBuf> {
+    /// Section code comes from the crate root by the book's default (its parent folder).
+    pub fn build_real_book(&self, trace: &Path) -> Result<PathBuf, BookError> {
         let options = BuildOptions {
             trace: Some(trace.to_path_buf()),
             trace_dir: Some(self.trace_dir()),
             out_dir: Some(self.out_dir()),
+            source_root: None,
         };
         cs336::book::build(&Path::new(ROOT).join("book"), &options)
     }
 
-    /// Builds a one-chapter book whose chapter is `chapter`, reading `trace` by default; returns
-    /// the chapter's HTML.
+    /// Builds a one-chapter book whose chapter is `chapter`, reading `trace` by default and
+    /// section code from this crate; returns the chapter's HTML.
     pub fn build_chapter(&self, trace: &Path, chapter: &str) -> Result<String, Vec<Problem>> {
         let book = self.dir.path().join("mini");
         std::fs::create_dir_all(book.join("src")).expect("book folder");
@@ -153,10 +155,11 @@ impl Workspace {
             trace: Some(trace.to_path_buf()),
             trace_dir: Some(self.trace_dir()),
             out_dir: Some(out.clone()),
+            source_root: Some(PathBuf::from(ROOT)),
         };
         match cs336::book::build(&book, &options) {
             Ok(_) => Ok(std::fs::read_to_string(out.join("chapter.html")).expect("chapter page")),
-            Err(cs336::Error::Book(problems)) => Err(problems),
+            Err(BookError::Problems(problems)) => Err(problems),
             Err(other) => panic!("the build failed for another reason: {other}"),
         }
     }

@@ -28,8 +28,10 @@ use serde_json::Value;
 use super::directive::Address;
 use super::html::escape;
 use super::problem::Cause;
+use super::render::older_code_mark;
+use super::sections::Section;
 use super::traces::Traces;
-use crate::trace::{SectionRecord, Trace, number_from_json};
+use crate::trace::{Trace, number_from_json};
 
 /// A chart the book can draw.
 pub struct ChartDef {
@@ -86,8 +88,7 @@ pub const CHARTS: &[ChartDef] = &[
 /// One section's values, for a chart to read.
 pub struct ChartData<'t> {
     pub path: &'t Path,
-    pub trace: &'t Trace,
-    pub section: &'t SectionRecord,
+    pub section: &'t Section<'t>,
 }
 
 impl ChartData<'_> {
@@ -96,11 +97,11 @@ impl ChartData<'_> {
         let mut parts = name_path.split('.');
         let name = parts.next().unwrap_or_default().to_string();
         let address = Address {
-            section: self.section.id.clone(),
+            section: self.section.record.id.clone(),
             name,
             path: parts.map(String::from).collect(),
         };
-        Traces::resolve(self.path, self.trace, &address).map(|r| r.value)
+        self.section.resolve(self.path, &address).map(|r| r.value)
     }
 
     /// A number (non-finite ones included).
@@ -123,13 +124,13 @@ impl ChartData<'_> {
 
     /// Names of this section's values, in recording order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.section.values.keys().map(String::as_str)
+        self.section.record.values.keys().map(String::as_str)
     }
 
     pub fn bad(&self, name_path: &str, msg: String) -> Cause {
         Cause::BadValue {
             trace: self.path.to_path_buf(),
-            address: format!("{}.{name_path}", self.section.id),
+            address: format!("{}.{name_path}", self.section.record.id),
             msg,
         }
     }
@@ -140,13 +141,17 @@ pub fn find(id: &str) -> Option<&'static ChartDef> {
 }
 
 /// The chart as a captioned figure.
-pub fn render(id: &str, path: &Path, trace: &Trace) -> Result<String, Cause> {
+pub fn render(id: &str, path: &Path, trace: &Trace, traces: &mut Traces) -> Result<String, Cause> {
     let def = find(id).ok_or_else(|| Cause::UnknownChart {
         id: id.to_string(),
         known: CHARTS.iter().map(|c| c.id).collect::<Vec<_>>().join(", "),
     })?;
-    let section = Traces::section(path, trace, def.section)?;
-    let svg = (def.draw)(&ChartData { path, trace, section }).map_err(|cause| match cause {
+    let section = traces.section(path, trace, def.section)?;
+    let svg = (def.draw)(&ChartData {
+        path,
+        section: &section,
+    })
+    .map_err(|cause| match cause {
         Cause::Chart { msg, .. } => Cause::Chart {
             id: id.to_string(),
             msg,
@@ -154,8 +159,9 @@ pub fn render(id: &str, path: &Path, trace: &Trace) -> Result<String, Cause> {
         other => other,
     })?;
     let device = &trace.provenance.device;
+    let mark = section.older_code.as_ref().map_or(String::new(), older_code_mark);
     Ok(format!(
-        "<figure class=\"lecture-chart\" id=\"chart-{id}\">{svg}<figcaption>{} <span class=\"lecture-muted\">Drawn from section <code>{}</code> of the {} trace.</span></figcaption></figure>",
+        "<figure class=\"lecture-chart\" id=\"chart-{id}\">{svg}<figcaption>{} <span class=\"lecture-muted\">Drawn from section <code>{}</code> of the {} trace.</span>{mark}</figcaption></figure>",
         escape(def.caption),
         escape(def.section),
         escape(&device.slug),

@@ -6,11 +6,12 @@ use std::panic::Location;
 use indexmap::IndexMap;
 use sha2::{Digest, Sha256};
 
-use super::schema::{Unit, ValueRecord, json_number};
 use crate::device::{Device, DeviceChoice};
 use crate::error::{Error, Result};
+use crate::json::json_number;
 use crate::rng::Rng;
 use crate::tensor::Tensor;
+use crate::trace::{Unit, ValueRecord};
 
 /// The largest tensor recorded element by element; bigger ones are summarised by the section.
 pub const MAX_RECORDED_ELEMENTS: usize = 4096;
@@ -27,6 +28,20 @@ pub struct SectionCtx {
     file: &'static str,
     values: IndexMap<String, ValueRecord>,
 }
+
+/// Records a variable under its own name, the original lecture's `# @inspect x`:
+/// `record!(cx, num_parameters, Unit::Count)` is `cx.record("num_parameters", num_parameters,
+/// Unit::Count)`, and `record!(cx, x)` records tensor `x` element by element (`record_tensor`).
+/// The recorded line is the line of the `record!` call (`#[track_caller]` sees through macros).
+macro_rules! record {
+    ($cx:expr, $name:ident, $unit:expr) => {
+        $cx.record(stringify!($name), $name, $unit)
+    };
+    ($cx:expr, $name:ident) => {
+        $cx.record_tensor(stringify!($name), &$name)
+    };
+}
+pub(crate) use record;
 
 /// Something that can be recorded: numbers, strings, lists, JSON.
 pub trait IntoValue {
@@ -160,4 +175,34 @@ fn section_seed(seed: u64, id: &str) -> u64 {
     let mut bytes = [0u8; 8];
     bytes.copy_from_slice(&digest[..8]);
     seed ^ u64::from_le_bytes(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{self, DeviceRequest};
+    use crate::tensor::DType;
+    use crate::trace::Unit;
+
+    #[test]
+    fn record_names_the_variable_and_keeps_the_line_of_the_call() -> Result<()> {
+        let choice = device::choose(DeviceRequest::Cpu)?;
+        let mut cx = SectionCtx::new("test", "src/lecture/recorder.rs", &choice, 0);
+        let num_parameters = 12usize;
+        let line = line!() + 1;
+        record!(cx, num_parameters, Unit::Count)?;
+        let zeros = Tensor::zeros(&[2], DType::F32)?;
+        // A call that rustfmt might spread over lines is placed at its first line.
+        let tensor_line = line!() + 1;
+        record!(cx, zeros)?;
+        let values = cx.values();
+        assert_eq!(values["num_parameters"].value, serde_json::json!(12));
+        assert_eq!(values["num_parameters"].unit, Unit::Count);
+        assert_eq!(values["num_parameters"].line, line);
+        assert_eq!(values["zeros"].shape, Some(vec![2]));
+        assert_eq!(values["zeros"].line, tensor_line);
+        // Recording the same name twice is refused.
+        assert!(record!(cx, num_parameters, Unit::Count).is_err());
+        Ok(())
+    }
 }
