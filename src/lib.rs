@@ -3,6 +3,7 @@
 //! and record what they measured, and a book that shows only recorded numbers.
 
 pub mod autograd;
+pub mod base;
 pub mod bench;
 pub mod book;
 pub mod checkpoint;
