@@ -16,13 +16,7 @@ pub const ADAGRAD_FLOPS_PER_ELEMENT: u64 = 7;
 
 impl Tensor {
     fn check_update_target(&self, op: &'static str, other: &Tensor, what: &str) -> Result<()> {
-        if !self.is_contiguous() {
-            return Err(Error::NotContiguous {
-                op,
-                shape: self.shape().to_vec(),
-                strides: self.strides().to_vec(),
-            });
-        }
+        self.layout().contiguous_range_in(op, self.storage().len())?;
         if self.shape() != other.shape() {
             return Err(Error::shape(
                 op,

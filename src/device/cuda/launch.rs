@@ -125,7 +125,7 @@ fn to_i64(op: &'static str, v: usize) -> Result<i64> {
 }
 
 /// The `Strided` argument for a (collapsed) view.
-pub fn strided(op: &'static str, shape: &[usize], strides: &[usize], offset: usize) -> Result<StridedArg> {
+fn strided(op: &'static str, shape: &[usize], strides: &[usize], offset: usize) -> Result<StridedArg> {
     if shape.len() > MAX_DIMS {
         return Err(Error::invalid(
             op,
