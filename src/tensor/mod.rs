@@ -1,5 +1,8 @@
 //! Tensors: a shared storage plus a layout (shape, strides, offset). Everything the first half of
 //! the lecture says about memory follows from this split: views are free, copies are not.
+//!
+//! Dtypes, layouts and the ops themselves are declared below this layer (`base`); every op that
+//! touches data is routed from here to the backend that holds it (`backend.rs`).
 
 mod backend;
 mod create;
