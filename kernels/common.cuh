@@ -141,3 +141,6 @@ template <> __device__ __forceinline__ i64 from_i64<i64>(i64 x) { return x; }
 #define FOR_FLOAT_TYPES(M) M(float, f32) M(bf16, bf16) M(f16, f16)
 #define FOR_INT_TYPES(M) M(int, i32) M(i64, i64)
 #define FOR_ALL_TYPES(M) FOR_FLOAT_TYPES(M) FOR_INT_TYPES(M)
+// The same, passing one more argument (an op's name) to M.
+#define FOR_FLOAT_TYPES_WITH(M, a) M(float, f32, a) M(bf16, bf16, a) M(f16, f16, a)
+#define FOR_INT_TYPES_WITH(M, a) M(int, i32, a) M(i64, i64, a)

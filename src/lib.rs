@@ -4,6 +4,7 @@
 
 pub mod atomic_file;
 pub mod autograd;
+pub mod base;
 pub mod bench;
 pub mod book;
 pub mod checkpoint;

@@ -16,9 +16,6 @@ use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
 /// Edges that close a cycle today and are being removed on other branches.
 const KNOWN_EXCEPTIONS: &[(&str, &str, &str)] = &[
-    // The per-op routing to the CPU or CUDA (free functions over `&Tensor` in `device/mod.rs`)
-    // moves into the tensor layer; then backends see buffers and layouts only.
-    ("device", "tensor", "per-op routing lives in device/mod.rs"),
     // `device::cuda::timing` has a `Timing` of its own and calls `timing`'s median; one timing type
     // with a CPU and a CUDA clock removes this.
     ("device", "timing", "two Timing types"),

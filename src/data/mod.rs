@@ -220,6 +220,6 @@ pub fn get_batch(
     }
     // To a GPU through pinned memory with an asynchronous copy (`pin_memory=True`,
     // `non_blocking=True` in PyTorch); on the CPU this is the tensor itself.
-    let inputs = crate::device::to_device_pinned(&Tensor::from_vec(flat, &[batch_size, sequence_length])?, device)?;
+    let inputs = Tensor::from_vec(flat, &[batch_size, sequence_length])?.to_device_pinned(device)?;
     Ok(Batch { inputs, starts })
 }

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DeviceRepr, sys as drv};
 use half::{bf16, f16};
 
+use crate::base::DType;
 use crate::error::{Error, Result};
-use crate::tensor::DType;
 
 /// The attribute set on the device's stream-ordered memory pool, and its value: keep freed memory
 /// in the pool instead of returning it to the driver at every synchronisation (cuMemAllocAsync's
@@ -56,48 +56,32 @@ pub fn release_unused(ctx: &CudaContext) -> Result<()> {
         .map_err(|e| super::driver_error("cuMemPoolTrimTo", e))
 }
 
-/// Live and peak bytes, shared by every allocation of one backend.
+/// Live bytes, shared by every allocation of one backend.
 #[derive(Debug, Default)]
 pub struct Allocator {
     live: AtomicUsize,
-    peak: AtomicUsize,
-    allocations: AtomicUsize,
 }
 
-/// A snapshot of the counters.
+/// A snapshot of the counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryStats {
     /// Bytes held by live allocations (exactly what was asked for; no rounding).
     pub allocated: usize,
-    /// The most that was ever live at once (since the last [`Allocator::reset_peak`]).
-    pub peak: usize,
-    /// Live allocations.
-    pub allocations: usize,
 }
 
 impl Allocator {
     pub fn stats(&self) -> MemoryStats {
         MemoryStats {
             allocated: self.live.load(Ordering::SeqCst),
-            peak: self.peak.load(Ordering::SeqCst),
-            allocations: self.allocations.load(Ordering::SeqCst),
         }
     }
 
-    /// Starts a new peak measurement from what is live now.
-    pub fn reset_peak(&self) {
-        self.peak.store(self.live.load(Ordering::SeqCst), Ordering::SeqCst);
-    }
-
     fn add(&self, bytes: usize) {
-        let now = self.live.fetch_add(bytes, Ordering::SeqCst) + bytes;
-        self.peak.fetch_max(now, Ordering::SeqCst);
-        self.allocations.fetch_add(1, Ordering::SeqCst);
+        self.live.fetch_add(bytes, Ordering::SeqCst);
     }
 
     fn sub(&self, bytes: usize) {
         self.live.fetch_sub(bytes, Ordering::SeqCst);
-        self.allocations.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// `len` elements of `T`, uninitialised (every caller writes them all before reading).

@@ -8,12 +8,14 @@
 
 pub mod alloc;
 pub mod blas;
+mod compute;
 pub mod kernels;
 pub mod launch;
 pub mod ops;
 mod props;
-mod tensor_ops;
 pub mod timing;
+mod transfer;
+mod update;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -26,12 +28,14 @@ use cudarc::nvrtc::Ptx;
 
 pub use alloc::{Allocator, CudaBuffer, CudaData, DeviceMem, MemoryStats};
 pub use blas::{F32Matmul, GemmMode};
+pub use compute::*;
 pub use props::{DeviceProps, slug};
-pub use tensor_ops::*;
+pub use transfer::*;
+pub use update::*;
 
+use crate::base::DType;
 use crate::device::probe;
 use crate::error::{Error, Result};
-use crate::tensor::DType;
 use kernels::ParamSpec;
 use launch::{Arg, Launch};
 
@@ -217,13 +221,9 @@ impl CudaBackend {
         self.stream.synchronize().map_err(|e| driver_error("synchronising", e))
     }
 
-    /// The allocator's live and peak bytes.
+    /// The bytes the allocator counts as live.
     pub fn memory_stats(&self) -> MemoryStats {
         self.alloc.stats()
-    }
-
-    pub fn reset_peak_memory(&self) {
-        self.alloc.reset_peak();
     }
 
     /// The driver's view: (free, total) bytes of device memory, after the queued work (and so
@@ -253,11 +253,6 @@ impl CudaBackend {
             data,
             backend: Arc::clone(self),
         })
-    }
-
-    /// Whether a kernel of this name was compiled.
-    pub fn has_kernel(&self, name: &str) -> bool {
-        self.functions.contains_key(name)
     }
 
     /// Runs a planned launch after checking it against the kernel's parameter list.

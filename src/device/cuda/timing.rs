@@ -11,8 +11,8 @@ use serde::Serialize;
 use super::blas::{self, GemmMode, GemmPtrs};
 use super::ops::{self, Distribution, UpdateKernel};
 use super::{CudaBackend, driver_error};
+use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Layout};
 
 /// Repeated measurements of one thing, in seconds.
 #[derive(Debug, Clone, PartialEq, Serialize)]

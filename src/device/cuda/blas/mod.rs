@@ -24,132 +24,13 @@ use std::ffi::c_void;
 
 use cudarc::cublas::{result as blas, sys as blas_sys};
 
+mod mode;
+
+pub use mode::{F32Matmul, GemmMode};
+
+use crate::base::Layout;
+use crate::base::layout::merged_stride;
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Layout};
-
-/// How the arithmetic is done.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum GemmMode {
-    /// FP32 inputs and output, FP32 arithmetic in every step (CUBLAS_COMPUTE_32F_PEDANTIC).
-    Fp32,
-    /// FP32 inputs and output, FP32 arithmetic (no TF32) with cuBLAS free to split reductions.
-    Fp32Default,
-    /// FP32 inputs and output, TF32 tensor-core arithmetic with FP32 accumulation.
-    Tf32,
-    /// BF16 inputs and output, FP32 accumulation.
-    Bf16,
-    /// BF16 inputs, FP32 output, FP32 accumulation.
-    Bf16F32Out,
-    /// FP16 inputs and output, FP32 accumulation.
-    Fp16,
-}
-
-impl GemmMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            GemmMode::Fp32 => "fp32",
-            GemmMode::Fp32Default => "fp32_default",
-            GemmMode::Tf32 => "tf32",
-            GemmMode::Bf16 => "bf16",
-            GemmMode::Bf16F32Out => "bf16_f32_out",
-            GemmMode::Fp16 => "fp16",
-        }
-    }
-
-    /// The mode a matmul of `dtype` tensors uses, float32 ones as `f32` says.
-    pub fn for_dtype(dtype: DType, f32: F32Matmul) -> Result<GemmMode> {
-        match dtype {
-            DType::F32 => Ok(match f32 {
-                F32Matmul::Default => GemmMode::Fp32Default,
-                F32Matmul::Pedantic => GemmMode::Fp32,
-                F32Matmul::Tf32 => GemmMode::Tf32,
-            }),
-            DType::BF16 => Ok(GemmMode::Bf16),
-            DType::F16 => Ok(GemmMode::Fp16),
-            d => Err(Error::UnsupportedDType {
-                op: "matmul",
-                dtype: d.name(),
-                why: "matmul needs float32, float16 or bfloat16",
-            }),
-        }
-    }
-
-    pub fn input_dtype(self) -> DType {
-        match self {
-            GemmMode::Fp32 | GemmMode::Fp32Default | GemmMode::Tf32 => DType::F32,
-            GemmMode::Bf16 | GemmMode::Bf16F32Out => DType::BF16,
-            GemmMode::Fp16 => DType::F16,
-        }
-    }
-
-    pub fn output_dtype(self) -> DType {
-        match self {
-            GemmMode::Fp32 | GemmMode::Fp32Default | GemmMode::Tf32 | GemmMode::Bf16F32Out => DType::F32,
-            GemmMode::Bf16 => DType::BF16,
-            GemmMode::Fp16 => DType::F16,
-        }
-    }
-
-    fn data_type(dtype: DType) -> blas_sys::cudaDataType {
-        match dtype {
-            DType::BF16 => blas_sys::cudaDataType::CUDA_R_16BF,
-            DType::F16 => blas_sys::cudaDataType::CUDA_R_16F,
-            _ => blas_sys::cudaDataType::CUDA_R_32F,
-        }
-    }
-
-    pub fn compute_type(self) -> blas_sys::cublasComputeType_t {
-        use blas_sys::cublasComputeType_t::*;
-        match self {
-            GemmMode::Fp32 => CUBLAS_COMPUTE_32F_PEDANTIC,
-            GemmMode::Tf32 => CUBLAS_COMPUTE_32F_FAST_TF32,
-            GemmMode::Fp32Default | GemmMode::Bf16 | GemmMode::Bf16F32Out | GemmMode::Fp16 => CUBLAS_COMPUTE_32F,
-        }
-    }
-
-    /// The handle's math mode for this call: the default everywhere (a pedantic compute type
-    /// needs no help, and TF32 comes from the compute type), which leaves cuBLAS free to reduce
-    /// partial sums in a 16-bit output type.
-    pub fn math_mode(self) -> blas_sys::cublasMath_t {
-        blas_sys::cublasMath_t::CUBLAS_DEFAULT_MATH
-    }
-
-    /// Whether partial sums may be reduced in a precision below float32 (only possible when the
-    /// output itself is 16-bit, and only when the math mode does not forbid it).
-    pub fn reduced_precision_reduction(self) -> bool {
-        let disallowed = self.math_mode() as u32
-            & blas_sys::cublasMath_t::CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION as u32
-            != 0;
-        self.output_dtype().size_in_bytes() < 4
-            && self.compute_type() != blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_PEDANTIC
-            && !disallowed
-    }
-}
-
-/// How float32 matmuls are done on a GPU, like `torch.set_float32_matmul_precision`: `Default`
-/// is PyTorch's "highest" (FP32 arithmetic, no TF32), `Tf32` its "high", and `Pedantic` asks for
-/// FP32 in every step including the order of reductions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum F32Matmul {
-    #[default]
-    Default,
-    Pedantic,
-    Tf32,
-}
-
-impl F32Matmul {
-    pub(crate) fn to_u8(self) -> u8 {
-        self as u8
-    }
-
-    pub(crate) fn from_u8(v: u8) -> F32Matmul {
-        match v {
-            1 => F32Matmul::Pedantic,
-            2 => F32Matmul::Tf32,
-            _ => F32Matmul::Default,
-        }
-    }
-}
 
 /// One operand as cuBLAS sees it: where its first matrix starts (in elements), whether it is
 /// stored column-major (our transpose), its leading dimension, and the distance between the
@@ -194,20 +75,6 @@ fn describe(rows: usize, cols: usize, rs: usize, cs: usize) -> Option<(bool, usi
     None
 }
 
-/// The single stride that walks all batch dimensions (size-1 dimensions ignored), if there is one.
-fn batch_stride(shape: &[usize], strides: &[usize]) -> Option<usize> {
-    let dims: Vec<(usize, usize)> = shape
-        .iter()
-        .copied()
-        .zip(strides.iter().copied())
-        .filter(|&(n, _)| n != 1)
-        .collect();
-    match dims.last() {
-        None => Some(0),
-        Some(&(_, inner)) => dims.windows(2).all(|w| w[0].1 == w[1].1 * w[1].0).then_some(inner),
-    }
-}
-
 /// Plans `a`·`b` for layouts [batch…, m, k] and [batch…, k, n] with identical batch shapes.
 pub fn plan(la: &Layout, lb: &Layout) -> std::result::Result<GemmPlan, NeedsCopy> {
     let nd = la.ndim();
@@ -216,8 +83,8 @@ pub fn plan(la: &Layout, lb: &Layout) -> std::result::Result<GemmPlan, NeedsCopy
     let batch: usize = batch_shape.iter().product();
     let a_mat = describe(m, k, la.strides[nd - 2], la.strides[nd - 1]);
     let b_mat = describe(k, n, lb.strides[nd - 2], lb.strides[nd - 1]);
-    let a_batch = batch_stride(batch_shape, &la.strides[..nd - 2]);
-    let b_batch = batch_stride(batch_shape, &lb.strides[..nd - 2]);
+    let a_batch = merged_stride(batch_shape, &la.strides[..nd - 2], 0);
+    let b_batch = merged_stride(batch_shape, &lb.strides[..nd - 2], 0);
     let (Some((a_cm, a_ld)), Some((b_cm, b_ld)), Some(a_bs), Some(b_bs)) = (a_mat, b_mat, a_batch, b_batch) else {
         return Err(NeedsCopy {
             a: a_mat.is_none() || a_batch.is_none(),
@@ -234,7 +101,7 @@ pub fn plan(la: &Layout, lb: &Layout) -> std::result::Result<GemmPlan, NeedsCopy
     // dimension: a single (batch·m)×k product.
     if batch > 1 && b_bs == 0 && !a_cm {
         let rows_shape: Vec<usize> = la.shape[..nd - 1].to_vec();
-        if let Some(row_stride) = batch_stride(&rows_shape, &la.strides[..nd - 1]) {
+        if let Some(row_stride) = merged_stride(&rows_shape, &la.strides[..nd - 1], 0) {
             let rows = batch * m;
             if let Some((false, ld)) = describe(rows, k, row_stride, la.strides[nd - 1]) {
                 let a = MatDesc {
@@ -292,8 +159,8 @@ pub unsafe fn run(handle: blas_sys::cublasHandle_t, mode: GemmMode, plan: &GemmP
     let op_second = if plan.a.col_major { CUBLAS_OP_T } else { CUBLAS_OP_N };
     let (m, n, k) = (int("n", plan.n)?, int("m", plan.m)?, int("k", plan.k)?);
     let (ld_first, ld_second, ldc) = (int("ld of B", plan.b.ld)?, int("ld of A", plan.a.ld)?, m);
-    let in_type = GemmMode::data_type(mode.input_dtype());
-    let out_type = GemmMode::data_type(mode.output_dtype());
+    let in_type = mode::data_type(mode.input_dtype());
+    let out_type = mode::data_type(mode.output_dtype());
     let (alpha, beta) = (1.0f32, 0.0f32);
     let alpha_ptr = &alpha as *const f32 as *const c_void;
     let beta_ptr = &beta as *const f32 as *const c_void;
@@ -469,51 +336,5 @@ mod tests {
         // A row vector [1, k] broadcast from a 1-D tensor.
         let p = plan(&layout(&[1, 4], &[4, 1], 0), &Layout::contiguous(&[4, 5])).expect("no copy");
         assert!(!p.a.col_major && p.a.ld >= 4);
-    }
-
-    #[test]
-    fn modes_follow_dtype_and_the_f32_setting() {
-        assert_eq!(
-            GemmMode::for_dtype(DType::F32, F32Matmul::Default).expect("f32"),
-            GemmMode::Fp32Default
-        );
-        assert_eq!(
-            GemmMode::for_dtype(DType::F32, F32Matmul::Pedantic).expect("f32"),
-            GemmMode::Fp32
-        );
-        assert_eq!(
-            GemmMode::for_dtype(DType::F32, F32Matmul::Tf32).expect("f32"),
-            GemmMode::Tf32
-        );
-        assert_eq!(
-            GemmMode::for_dtype(DType::BF16, F32Matmul::Tf32).expect("bf16"),
-            GemmMode::Bf16
-        );
-        assert!(GemmMode::for_dtype(DType::I32, F32Matmul::Default).is_err());
-        assert_eq!(GemmMode::Bf16F32Out.output_dtype(), DType::F32);
-        for mode in [F32Matmul::Default, F32Matmul::Pedantic, F32Matmul::Tf32] {
-            assert_eq!(F32Matmul::from_u8(mode.to_u8()), mode);
-        }
-    }
-
-    #[test]
-    fn compute_types_and_reductions_per_mode() {
-        use blas_sys::cublasComputeType_t::*;
-        // The lecture's fp32 row is pedantic; the default-mode row is the one PyTorch runs.
-        assert_eq!(GemmMode::Fp32.compute_type(), CUBLAS_COMPUTE_32F_PEDANTIC);
-        assert_eq!(GemmMode::Fp32Default.compute_type(), CUBLAS_COMPUTE_32F);
-        assert_eq!(GemmMode::Tf32.compute_type(), CUBLAS_COMPUTE_32F_FAST_TF32);
-        assert_eq!(GemmMode::Bf16.compute_type(), CUBLAS_COMPUTE_32F);
-        // Reduced-precision reductions: only where the output is 16-bit.
-        assert!(GemmMode::Bf16.reduced_precision_reduction());
-        assert!(GemmMode::Fp16.reduced_precision_reduction());
-        for mode in [
-            GemmMode::Fp32,
-            GemmMode::Fp32Default,
-            GemmMode::Tf32,
-            GemmMode::Bf16F32Out,
-        ] {
-            assert!(!mode.reduced_precision_reduction(), "{}", mode.name());
-        }
     }
 }
