@@ -108,6 +108,14 @@ fn timings_from_an_unoptimised_build_are_marked_on_the_pages_that_quote_them() {
         assert_eq!(warning(quoting), None, "{quoting}");
     }
 
+    // `lecture` says so after a run that leaves such timings in the trace, naming the sections.
+    let said = cs336::lecture::run::unoptimised_warning(&trace).expect("a warning");
+    assert!(
+        said.contains("1 section(s) (tensor_operations_flops)") && said.contains("debug profile, opt-level 0"),
+        "{said}"
+    );
+    assert_eq!(cs336::lecture::run::unoptimised_warning(fresh_trace()), None);
+
     // The whole book from that trace: the compute chapter says so, the memory chapter does not.
     ws.build_real_book(&path).expect("the book builds");
     let page = |name: &str| std::fs::read_to_string(ws.out_dir().join(name)).expect("page");

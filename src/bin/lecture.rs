@@ -191,7 +191,7 @@ fn real_main() -> Result<()> {
             .context("the trace was written, but the book did not build")?;
         println!("Book: {}", index.display());
     }
-    if let Some(warning) = run::unoptimised_warning(&trace::provenance::build()) {
+    if let Some(warning) = run::unoptimised_warning(&trace) {
         eprintln!("{warning}");
     }
     Ok(())

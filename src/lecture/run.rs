@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::host;
 use crate::trace::source::FunctionSource;
 use crate::trace::{
-    self, BuildInfo, DeviceInfo, Provenance, RunInfo, SCHEMA_VERSION, SectionRecord, Trace, ValueRecord, provenance,
+    self, DeviceInfo, Provenance, RunInfo, SCHEMA_VERSION, SectionRecord, Trace, ValueRecord, provenance,
 };
 
 /// A section that failed, and why.
@@ -145,47 +145,29 @@ pub fn run_lecture(
     })
 }
 
-/// What `lecture` says after a run whose binary was not optimised: its timings describe the build,
-/// not the machine.
-pub fn unoptimised_warning(build: &BuildInfo) -> Option<String> {
-    (!build.is_optimised()).then(|| {
-        format!(
-            "warning: this binary was built without optimisation ({}): its times, speeds and MFU \
-             describe the build, not the machine, and every page quoting them says so. For \
-             measurements, run `cargo run --release --bin lecture`.",
-            build.describe()
-        )
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_an_unoptimised_build_is_warned_about() {
-        let build = |profile: &str, opt_level: &str| BuildInfo {
-            profile: profile.into(),
-            opt_level: opt_level.into(),
-            debug_assertions: profile == "debug",
-            target_arch: "x86_64".into(),
-            target_features: vec![],
-        };
-        let warned = unoptimised_warning(&build("debug", "0")).expect("opt-level 0 is warned about");
-        assert!(
-            warned.contains("debug profile, opt-level 0, with debug assertions") && warned.contains("--release"),
-            "{warned}"
-        );
-        assert!(unoptimised_warning(&build("debug", "1")).is_some());
-        assert!(unoptimised_warning(&build("release", "0")).is_some());
-        for (profile, level) in [
-            ("release", "3"),
-            ("debug", "3"),
-            ("release", "1"),
-            ("debug", "2"),
-            ("release", "s"),
-        ] {
-            assert_eq!(unoptimised_warning(&build(profile, level)), None, "{profile} {level}");
+/// What `lecture` says after a run when the trace holds timings measured by a binary built
+/// without optimisation (by this run, or by an earlier one whose sections it kept): they describe
+/// that build, not the machine.
+pub fn unoptimised_warning(trace: &Trace) -> Option<String> {
+    let mut sections = Vec::new();
+    let mut builds: Vec<String> = Vec::new();
+    for s in &trace.sections {
+        if !s.run.build.is_optimised() && s.values.values().any(|v| v.timed) {
+            sections.push(s.id.as_str());
+            let build = s.run.build.describe();
+            if !builds.contains(&build) {
+                builds.push(build);
+            }
         }
     }
+    (!sections.is_empty()).then(|| {
+        format!(
+            "warning: the times, speeds and MFU of {} section(s) ({}) were measured by a binary built without \
+             optimisation ({}): they describe that build, not the machine, and every page quoting them says so. \
+             For measurements, run `cargo run --release --bin lecture`.",
+            sections.len(),
+            sections.join(", "),
+            builds.join("; ")
+        )
+    })
 }

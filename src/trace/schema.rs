@@ -288,3 +288,35 @@ impl SectionRecord {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_is_optimised_from_opt_level_2_or_a_release_profile_at_1() {
+        let build = |profile: &str, opt_level: &str| BuildInfo {
+            profile: profile.into(),
+            opt_level: opt_level.into(),
+            debug_assertions: profile == "debug",
+            target_arch: "x86_64".into(),
+            target_features: vec![],
+        };
+        for (profile, level) in [("debug", "0"), ("release", "0"), ("debug", "1")] {
+            assert!(!build(profile, level).is_optimised(), "{profile} {level}");
+        }
+        for (profile, level) in [
+            ("release", "3"),
+            ("debug", "3"),
+            ("release", "1"),
+            ("debug", "2"),
+            ("release", "s"),
+        ] {
+            assert!(build(profile, level).is_optimised(), "{profile} {level}");
+        }
+        assert_eq!(
+            build("debug", "0").describe(),
+            "debug profile, opt-level 0, with debug assertions"
+        );
+    }
+}
