@@ -22,7 +22,7 @@ fn stale_gpu_trace() -> Trace {
         .find(|s| s.id == "tensors_memory")
         .expect("section");
     section.source_hash = "0".repeat(64);
-    section.git_commit = Some("abcdef1234567890".into());
+    section.run.git.commit = Some("abcdef1234567890".into());
     gpu
 }
 
@@ -49,7 +49,10 @@ fn another_devices_stale_section_is_shown_with_a_mark() {
     assert_eq!(body.matches(MARK).count(), 4, "{body}");
     assert!(body.contains("GPU: <span class=\"lecture-value\""), "{body}");
     // The CPU's own values carry no mark.
-    let cpu_row = body.find("<td><code>cpu</code></td>").expect("cpu row");
+    let cpu_slug = &fresh_trace().provenance.device.slug;
+    let cpu_row = body
+        .find(&format!("<td><code>{cpu_slug}</code></td>"))
+        .expect("cpu row");
     let gpu_row = body.find("<td><code>nvidia-h200</code></td>").expect("gpu row");
     assert!(!body[cpu_row..gpu_row].contains("older code"), "{body}");
     let cpu_value = body.find("CPU: ").expect("cpu value");

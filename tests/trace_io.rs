@@ -63,9 +63,9 @@ fn atomic_write_replaces_whole_files_and_leaves_no_temporaries() {
     let path = dir.path().join("cpu.json");
     let mut t = sample();
     trace::save(&path, &t).expect("first save");
-    t.provenance.seed = 1234;
+    t.sections[0].run.seed = 1234;
     trace::save(&path, &t).expect("second save");
-    assert_eq!(trace::load(&path).expect("load").provenance.seed, 1234);
+    assert_eq!(trace::load(&path).expect("load").sections[0].run.seed, 1234);
     let names: Vec<String> = std::fs::read_dir(dir.path())
         .expect("list")
         .flatten()
@@ -114,6 +114,87 @@ fn unknown_or_missing_schema_version_is_refused() {
     );
     let msg = load_err(dir.path(), "other.json", "{\"hello\": 1}");
     assert!(msg.contains("schema_version"), "{msg}");
+}
+
+#[test]
+fn a_trace_of_the_previous_schema_is_refused_with_the_command_that_rewrites_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut v = serde_json::to_value(sample()).expect("to json");
+    v["schema_version"] = serde_json::json!(1);
+    let msg = load_err(dir.path(), "old-cpu.json", &v.to_string());
+    assert!(
+        msg.contains("schema version 1 is an older format (this build reads version 2)")
+            && msg.contains("regenerate it with `cargo run --release --bin lecture`")
+            && msg.contains("GPU"),
+        "{msg}"
+    );
+    v["provenance"]["device"]["kind"] = serde_json::json!("cuda");
+    v["provenance"]["device"]["name"] = serde_json::json!("NVIDIA H200");
+    let msg = load_err(dir.path(), "old-gpu.json", &v.to_string());
+    assert!(
+        msg.contains("a GPU trace (NVIDIA H200): regenerate it on a machine with that GPU")
+            && msg.contains("--device cuda"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn steps_must_list_every_state_once_in_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = serde_json::to_value(sample()).expect("to json");
+    let at = base["sections"]
+        .as_array()
+        .expect("sections")
+        .iter()
+        .position(|s| s["id"] == "gradients_flops")
+        .expect("gradients_flops");
+    let steps = |v: &mut serde_json::Value| -> Vec<serde_json::Value> {
+        v["sections"][at]["steps"].as_array().expect("steps").clone()
+    };
+    let with_steps = |edit: &dyn Fn(&mut Vec<serde_json::Value>)| {
+        let mut v = base.clone();
+        let mut s = steps(&mut v);
+        edit(&mut s);
+        v["sections"][at]["steps"] = serde_json::Value::Array(s);
+        v.to_string()
+    };
+    let first = |s: &Vec<serde_json::Value>| s.iter().position(|x| x[0] == "num_backward_flops").expect("a step");
+    let msg = load_err(
+        dir.path(),
+        "dropped.json",
+        &with_steps(&|s| {
+            let i = first(s);
+            s.remove(i);
+        }),
+    );
+    assert!(
+        msg.contains("sections[") && msg.contains("gradients_flops") && msg.contains("num_backward_flops"),
+        "{msg}"
+    );
+    let msg = load_err(
+        dir.path(),
+        "swapped.json",
+        &with_steps(&|s| {
+            let i = first(s);
+            s.swap(i, i + 1);
+        }),
+    );
+    assert!(
+        msg.contains("state 1 of `num_backward_flops`, expected state 0"),
+        "{msg}"
+    );
+    let msg = load_err(
+        dir.path(),
+        "unknown.json",
+        &with_steps(&|s| s.push(serde_json::json!(["nope", 0]))),
+    );
+    assert!(msg.contains("names `nope`, which the section does not record"), "{msg}");
+    let msg = load_err(
+        dir.path(),
+        "beyond.json",
+        &with_steps(&|s| s.push(serde_json::json!(["num_backward_flops", 5]))),
+    );
+    assert!(msg.contains("state 5 of `num_backward_flops`"), "{msg}");
 }
 
 #[test]

@@ -89,6 +89,36 @@ fn trace_path(dir: &Path, slug: &str) -> PathBuf {
     dir.join(LECTURE).join(format!("{slug}.json"))
 }
 
+/// This device's trace, or an error naming the traces there are (another machine's traces are
+/// named after its own device).
+fn device_trace(dir: &Path, slug: &str) -> Result<PathBuf> {
+    let path = trace_path(dir, slug);
+    if path.exists() {
+        return Ok(path);
+    }
+    let folder = dir.join(LECTURE);
+    let mut others: Vec<String> = std::fs::read_dir(&folder)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    others.sort();
+    bail!(
+        "this device has no trace ({} does not exist); run `cargo run --release --bin lecture` to record one, \
+         or read another with `--trace FILE` ({})",
+        path.display(),
+        if others.is_empty() {
+            format!("{} holds none", folder.display())
+        } else {
+            format!("in {}: {}", folder.display(), others.join(", "))
+        }
+    )
+}
+
 fn real_main() -> Result<()> {
     let cli = Cli::parse();
     let trace_dir = cli.trace_dir.clone().unwrap_or_else(|| root().join("trace"));
@@ -107,7 +137,7 @@ fn real_main() -> Result<()> {
     if let Some(Command::Get { key, trace, record }) = cli.command {
         let path = match trace {
             Some(p) => p,
-            None => trace_path(&trace_dir, &device::choose(request)?.device.slug()),
+            None => device_trace(&trace_dir, &device::choose(request)?.device.slug())?,
         };
         return get(&path, &key, record);
     }
@@ -160,6 +190,9 @@ fn real_main() -> Result<()> {
         let index = cs336::book::build(&root().join("book"), &options)
             .context("the trace was written, but the book did not build")?;
         println!("Book: {}", index.display());
+    }
+    if let Some(warning) = run::unoptimised_warning(&trace) {
+        eprintln!("{warning}");
     }
     Ok(())
 }

@@ -1,5 +1,5 @@
-//! A section's code with each recorded value beside the line that recorded it: the static form of
-//! the original lecture's trace viewer. One grid row per source line (line number, code, values);
+//! A section's code with each recorded value beside the line that recorded it (each state of a
+//! history beside its own line): the static form of the original lecture's trace viewer. One grid row per source line (line number, code, values);
 //! each code line is its own `<code class="lang-rust">`, which highlight.js colours (not
 //! `language-rust`: mdbook would take that for a runnable block inside a `<pre>`).
 
@@ -7,7 +7,7 @@ use super::format::{Format, compact_with, format_value, plain};
 use super::html::escape;
 use super::render::older_code_mark;
 use super::sections::Section;
-use crate::trace::{Trace, Unit, ValueRecord, json_number, number_from_json};
+use crate::trace::{Trace, Unit, json_number, number_from_json};
 
 /// Longest value text shown beside code; the full text is in the tooltip.
 const MAX_SHOWN_CHARS: usize = 44;
@@ -19,15 +19,39 @@ pub fn render(trace: &Trace, section: &Section) -> String {
         None => (Vec::new(), 0),
     };
 
-    // Recorded lines are relative to where the function started when it ran; the hash check
-    // guarantees the function's text is the same, though code above it may have moved it.
+    // Each state of each value goes beside the line that recorded it; a line that recorded several
+    // (a loop) shows the last. Where the code is the code that ran (the hashes match), a state's
+    // token finds its line even after reformatting; otherwise its line, relative to where the
+    // function started when it ran, is the best guess.
+    let by_token = section.older_code.is_none();
+    let row = |line: u32, token: Option<usize>| -> Option<usize> {
+        if line == 0 {
+            return None;
+        }
+        let placed = match (by_token, token, &section.code) {
+            (true, Some(t), Some(code)) => code.line_of_token(t)?.checked_sub(start_line)?,
+            _ => line.checked_sub(record.source_line)?,
+        };
+        Some(placed as usize).filter(|&i| i < lines.len())
+    };
     let mut beside: Vec<Vec<(String, String)>> = vec![Vec::new(); lines.len()];
     let mut elsewhere = Vec::new();
     for (name, value) in &record.values {
-        let shown = (name.clone(), shown_value(value));
-        match value.line.checked_sub(record.source_line).map(|i| i as usize) {
-            Some(i) if value.line != 0 && i < lines.len() => beside[i].push(shown),
-            _ => elsewhere.push(shown),
+        let mut rows: Vec<(Option<usize>, String)> = Vec::new();
+        let states = value.history.iter().map(|s| (&s.value, s.line, s.token));
+        for (v, line, token) in states.chain([(&value.value, value.line, value.token)]) {
+            let at = row(line, token);
+            let text = shown_value(v, value.unit);
+            match rows.iter_mut().find(|(r, _)| *r == at) {
+                Some(slot) => slot.1 = text,
+                None => rows.push((at, text)),
+            }
+        }
+        for (at, text) in rows {
+            match at {
+                Some(i) => beside[i].push((name.clone(), text)),
+                None => elsewhere.push((name.clone(), text)),
+            }
         }
     }
 
@@ -105,12 +129,12 @@ fn values_cell(values: &[(String, String)]) -> String {
 
 /// A value as it reads beside code: scalars formatted by unit, tensors and lists with short
 /// numbers.
-fn shown_value(record: &ValueRecord) -> String {
-    match &record.value {
-        serde_json::Value::Array(_) | serde_json::Value::Object(_) => compact_with(&record.value, &|v| {
+fn shown_value(value: &serde_json::Value, unit: Unit) -> String {
+    match value {
+        serde_json::Value::Array(_) | serde_json::Value::Object(_) => compact_with(value, &|v| {
             number_from_json(v).map(short_number).unwrap_or_else(|| v.to_string())
         }),
-        v => format_value(v, record.unit, Format::Auto).unwrap_or_else(|_| v.to_string()),
+        v => format_value(v, unit, Format::Auto).unwrap_or_else(|_| v.to_string()),
     }
 }
 

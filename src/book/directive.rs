@@ -6,26 +6,10 @@ use std::ops::Range;
 
 use pulldown_cmark::{Event, Options, Parser, Tag};
 
+pub use super::address::{Address, StateChoice};
+use super::address::{address_of, identifier};
 use super::format::Format;
 use crate::trace::Unit;
-
-/// `SECTION.NAME` with an optional path into the recorded JSON (`.max`, `.0`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Address {
-    pub section: String,
-    pub name: String,
-    pub path: Vec<String>,
-}
-
-impl std::fmt::Display for Address {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.section, self.name)?;
-        for step in &self.path {
-            write!(f, ".{step}")?;
-        }
-        Ok(())
-    }
-}
 
 /// What an `if` tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +22,7 @@ pub enum Condition {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Directive {
-    /// `{{value SECTION.NAME[.PATH] [format=F] [unit=U] [trace=SLUG]}}`
+    /// `{{value SECTION.NAME[.PATH] [state=S] [format=F] [unit=U] [trace=SLUG]}}`
     Value {
         address: Address,
         format: Format,
@@ -51,13 +35,13 @@ pub enum Directive {
     Chart { id: String, trace: Option<String> },
     /// `{{provenance [trace=SLUG]}}`
     Provenance { trace: Option<String> },
-    /// `{{compare SECTION.NAME[.PATH] [format=F] [unit=U]}}`
+    /// `{{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}`
     Compare {
         address: Address,
         format: Format,
         unit: Option<Unit>,
     },
-    /// `{{if [not|has] SECTION.NAME[.PATH] [trace=SLUG]}}`
+    /// `{{if [not|has] SECTION.NAME[.PATH] [state=S] [trace=SLUG]}}`
     If {
         condition: Condition,
         trace: Option<String>,
@@ -76,8 +60,9 @@ impl Directive {
 }
 
 /// The directive forms, for messages.
-pub const SYNTAX: &str = "{{value SECTION.NAME[.PATH] [format=F] [unit=U] [trace=SLUG]}}, {{code SECTION}}, {{chart ID}}, \
-     {{provenance}}, {{compare SECTION.NAME[.PATH] [format=F] [unit=U]}}, {{if [not|has] SECTION.NAME}} … {{else}} … {{end}}";
+pub const SYNTAX: &str = "{{value SECTION.NAME[.PATH] [state=first|last|K] [format=F] [unit=U] [trace=SLUG]}}, {{code SECTION}}, \
+     {{chart ID}}, {{provenance}}, {{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}, \
+     {{if [not|has] SECTION.NAME [state=S]}} … {{else}} … {{end}}";
 
 /// A directive found in a chapter.
 #[derive(Debug, Clone, PartialEq)]
@@ -181,15 +166,31 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
     let mut format = None;
     let mut trace = None;
     let mut unit = None;
+    let mut state = None;
     for word in words {
         match word.split_once('=') {
             Some(("format", f)) => set_once(&mut format, f.parse::<Format>()?, "format")?,
             Some(("trace", t)) => set_once(&mut trace, slug(t)?, "trace")?,
             Some(("unit", u)) => set_once(&mut unit, unit_of(u)?, "unit")?,
-            Some((key, _)) => return Err(format!("unknown option `{key}` (options: format=, unit=, trace=)")),
+            Some(("state", s)) => set_once(&mut state, StateChoice::parse(s)?, "state")?,
+            Some((key, _)) => {
+                return Err(format!(
+                    "unknown option `{key}` (options: format=, unit=, state=, trace=)"
+                ));
+            }
             None => positional.push(word),
         }
     }
+    // `state=` picks a state of the value a directive quotes; only those that quote one take it.
+    let quotes = matches!(kind, "value" | "compare" | "if");
+    if state.is_some() && !quotes {
+        return Err(format!("`{kind}` takes no state (it quotes no single value)"));
+    }
+    let parse_address = |word: &str| -> Result<Address, String> {
+        let mut address = address_of(word)?;
+        address.state = state.unwrap_or_default();
+        Ok(address)
+    };
     let allow = |format_ok: bool, trace_ok: bool| -> Result<(), String> {
         if (format.is_some() || unit.is_some()) && !format_ok {
             return Err(format!("`{kind}` takes no format or unit"));
@@ -203,7 +204,7 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
         ("value", [address]) => {
             allow(true, true)?;
             Directive::Value {
-                address: address_of(address)?,
+                address: parse_address(address)?,
                 format: format.unwrap_or(Format::Auto),
                 unit,
                 trace,
@@ -212,7 +213,7 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
         ("compare", [address]) => {
             allow(true, false)?;
             Directive::Compare {
-                address: address_of(address)?,
+                address: parse_address(address)?,
                 format: format.unwrap_or(Format::Auto),
                 unit,
             }
@@ -239,14 +240,14 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
             allow(false, true)?;
             let condition = match words {
                 [address] => Condition::Value {
-                    address: address_of(address)?,
+                    address: parse_address(address)?,
                     negate: false,
                 },
                 ["not", address] => Condition::Value {
-                    address: address_of(address)?,
+                    address: parse_address(address)?,
                     negate: true,
                 },
-                ["has", address] => Condition::Has(address_of(address)?),
+                ["has", address] => Condition::Has(parse_address(address)?),
                 _ => return Err("`if` takes `SECTION.NAME`, `not SECTION.NAME` or `has SECTION.NAME`".into()),
             };
             Directive::If { condition, trace }
@@ -281,15 +282,6 @@ fn unit_of(word: &str) -> Result<Unit, String> {
         .map_err(|_| format!("unknown unit `{word}` (units: bytes, FLOP, FLOP/s, s, ratio, count, bytes/s, none)"))
 }
 
-fn identifier(word: &str, what: &str) -> Result<String, String> {
-    let ok = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if ok {
-        Ok(word.to_string())
-    } else {
-        Err(format!("`{word}` is not a valid {what} (letters, digits and `_`)"))
-    }
-}
-
 /// A trace's file name without `.json`; no path separators, so a directive cannot leave the
 /// trace folder.
 fn slug(word: &str) -> Result<String, String> {
@@ -305,27 +297,12 @@ fn slug(word: &str) -> Result<String, String> {
     }
 }
 
-fn address_of(word: &str) -> Result<Address, String> {
-    let mut parts = word.split('.');
-    let (Some(section), Some(name)) = (parts.next(), parts.next()) else {
-        return Err(format!("`{word}` is not of the form SECTION.NAME[.PATH]"));
-    };
-    let section = identifier(section, "section id")?;
-    let name = identifier(name, "value name")?;
-    let path = parts.map(|p| identifier(p, "path step")).collect::<Result<_, _>>()?;
-    Ok(Address { section, name, path })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn addr(section: &str, name: &str, path: &[&str]) -> Address {
-        Address {
-            section: section.into(),
-            name: name.into(),
-            path: path.iter().map(|s| s.to_string()).collect(),
-        }
+        Address::new(section, name, path)
     }
 
     #[test]

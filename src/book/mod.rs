@@ -9,12 +9,12 @@
 //!
 //! | Directive | Shows |
 //! |---|---|
-//! | `{{value SECTION.NAME[.PATH] [format=F] [unit=U] [trace=SLUG]}}` | one value, formatted by its unit (inline) |
-//! | `{{code SECTION [trace=SLUG]}}` | the section's function with each value beside the line that recorded it |
+//! | `{{value SECTION.NAME[.PATH] [state=S] [format=F] [unit=U] [trace=SLUG]}}` | one value, formatted by its unit (inline) |
+//! | `{{code SECTION [trace=SLUG]}}` | the section's function with each value (each state of a history) beside the line that recorded it |
 //! | `{{chart ID [trace=SLUG]}}` | a chart from [`chart::CHARTS`] |
-//! | `{{provenance [trace=SLUG]}}` | device, commit, date and seed of the trace |
-//! | `{{compare SECTION.NAME[.PATH] [format=F] [unit=U]}}` | the value in every trace of the folder, device by device |
-//! | `{{if [not\|has] SECTION.NAME[.PATH]}}` … `{{else}}` … `{{end}}` | keeps the lines of the branch that holds |
+//! | `{{provenance [trace=SLUG]}}` | the device, and the run (commit, date, seed, compiler, build) of every section the page quotes |
+//! | `{{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}` | the value in every trace of the folder, device by device (CPU traces first) |
+//! | `{{if [not\|has] SECTION.NAME[.PATH] [state=S]}}` … `{{else}}` … `{{end}}` | keeps the lines of the branch that holds |
 //!
 //! `PATH` walks into a recorded object or list: `tensors_memory.fp8_e4m3_info.max`,
 //! `tensor_slicing.row_0.1`, `optimizer.grads.layers.0.weight.0.0` (a key with dots, such as a
@@ -26,12 +26,36 @@
 //! (`format=fixed1` on a list of losses). All but
 //! `value` stand alone on their line.
 //!
+//! # Histories and states
+//!
+//! A section may record a value as a history (`record!(cx, history loss, …)`): the trace keeps its
+//! earlier states (`history`, at most [`crate::trace::history::MAX_HISTORY`] states, evenly spaced
+//! beyond that) besides the final one, and every record call in order (`steps`). Without `state=`
+//! a directive quotes the final state; `state=first`, `state=last` or `state=K` (K counted from 0
+//! over the history followed by the final state) quotes another. A state that does not exist fails
+//! the build, saying how many there are (`{{if has …}}` is false instead). The code view shows each
+//! state beside the line that recorded it (a line that recorded several, a loop, shows the last);
+//! where the section's code is the code that ran, a value's `token` finds its line even after the
+//! file was reformatted.
+//!
+//! # Provenance
+//!
+//! A trace says trace-wide what the device decides (device, host, OS) and per section what the run
+//! that recorded it decided (time, seed, commit, compiler, build, command line): `lecture --section`
+//! re-records some sections and leaves the others' provenance alone. `{{provenance}}` is rendered
+//! after the page's other directives and describes the sections they quoted: one run in one line,
+//! several runs listed with their sections (a page that quotes nothing describes the whole trace).
+//! When the page quotes values a clock decided (`timed` in the trace: times, rates, MFU, measured
+//! ratios, the throughput sweep) from a run whose binary was built without optimisation, the box
+//! says so.
+//!
 //! # Which trace
 //!
 //! `trace=SLUG` reads `<trace-dir>/SLUG.json`. Without it a page reads the default trace:
 //! the one the `lecture` binary has just written when it builds the book, otherwise
-//! `trace` under `[preprocessor.lecture]` in `book.toml`: `newest` (the trace with the latest
-//! `created_at`), a slug, or a file. `trace-dir` defaults to `../trace/lecture_02` (relative
+//! `trace` under `[preprocessor.lecture]` in `book.toml`: `newest` (the trace whose newest section
+//! was recorded last, [`crate::trace::Trace::created_at`]), a slug (`cpu-intel-r-xeon-r-processor`,
+//! `nvidia-h200`), or a file. `trace-dir` defaults to `../trace/lecture_02` (relative
 //! to the book). mdbook's environment overrides work too:
 //! `MDBOOK_PREPROCESSOR__LECTURE__TRACE=nvidia-h200 mdbook serve book`.
 //!
@@ -53,6 +77,7 @@
 //! `trace=SLUG`) whose section is stale is shown, with a visible mark "recorded by older code
 //! (commit …)" beside its values.
 
+pub mod address;
 pub mod chart;
 pub mod code_view;
 pub mod directive;
@@ -60,6 +85,7 @@ pub mod format;
 pub mod html;
 pub mod preprocessor;
 pub mod problem;
+pub mod provenance;
 pub mod render;
 pub mod sections;
 pub mod traces;

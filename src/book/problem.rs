@@ -66,6 +66,18 @@ pub enum Cause {
     },
 
     #[error(
+        "trace {}: `{address}` has no state {asked}: the value has {count} state(s), 0 to {}",
+        trace.display(),
+        count.saturating_sub(1)
+    )]
+    MissingState {
+        trace: PathBuf,
+        address: String,
+        asked: String,
+        count: usize,
+    },
+
+    #[error(
         "section `{section}` changed since trace {} recorded it (the trace holds the hash of older source)",
         trace.display()
     )]
@@ -122,6 +134,11 @@ impl Cause {
                 rerun(section)
             ),
             Cause::MissingPath { .. } => "fix the path after the value's name".into(),
+            Cause::MissingState { .. } => {
+                "`state=` takes `first`, `last` (the final state, the default) or an index from 0 \
+                 over the value's history and final state; `lecture get SECTION.NAME --record` shows them"
+                    .into()
+            }
             Cause::Stale { section, device, .. } => format!("run `{}` on {device} to record it again", rerun(section)),
             Cause::BadValue { .. } => "use a format that fits the value, or address a part of it".into(),
             Cause::UnknownChart { .. } => "fix the chart id (charts are listed in src/book/chart/mod.rs)".into(),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::directive::Address;
+use super::address::{Address, StateChoice};
 use super::problem::Cause;
 use crate::trace::source::{FunctionSource, function_source};
 use crate::trace::{SectionRecord, Trace, ValueRecord, walk};
@@ -36,8 +36,8 @@ pub struct OlderCode {
 }
 
 impl OlderCode {
-    fn of(trace: &Trace, record: &SectionRecord) -> OlderCode {
-        let commit = record.git_commit.as_ref().or(trace.provenance.git.commit.as_ref());
+    fn of(record: &SectionRecord) -> OlderCode {
+        let commit = record.run.git.commit.as_ref();
         OlderCode {
             commit: commit.map_or("unknown".into(), |c| c.chars().take(7).collect()),
         }
@@ -53,13 +53,17 @@ impl OlderCode {
 pub struct Resolved<'t> {
     pub section: &'t SectionRecord,
     pub record: &'t ValueRecord,
-    /// The record's value, or the part of it the address's path points at.
+    /// The state the address asked for (the final one unless `state=` said otherwise), or the
+    /// part of it the address's path points at.
     pub value: &'t Value,
+    /// The line that recorded that state.
+    pub line: u32,
     pub older_code: Option<OlderCode>,
 }
 
 impl<'t> Section<'t> {
-    /// The value at `address` (whose section is this one), walking its path into objects and lists.
+    /// The value at `address` (whose section is this one): the state it asks for, walking its path
+    /// into objects and lists.
     pub fn resolve(&self, path: &Path, address: &Address) -> Result<Resolved<'t>, Cause> {
         let values = &self.record.values;
         let record = values.get(&address.name).ok_or_else(|| Cause::MissingValue {
@@ -68,7 +72,22 @@ impl<'t> Section<'t> {
             name: address.name.clone(),
             known: values.keys().map(String::as_str).collect::<Vec<_>>().join(", "),
         })?;
-        let value = walk(&record.value, &address.path).map_err(|(step, what)| Cause::MissingPath {
+        let count = record.num_states();
+        let k = address.state.index(count).ok_or_else(|| Cause::MissingState {
+            trace: path.to_path_buf(),
+            address: Address {
+                state: StateChoice::Last,
+                ..address.clone()
+            }
+            .to_string(),
+            asked: address.state.to_string(),
+            count,
+        })?;
+        let (state, line) = match record.history.get(k) {
+            Some(earlier) => (&earlier.value, earlier.line),
+            None => (&record.value, record.line),
+        };
+        let value = walk(state, &address.path).map_err(|(step, what)| Cause::MissingPath {
             trace: path.to_path_buf(),
             address: address.to_string(),
             step,
@@ -78,6 +97,7 @@ impl<'t> Section<'t> {
             section: self.record,
             record,
             value,
+            line,
             older_code: self.older_code.clone(),
         })
     }
@@ -119,7 +139,7 @@ impl Sources {
         })?;
         let stale = |msg: Option<String>| {
             if lenient {
-                return Ok(Some(OlderCode::of(trace, record)));
+                return Ok(Some(OlderCode::of(record)));
             }
             let device = &trace.provenance.device;
             let device = format!("the device that wrote it ({}, `--device {}`)", device.name, device.kind);

@@ -2,7 +2,8 @@
 //! honest: the section must be in the trace, and its code must not have changed since it ran
 //! (`sections`). The default trace is held to that strictly; a trace of another device (read
 //! through `trace=SLUG` or `compare`) that ran older code is shown with a mark instead, since only
-//! that device could record it again.
+//! that device could record it again. While a chapter renders, the sections its directives quote
+//! are noted, so that its provenance box can say where exactly its numbers came from.
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -16,7 +17,8 @@ use crate::trace::{self, Trace};
 /// The trace a page uses when its directives do not name one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TraceChoice {
-    /// The trace in the folder with the latest `created_at`: after `lecture` runs, its own.
+    /// The trace in the folder whose newest section is the newest (`Trace::created_at`): after
+    /// `lecture` runs, its own.
     Newest,
     /// `<dir>/<slug>.json`.
     Slug(String),
@@ -44,6 +46,15 @@ pub struct Traces {
     loaded: HashMap<PathBuf, Result<Arc<Trace>, Cause>>,
     default_path: Option<Result<PathBuf, Cause>>,
     sources: Sources,
+    quoted: Vec<Quote>,
+}
+
+/// A section a directive quoted, and whether what it showed depends on a clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quote {
+    pub trace: PathBuf,
+    pub section: String,
+    pub timed: bool,
 }
 
 impl Traces {
@@ -55,6 +66,7 @@ impl Traces {
             loaded: HashMap::new(),
             default_path: None,
             sources: Sources::new(source_root),
+            quoted: Vec::new(),
         }
     }
 
@@ -77,9 +89,11 @@ impl Traces {
             TraceChoice::File(path) => Ok(clean(&path)),
             TraceChoice::Newest => {
                 let all = self.all()?;
-                let newest = all
-                    .iter()
-                    .max_by(|a, b| a.1.provenance.created_at.cmp(&b.1.provenance.created_at));
+                let created = |t: &Trace| {
+                    t.created_at()
+                        .and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok())
+                };
+                let newest = all.iter().max_by_key(|(_, t)| created(t));
                 newest
                     .map(|(p, _)| p.clone())
                     .ok_or_else(|| Cause::NoTraces { dir: self.dir.clone() })
@@ -105,29 +119,55 @@ impl Traces {
         result
     }
 
-    /// Every trace in the folder: the CPU's first, then by file name.
+    /// Every trace in the folder: CPU traces first, then by file name.
     pub fn all(&mut self) -> Result<Vec<(PathBuf, Arc<Trace>)>, Cause> {
         let entries = std::fs::read_dir(&self.dir).map_err(|_| Cause::NoTraces { dir: self.dir.clone() })?;
-        let mut paths: Vec<PathBuf> = entries
+        let paths: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
             .collect();
         if paths.is_empty() {
             return Err(Cause::NoTraces { dir: self.dir.clone() });
         }
-        paths.sort_by_key(|p| (p.file_stem().is_none_or(|s| s != "cpu"), p.clone()));
-        paths.into_iter().map(|p| self.load(&p).map(|t| (p, t))).collect()
+        let mut all = paths
+            .into_iter()
+            .map(|p| self.load(&p).map(|t| (p, t)))
+            .collect::<Result<Vec<_>, _>>()?;
+        all.sort_by_key(|(p, t)| (t.provenance.device.kind != "cpu", p.clone()));
+        Ok(all)
     }
 
-    /// The section, after checking that the code for it is the code that ran.
+    /// The section, after checking that the code for it is the code that ran; noted as quoted.
     pub fn section<'t>(&mut self, path: &Path, trace: &'t Trace, id: &str) -> Result<Section<'t>, Cause> {
         let lenient = self.is_other_device(trace);
-        self.sources.check(path, trace, id, lenient)
+        let section = self.sources.check(path, trace, id, lenient)?;
+        self.quote(path, id, false);
+        Ok(section)
     }
 
-    /// The value at `address`, walking its path into objects and lists.
+    /// The value at `address`, walking its path into objects and lists; noted as quoted.
     pub fn resolve<'t>(&mut self, path: &Path, trace: &'t Trace, address: &Address) -> Result<Resolved<'t>, Cause> {
-        self.section(path, trace, &address.section)?.resolve(path, address)
+        let found = self.section(path, trace, &address.section)?.resolve(path, address)?;
+        self.quote(path, &address.section, found.record.timed);
+        Ok(found)
+    }
+
+    /// Notes that the chapter being rendered shows values of section `id` of the trace at `path`
+    /// (`timed`: values a clock decided).
+    pub fn quote(&mut self, path: &Path, id: &str, timed: bool) {
+        let quote = Quote {
+            trace: path.to_path_buf(),
+            section: id.to_string(),
+            timed,
+        };
+        if !self.quoted.contains(&quote) {
+            self.quoted.push(quote);
+        }
+    }
+
+    /// What was quoted since the last call (one chapter's worth), in the order first quoted.
+    pub fn take_quotes(&mut self) -> Vec<Quote> {
+        std::mem::take(&mut self.quoted)
     }
 
     /// Whether `trace` was recorded on another device than the page default's. When the default

@@ -44,10 +44,11 @@ impl Device {
         }
     }
 
-    /// Short name used in file names (`trace/lecture_02/<slug>.json`): "cpu", "nvidia-h200".
+    /// Short name used in file names (`trace/lecture_02/<slug>.json`), naming the model so that
+    /// two machines never share a file: "cpu-intel-r-xeon-r-processor", "nvidia-h200".
     pub fn slug(&self) -> String {
         match self {
-            Device::Cpu => "cpu".to_string(),
+            Device::Cpu => crate::host::cpu_slug(),
             Device::Cuda(c) => c.props().slug(),
         }
     }

@@ -21,12 +21,12 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     cx.record("reporting_threshold_flops", 1e26, Unit::Flop)?;
     // Speeds, from datasheets (dense): A100 bf16 and H100 SXM bf16.
     let a100 = peaks::datasheet_for("A100").map_or(f64::NAN, |p| p.bf16);
-    cx.record("a100_flop_per_sec", a100, Unit::FlopPerSec)?;
-    cx.record("h100_flop_per_sec", peaks::H100_SXM_BF16_DENSE, Unit::FlopPerSec)?;
+    cx.record_untimed("a100_flop_per_sec", a100, Unit::FlopPerSec)?;
+    cx.record_untimed("h100_flop_per_sec", peaks::H100_SXM_BF16_DENSE, Unit::FlopPerSec)?;
 
     // 8 H100s running flat out for one week (the original calls it two weeks but computes one).
     let seconds = 60.0 * 60.0 * 24.0 * 7.0;
-    cx.record("one_week_seconds", seconds, Unit::Seconds)?;
+    cx.record_untimed("one_week_seconds", seconds, Unit::Seconds)?;
     let total_flops = 8.0 * seconds * peaks::H100_SXM_BF16_DENSE;
     record!(cx, total_flops, Unit::Flop)?;
 
@@ -86,8 +86,9 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
 
     // Throughput against size: small products cannot keep the units busy.
     let (sweep, sweep_peaks) = throughput_sweep(cx)?;
-    cx.record("throughput_sweep", sweep, Unit::None)?;
-    record!(cx, sweep_peaks, Unit::None)?;
+    cx.record_timed("throughput_sweep", sweep, Unit::None)?;
+    // On a CPU the peaks are measured (a timed FMA loop).
+    record!(cx, timed sweep_peaks, Unit::None)?;
     Ok(())
 }
 
@@ -106,7 +107,7 @@ pub(crate) fn linear_model_sizes(device: &Device) -> (usize, usize, usize) {
 #[track_caller]
 fn record_speed(cx: &mut SectionCtx, prefix: &str, mode: MathMode, timing: &Timing, flops: usize) -> Result<()> {
     cx.record(&format!("{prefix}actual_time"), timing.median_s, Unit::Seconds)?;
-    cx.record(&format!("{prefix}actual_time_spread"), timing.to_json(), Unit::None)?;
+    cx.record_timed(&format!("{prefix}actual_time_spread"), timing.to_json(), Unit::None)?;
     let achieved = timing.flop_per_sec(flops as u64);
     cx.record(&format!("{prefix}actual_flop_per_sec"), achieved, Unit::FlopPerSec)?;
     match peaks::promised(&cx.device, mode) {
@@ -117,7 +118,7 @@ fn record_speed(cx: &mut SectionCtx, prefix: &str, mode: MathMode, timing: &Timi
                 Unit::FlopPerSec,
             )?;
             cx.record(&format!("{prefix}promised_peak_source"), peak.how.clone(), Unit::None)?;
-            cx.record(&format!("{prefix}mfu"), peak.mfu(achieved), Unit::Ratio)
+            cx.record_timed(&format!("{prefix}mfu"), peak.mfu(achieved), Unit::Ratio)
         }
         Err(why) => cx.record(&format!("{prefix}mfu_unavailable_reason"), why, Unit::None),
     }

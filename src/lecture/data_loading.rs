@@ -51,7 +51,7 @@ pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
         cx.record("h2d_bytes", bytes, Unit::Bytes)?;
         cx.record("h2d_pageable_bytes_per_sec", pageable.bytes_per_sec, Unit::BytesPerSec)?;
         cx.record("h2d_pinned_bytes_per_sec", pinned.bytes_per_sec, Unit::BytesPerSec)?;
-        cx.record(
+        cx.record_timed(
             "pinned_over_pageable",
             pinned.bytes_per_sec / pageable.bytes_per_sec,
             Unit::Ratio,

@@ -60,13 +60,18 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     // The elementwise square and the mean add one FLOP per element of h2: small next to matmuls.
     cx.record("counted_forward_flops_all_ops", counted.forward, Unit::Flop)?;
 
-    // Backward, by the chain rule, one matmul per gradient:
-    let w2_grad_flops = 2 * b * d * k; // w2.grad = h1ᵀ @ h2.grad
-    let h1_grad_flops = 2 * b * d * k; // h1.grad = h2.grad @ w2ᵀ
-    let w1_grad_flops = 2 * b * d * d; // w1.grad = xᵀ @ h1.grad
-    let x_grad_flops = 2 * b * d * d; // x.grad = h1.grad @ w1ᵀ
-    let num_backward_flops = w2_grad_flops + h1_grad_flops + w1_grad_flops + x_grad_flops;
-    record!(cx, num_backward_flops, Unit::Flop)?;
+    // Backward, by the chain rule, one matmul per gradient, added up term by term (a history:
+    // the count after each term is kept).
+    let mut num_backward_flops = 0;
+    record!(cx, history num_backward_flops, Unit::Flop)?;
+    num_backward_flops += 2 * b * d * k; // w2.grad = h1ᵀ @ h2.grad
+    record!(cx, history num_backward_flops, Unit::Flop)?;
+    num_backward_flops += 2 * b * d * k; // h1.grad = h2.grad @ w2ᵀ
+    record!(cx, history num_backward_flops, Unit::Flop)?;
+    num_backward_flops += 2 * b * d * d; // w1.grad = xᵀ @ h1.grad
+    record!(cx, history num_backward_flops, Unit::Flop)?;
+    num_backward_flops += 2 * b * d * d; // x.grad = h1.grad @ w1ᵀ
+    record!(cx, history num_backward_flops, Unit::Flop)?;
     cx.record(
         "backward_to_forward_ratio",
         num_backward_flops as f64 / num_forward_flops as f64,
@@ -122,10 +127,10 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
         |loss| loss.backward(),
     )?;
     cx.record("forward_time", forward_time.median_s, Unit::Seconds)?;
-    cx.record("forward_time_spread", forward_time.to_json(), Unit::None)?;
+    cx.record_timed("forward_time_spread", forward_time.to_json(), Unit::None)?;
     cx.record("backward_time", backward_time.median_s, Unit::Seconds)?;
-    cx.record("backward_time_spread", backward_time.to_json(), Unit::None)?;
-    cx.record(
+    cx.record_timed("backward_time_spread", backward_time.to_json(), Unit::None)?;
+    cx.record_timed(
         "measured_backward_to_forward_ratio",
         backward_time.median_s / forward_time.median_s,
         Unit::Ratio,

@@ -37,17 +37,9 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
     let mut optimizer = AdaGrad::new(&model, lr)?;
     record!(cx, lr, Unit::None)?;
     cx.record("eps", optimizer.eps(), Unit::None)?;
-    cx.record(
-        "state",
-        tensors_json(
-            &model
-                .state_dict()
-                .iter()
-                .map(|(n, t)| Ok((n.clone(), t.deep_clone()?)))
-                .collect::<Result<Vec<_>>>()?,
-        )?,
-        Unit::None,
-    )?;
+    // The parameters before and after the step: one history, two states.
+    let state = tensors_json(&model.state_dict())?;
+    record!(cx, history state, Unit::None)?;
 
     let x = Var::constant(Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
     let y = Var::constant(Tensor::from_data(&[4.0, 5.0], DType::F32)?.to_device(&cx.device)?);
@@ -64,7 +56,8 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
     let counter = FlopCounter::start();
     optimizer.step()?;
     let optimizer_flops = counter.finish();
-    cx.record("state_after", tensors_json(&model.state_dict())?, Unit::None)?;
+    let state = tensors_json(&model.state_dict())?;
+    record!(cx, history state, Unit::None)?;
     cx.record("g2_after", tensors_json(&optimizer.state())?, Unit::None)?;
 
     // Memory, by the lecture's formula (float32 everywhere).

@@ -3,8 +3,8 @@
 
 use serde_json::json;
 
-use super::SectionCtx;
-use super::training::{Batches, LinearData, Precision, train};
+use super::training::{Batches, LinearData, OnStep, Precision, train_observed};
+use super::{SectionCtx, record};
 use crate::error::Result;
 use crate::nn::{Cruncher, Module};
 use crate::optim::{AdaGrad, Optimizer, Sgd};
@@ -37,30 +37,32 @@ pub fn train_loop(cx: &mut SectionCtx) -> Result<()> {
     };
     // The same initial weights and the same batches for every run: only the optimizer differs.
     let (init_rng, data_rng) = (cx.rng.fork(), cx.rng.fork());
-    let run = |kind: OptimizerKind, lr: f64, steps: u64| -> Result<(Vec<f64>, Cruncher)> {
+    let run = |kind: OptimizerKind, lr: f64, steps: u64, on_step: OnStep| -> Result<(Vec<f64>, Cruncher)> {
         let model = Cruncher::new(d, num_layers, &mut init_rng.clone())?.to_device(&data.device)?;
         let mut optimizer = make_optimizer(kind, &model, lr)?;
         let mut batches = Batches::copy_of(&data_rng);
-        let losses = train(
+        let losses = train_observed(
             &model,
             optimizer.as_mut(),
             &data,
             &mut batches,
             0..steps,
             Precision::Fp32,
+            on_step,
         )?;
         Ok((losses, model))
     };
-    cx.record(
-        "losses_lr_0_01",
-        run(OptimizerKind::Sgd, 0.01, num_train_steps)?.0,
-        Unit::None,
+    // The first run step by step: each step's loss (on its batch, before its update) is a state
+    // of the history `loss`.
+    let (losses_lr_0_01, _) = run(
+        OptimizerKind::Sgd,
+        0.01,
+        num_train_steps,
+        &mut |loss| record!(cx, history loss, Unit::None),
     )?;
-    cx.record(
-        "losses_lr_0_1",
-        run(OptimizerKind::Sgd, 0.1, num_train_steps)?.0,
-        Unit::None,
-    )?;
+    record!(cx, losses_lr_0_01, Unit::None)?;
+    let (losses_lr_0_1, _) = run(OptimizerKind::Sgd, 0.1, num_train_steps, &mut |_| Ok(()))?;
+    record!(cx, losses_lr_0_1, Unit::None)?;
 
     // Longer runs: convergence, and SGD against AdaGrad.
     let long = 300;
@@ -72,7 +74,7 @@ pub fn train_loop(cx: &mut SectionCtx) -> Result<()> {
         ("adagrad_lr_0_1", OptimizerKind::AdaGrad, 0.1),
         ("adagrad_lr_1", OptimizerKind::AdaGrad, 1.0),
     ] {
-        let (losses, model) = run(kind, lr, long)?;
+        let (losses, model) = run(kind, lr, long, &mut |_| Ok(()))?;
         let w = model.final_layer.weight.value().to_vec_f64()?;
         let err = w
             .iter()

@@ -100,6 +100,23 @@ pub(super) fn train(
     steps: Range<u64>,
     precision: Precision,
 ) -> Result<Vec<f64>> {
+    train_observed(model, optimizer, data, batches, steps, precision, &mut |_| Ok(()))
+}
+
+/// What a training loop calls with each step's loss.
+pub(super) type OnStep<'a> = &'a mut dyn FnMut(f64) -> Result<()>;
+
+/// `train`, handing each step's loss to `on_step` as it is computed (a section records it there,
+/// on its own line, step by step).
+pub(super) fn train_observed(
+    model: &Cruncher,
+    optimizer: &mut dyn Optimizer,
+    data: &LinearData,
+    batches: &mut Batches,
+    steps: Range<u64>,
+    precision: Precision,
+    on_step: OnStep,
+) -> Result<Vec<f64>> {
     let mut losses = Vec::with_capacity(steps.clone().count());
     for step in steps {
         let (x, y) = batches.next(data, step)?;
@@ -109,7 +126,9 @@ pub(super) fn train(
             Precision::Mixed => model.forward_in(&x, DType::BF16)?,
         };
         let loss = mse_loss(&pred_y, &y.to_dtype(precision.param_dtype())?)?;
-        losses.push(loss.value().item()?);
+        let value = loss.value().item()?;
+        on_step(value)?;
+        losses.push(value);
         loss.backward()?;
         optimizer.step()?;
         optimizer.zero_grad();

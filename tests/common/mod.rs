@@ -141,6 +141,11 @@ impl Workspace {
     /// Builds a one-chapter book whose chapter is `chapter`, reading `trace` by default and
     /// section code from this crate; returns the chapter's HTML.
     pub fn build_chapter(&self, trace: &Path, chapter: &str) -> Result<String, Vec<Problem>> {
+        self.build_chapter_from(trace, chapter, Path::new(ROOT))
+    }
+
+    /// `build_chapter`, reading section code from the crate at `source_root`.
+    pub fn build_chapter_from(&self, trace: &Path, chapter: &str, source_root: &Path) -> Result<String, Vec<Problem>> {
         let book = self.dir.path().join("mini");
         std::fs::create_dir_all(book.join("src")).expect("book folder");
         std::fs::write(
@@ -155,7 +160,7 @@ impl Workspace {
             trace: Some(trace.to_path_buf()),
             trace_dir: Some(self.trace_dir()),
             out_dir: Some(out.clone()),
-            source_root: Some(PathBuf::from(ROOT)),
+            source_root: Some(source_root.to_path_buf()),
         };
         match cs336::book::build(&book, &options) {
             Ok(_) => Ok(std::fs::read_to_string(out.join("chapter.html")).expect("chapter page")),
@@ -170,4 +175,22 @@ pub fn only_problem(result: Result<String, Vec<Problem>>) -> Problem {
     let mut problems = result.expect_err("the build must fail");
     assert_eq!(problems.len(), 1, "{problems:#?}");
     problems.remove(0)
+}
+
+/// The section `id` of `trace`, to edit.
+pub fn section_mut<'t>(trace: &'t mut Trace, id: &str) -> &'t mut SectionRecord {
+    trace
+        .sections
+        .iter_mut()
+        .find(|s| s.id == id)
+        .unwrap_or_else(|| panic!("no section `{id}`"))
+}
+
+/// The provenance box of a page.
+pub fn provenance_box(html: &str) -> &str {
+    let start = html
+        .find("<div class=\"lecture-provenance\">")
+        .expect("a provenance box");
+    let end = html[start..].find("</div>").expect("the box ends") + start;
+    &html[start..end]
 }

@@ -21,11 +21,12 @@ mod curves;
 mod float_formats;
 pub mod plot;
 
+use std::cell::Cell;
 use std::path::Path;
 
 use serde_json::Value;
 
-use super::directive::Address;
+use super::address::{Address, StateChoice};
 use super::html::escape;
 use super::problem::Cause;
 use super::render::older_code_mark;
@@ -89,6 +90,8 @@ pub const CHARTS: &[ChartDef] = &[
 pub struct ChartData<'t> {
     pub path: &'t Path,
     pub section: &'t Section<'t>,
+    /// Set when the chart read a value a clock decided (the page's provenance box needs to know).
+    pub timed: Cell<bool>,
 }
 
 impl ChartData<'_> {
@@ -100,8 +103,13 @@ impl ChartData<'_> {
             section: self.section.record.id.clone(),
             name,
             path: parts.map(String::from).collect(),
+            state: StateChoice::Last,
         };
-        self.section.resolve(self.path, &address).map(|r| r.value)
+        let found = self.section.resolve(self.path, &address)?;
+        if found.record.timed {
+            self.timed.set(true);
+        }
+        Ok(found.value)
     }
 
     /// A number (non-finite ones included).
@@ -147,17 +155,19 @@ pub fn render(id: &str, path: &Path, trace: &Trace, traces: &mut Traces) -> Resu
         known: CHARTS.iter().map(|c| c.id).collect::<Vec<_>>().join(", "),
     })?;
     let section = traces.section(path, trace, def.section)?;
-    let svg = (def.draw)(&ChartData {
+    let data = ChartData {
         path,
         section: &section,
-    })
-    .map_err(|cause| match cause {
+        timed: Cell::new(false),
+    };
+    let svg = (def.draw)(&data).map_err(|cause| match cause {
         Cause::Chart { msg, .. } => Cause::Chart {
             id: id.to_string(),
             msg,
         },
         other => other,
     })?;
+    traces.quote(path, def.section, data.timed.get());
     let device = &trace.provenance.device;
     let mark = section.older_code.as_ref().map_or(String::new(), older_code_mark);
     Ok(format!(
