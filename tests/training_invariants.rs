@@ -498,7 +498,7 @@ fn seed_reproducibility() {
 
 #[test]
 fn committed_traces_hold_the_invariants() {
-    let traces = common::committed_traces();
+    let traces = common::checkable_traces();
     if traces.is_empty() {
         eprintln!("no committed traces under trace/: nothing to check");
     }
