@@ -127,7 +127,12 @@ fn real_main() -> Result<()> {
         Some(Command::Book { trace }) => return book(cli.trace_dir.as_deref(), trace),
         None => {}
     }
+    run_sections(&cli, &trace_dir, request)
+}
 
+/// Runs the sections `cli` names (all without `--section`), merges them into the trace and
+/// builds the book.
+fn run_sections(cli: &Cli, trace_dir: &Path, request: DeviceRequest) -> Result<()> {
     let mut selected = Vec::new();
     for id in &cli.sections {
         match lecture::find(id) {
@@ -139,7 +144,7 @@ fn real_main() -> Result<()> {
         }
     }
     let choice = device::choose(request)?;
-    let path = trace_path(&trace_dir, &choice.device.slug());
+    let path = trace_path(trace_dir, &choice.device.slug());
     // Before any section runs: the trace can be written, a partial run has a valid trace to
     // merge into (a full run replaces an unreadable one), and the book can read its other traces.
     atomic_file::check_writable(&path)?;
