@@ -280,13 +280,21 @@ fn killing_a_run_never_damages_the_trace() {
         killed_mid_run > 0,
         "no kill landed during a run; the test proved nothing"
     );
-    let leftovers: Vec<_> = std::fs::read_dir(path.parent().expect("parent"))
-        .expect("list")
-        .flatten()
-        .filter(|e| e.path() != path)
-        .collect();
+    let partials = || {
+        std::fs::read_dir(path.parent().expect("parent"))
+            .expect("list")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+            .count()
+    };
     // A kill between creating and renaming the temporary file can leave it behind; it is never
-    // mistaken for the trace (a different name) — report it so the behaviour is visible.
-    eprintln!("temporary files left by kills: {}", leftovers.len());
+    // mistaken for the trace (a different name), and the next write removes it.
+    eprintln!("temporary files left by kills: {}", partials());
     assert!(Path::new(&path).exists());
+    assert!(
+        lecture(&["--trace-dir", d, "--no-book", "--section", "tensors_memory"])
+            .status
+            .success()
+    );
+    assert_eq!(partials(), 0, "the next write removed what the kills left");
 }

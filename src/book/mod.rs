@@ -88,6 +88,7 @@ pub mod problem;
 pub mod provenance;
 pub mod render;
 pub mod sections;
+mod swap;
 pub mod traces;
 
 use std::path::{Path, PathBuf};
@@ -110,19 +111,39 @@ pub struct BuildOptions {
 }
 
 /// Builds the HTML book at `book_root` in-process and returns the path of its `index.html`.
+///
+/// The book is built into a fresh folder beside the output folder and swapped in (the old one
+/// renamed aside, the new one into place, the old one removed), under a lock on the output
+/// folder: concurrent builds take turns and a reader never sees half a book. A failed build
+/// leaves the previous book as it was.
 pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf, BookError> {
-    // mdbook hands errors back as anyhow; ours (the problems found) come back as they went in.
     let failed = |e: anyhow::Error| match e.downcast::<BookError>() {
+        // mdbook hands errors back as anyhow; ours (the problems found) come back as they went in.
         Ok(ours) => ours,
         Err(other) => BookError::Build {
             root: book_root.to_path_buf(),
             msg: format!("{other:#}"),
         },
     };
+    let io_failed = |e: &dyn std::fmt::Display| BookError::Build {
+        root: book_root.to_path_buf(),
+        msg: e.to_string(),
+    };
     let mut book = mdbook_driver::MDBook::load(book_root).map_err(failed)?;
     if let Some(dir) = &options.out_dir {
         book.config.build.build_dir = dir.clone();
     }
+    let out = book.root.join(&book.config.build.build_dir);
+    let out = std::path::absolute(&out).unwrap_or(out);
+    // `html/` inside the output folder when the book has several renderers.
+    let html_in_out = book
+        .build_dir_for("html")
+        .strip_prefix(book.root.join(&book.config.build.build_dir))
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let _lock = crate::atomic_file::lock_beside(&out).map_err(|e| io_failed(&e))?;
+    let fresh = swap::fresh_folder(&out).map_err(|e| io_failed(&e))?;
+    book.config.build.build_dir = fresh.path().to_path_buf();
     // Replaces the `[preprocessor.lecture]` command from book.toml (same name) with this
     // process's own preprocessor: no second process, no second compile.
     book.with_preprocessor(LecturePreprocessor {
@@ -131,6 +152,6 @@ pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf, BookEr
         source_root: options.source_root.clone(),
     });
     book.build().map_err(failed)?;
-    let index = book.build_dir_for("html").join("index.html");
-    Ok(std::path::absolute(&index).unwrap_or(index))
+    swap::into_place(fresh, &out).map_err(|e| io_failed(&e))?;
+    Ok(out.join(html_in_out).join("index.html"))
 }

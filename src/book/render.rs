@@ -250,19 +250,22 @@ fn value(
         trace.provenance.device.slug, found.section.source_file, found.line
     );
     let mark = found.older_code.as_ref().map_or(String::new(), older_code_mark);
+    // Inline: markdown reads around these tags, so even the attribute is escaped for markdown
+    // (a backtick in it could close a code span the chapter opened before).
     Ok(format!(
         "<span class=\"{class}\" title=\"{}\">{}</span>{mark}",
-        escape(&title),
+        escape_inline(&title),
         escape_inline(&text)
     ))
 }
 
-/// The mark beside values that code as it is now did not record (another device's trace).
+/// The mark beside values that code as it is now did not record (another device's trace). It
+/// also stands inline in prose (after a value), so its text is escaped for markdown too.
 pub fn older_code_mark(older: &OlderCode) -> String {
     format!(
         "<span class=\"lecture-older-code\" title=\"the section's code changed after this trace recorded it; \
          only the device that wrote the trace can record it again\">{}</span>",
-        escape(&older.text())
+        escape_inline(&older.text())
     )
 }
 

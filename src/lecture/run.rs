@@ -15,20 +15,20 @@ use crate::trace::{
     self, DeviceInfo, Provenance, RunInfo, SCHEMA_VERSION, SectionRecord, Trace, ValueRecord, provenance,
 };
 
-/// A section that failed, and why.
+/// A section that failed, and why. The cause is part of the message, not a `source`: with a
+/// source, `anyhow`'s `{:#}` would print it twice.
 #[derive(Debug, thiserror::Error)]
-#[error("section `{id}` failed: {source}")]
+#[error("section `{id}` failed: {cause}")]
 pub struct SectionError {
     pub id: &'static str,
-    #[source]
-    pub source: Box<Error>,
+    pub cause: Box<Error>,
 }
 
 /// Runs one section and returns its record, with `run` as its provenance.
 pub fn run_section(def: &SectionDef, choice: &DeviceChoice, run: &RunInfo) -> Result<SectionRecord, SectionError> {
-    let fail = |source| SectionError {
+    let fail = |cause| SectionError {
         id: def.id,
-        source: Box::new(source),
+        cause: Box::new(cause),
     };
     let code = trace::source::function_source(def.source, def.id)
         .map_err(|e| fail(Error::invalid("section", format!("{}: {e}", def.file))))?;
@@ -127,8 +127,22 @@ pub fn run_lecture(
         on_done(&record);
         fresh.push(record);
     }
+    let fresh = Trace {
+        schema_version: SCHEMA_VERSION,
+        lecture: LECTURE.to_string(),
+        provenance: provenance(choice),
+        sections: fresh,
+    };
+    Ok(merge(previous, fresh))
+}
+
+/// The sections of `fresh` merged into `previous` (keeping the other sections it holds, with
+/// their own run provenance), in lecture order; the trace-wide provenance is `fresh`'s (the
+/// device decides it). The `lecture` binary runs the sections first and merges under the trace's
+/// lock, into the trace as it is then: a concurrent run may have written it meanwhile.
+pub fn merge(previous: Option<Trace>, fresh: Trace) -> Trace {
     let mut sections = previous.map(|t| t.sections).unwrap_or_default();
-    for record in fresh {
+    for record in fresh.sections {
         match sections.iter_mut().find(|s| s.id == record.id) {
             Some(slot) => *slot = record,
             None => sections.push(record),
@@ -137,12 +151,7 @@ pub fn run_lecture(
     // Lecture order; sections this build no longer knows go last, unchanged.
     let rank = |id: &str| SECTIONS.iter().position(|s| s.id == id).unwrap_or(usize::MAX);
     sections.sort_by_key(|s| rank(&s.id));
-    Ok(Trace {
-        schema_version: SCHEMA_VERSION,
-        lecture: LECTURE.to_string(),
-        provenance: provenance(choice),
-        sections,
-    })
+    Trace { sections, ..fresh }
 }
 
 /// What `lecture` says after a run when the trace holds timings measured by a binary built

@@ -1,13 +1,20 @@
 //! Reading and writing trace files. Writes are atomic (`crate::atomic_file`): a crash or Ctrl-C
 //! mid-write leaves the previous trace intact.
-//! Reads check the schema version first (an older trace is refused with the command that writes
-//! it again) and name the exact field when something is wrong.
+//! Reads refuse what is not a regular file or is larger than [`MAX_TRACE_BYTES`] before reading
+//! a byte, check the schema version first (an older trace is refused with the command that writes
+//! it again), name the exact field when something is wrong, and then check what the schema cannot
+//! say (`validate`, and each section's record order).
 
+use std::io::Read;
 use std::path::Path;
 
 use super::schema::{SCHEMA_VERSION, Trace};
+use super::validate;
 use crate::atomic_file;
 use crate::error::{Error, Result};
+
+/// The largest trace file read (a full trace is about 150 KB).
+pub const MAX_TRACE_BYTES: u64 = 256 << 20;
 
 fn trace_err(path: &Path, msg: impl Into<String>) -> Error {
     Error::Trace {
@@ -17,8 +24,49 @@ fn trace_err(path: &Path, msg: impl Into<String>) -> Error {
 }
 
 pub fn load(path: &Path) -> Result<Trace> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = read_bounded(path)?;
     parse(path, &text)
+}
+
+/// The file's text, if it is a regular file of at most `MAX_TRACE_BYTES`: a device such as
+/// `/dev/zero` would be read until memory runs out, a pipe would wait forever.
+fn read_bounded(path: &Path) -> Result<String> {
+    let refuse = |meta: &std::fs::Metadata| -> Result<()> {
+        if !meta.is_file() {
+            return Err(trace_err(path, "not a regular file (a trace is a JSON file)"));
+        }
+        if meta.len() > MAX_TRACE_BYTES {
+            return Err(trace_err(
+                path,
+                format!(
+                    "{} bytes, larger than the {} MiB a trace may have",
+                    meta.len(),
+                    MAX_TRACE_BYTES >> 20
+                ),
+            ));
+        }
+        Ok(())
+    };
+    // `metadata` does not open the file: opening a named pipe would block.
+    refuse(&std::fs::metadata(path).map_err(|e| Error::io(path, e))?)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        // Should the file be swapped for a pipe after the check, opening it still returns at once.
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|e| Error::io(path, e))?;
+    refuse(&file.metadata().map_err(|e| Error::io(path, e))?)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TRACE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > MAX_TRACE_BYTES {
+        return Err(trace_err(path, "grew past the size a trace may have while being read"));
+    }
+    String::from_utf8(bytes).map_err(|e| trace_err(path, format!("not UTF-8 text: {e}")))
 }
 
 /// Parses trace JSON; `path` is only used in messages.
@@ -47,10 +95,12 @@ fn parse(path: &Path, text: &str) -> Result<Trace> {
         }
         Some(_) => {}
     }
+    validate::duplicate_keys(text).map_err(|e| trace_err(path, e))?;
     let trace: Trace = serde_path_to_error::deserialize(value).map_err(|e| {
         let at = e.path().to_string();
         trace_err(path, format!("at `{at}`: {}", e.into_inner()))
     })?;
+    validate::contents(&trace).map_err(|e| trace_err(path, e))?;
     for (i, section) in trace.sections.iter().enumerate() {
         section.check_steps().map_err(|msg| {
             trace_err(

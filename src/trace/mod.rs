@@ -10,6 +10,7 @@ pub mod io;
 pub mod provenance;
 pub mod schema;
 pub mod source;
+pub mod validate;
 pub mod walk;
 
 pub use crate::json::{json_number, number_from_json};

@@ -86,6 +86,15 @@ pub const CHARTS: &[ChartDef] = &[
     },
 ];
 
+/// The most a chart draws. Chart data is input like any trace value: a list of a billion points
+/// or a bit width of four billion fails the build with the value's name instead of drawing
+/// without bound.
+pub const MAX_POINTS: usize = 20_000;
+/// Lines in one line chart.
+pub const MAX_SERIES: usize = 16;
+/// Rows in one row chart (one per float format).
+pub const MAX_ROWS: usize = 32;
+
 /// One section's values, for a chart to read.
 pub struct ChartData<'t> {
     pub path: &'t Path,
@@ -118,16 +127,31 @@ impl ChartData<'_> {
         number_from_json(value).ok_or_else(|| self.bad(name_path, format!("expected a number, found `{value}`")))
     }
 
-    /// A list of numbers.
+    /// A list of numbers, at most [`MAX_POINTS`].
     pub fn numbers(&self, name_path: &str) -> Result<Vec<f64>, Cause> {
-        let value = self.value(name_path)?;
-        let items = value
-            .as_array()
-            .ok_or_else(|| self.bad(name_path, "expected a list of numbers".into()))?;
+        let items = self.list(name_path, MAX_POINTS)?;
         items
             .iter()
             .map(|v| number_from_json(v).ok_or_else(|| self.bad(name_path, format!("`{v}` is not a number"))))
             .collect()
+    }
+
+    /// A list of at most `max` items.
+    pub fn list(&self, name_path: &str, max: usize) -> Result<&Vec<Value>, Cause> {
+        let items = self
+            .value(name_path)?
+            .as_array()
+            .ok_or_else(|| self.bad(name_path, "expected a list".into()))?;
+        if items.len() > max {
+            return Err(self.bad(
+                name_path,
+                format!(
+                    "a list of {} items, more than the {max} points or rows a chart draws",
+                    items.len()
+                ),
+            ));
+        }
+        Ok(items)
     }
 
     /// Names of this section's values, in recording order.

@@ -109,8 +109,11 @@ pub fn format_value(value: &Value, unit: Unit, format: Format) -> Result<String,
     }
     let number = match value {
         Value::Number(_) => number_from_json(value),
-        // Non-finite floats are recorded as strings; only a numeric unit says they are numbers.
-        Value::String(_) if unit != Unit::None => number_from_json(value),
+        // Non-finite floats are recorded as strings ("NaN", "inf"); a numeric unit or a number
+        // form says they are numbers (as in a list with an explicit form).
+        Value::String(_) if unit != Unit::None || !matches!(format, Format::Auto | Format::Plain) => {
+            number_from_json(value)
+        }
         _ => None,
     };
     match (number, format) {
@@ -194,6 +197,8 @@ fn format_number(x: f64, unit: Unit, format: Format) -> Result<String, String> {
         Format::Eng(n) => with_word(eng(x, n), unit),
         Format::Si(n) => si(x, n, unit),
         Format::Iec(n) => iec(x, n, unit)?,
+        // Fifteen digits before the point are already more than a float holds.
+        Format::Fixed(_) if x.abs() >= 1e15 => with_word(sci(x, None), unit),
         Format::Fixed(d) => with_word(format!("{x:.d$}"), unit),
         Format::Percent(n) => percent(x, n),
         Format::Json => plain(x),

@@ -60,10 +60,18 @@ pub(super) fn grouped(x: f64) -> String {
     if x < 0.0 { format!("-{out}") } else { out }
 }
 
+/// Outside this range of magnitudes, positional notation is long (a float can be 1e308 or
+/// 5e-324): such numbers are written in scientific notation instead.
+const POSITIONAL: std::ops::Range<f64> = 1e-4..1e15;
+
 /// `x` rounded to `n` significant digits; without an explicit precision, trailing zeros go.
+/// Very large and very small magnitudes are written in scientific notation.
 pub(super) fn sig(x: f64, n: usize, trim: bool) -> String {
     if x == 0.0 {
         return "0".into();
+    }
+    if !POSITIONAL.contains(&x.abs()) {
+        return sci_digits(x, n, trim);
     }
     // Round first, so that 9.9996 at 4 digits becomes 10.00 and not 9.9996's decimals.
     let rounded: f64 = format!("{x:.*e}", n - 1).parse().unwrap_or(x);
@@ -91,6 +99,10 @@ pub(super) fn digits(n: Option<usize>) -> (usize, bool) {
 /// Scientific notation: `6.3e24`, `1.192e-7`.
 pub(super) fn sci(x: f64, n: Option<usize>) -> String {
     let (n, trim) = digits(n);
+    sci_digits(x, n, trim)
+}
+
+fn sci_digits(x: f64, n: usize, trim: bool) -> String {
     let text = format!("{x:.*e}", n - 1);
     let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
     let mantissa = if trim {
@@ -101,14 +113,23 @@ pub(super) fn sci(x: f64, n: Option<usize>) -> String {
     format!("{mantissa}e{exponent}")
 }
 
-/// `x` as `m · 10^e` with `e` a multiple of three and 1 ≤ |m| < 1000.
+/// `x` as `m · 10^e` with `e` a multiple of three and 1 ≤ |m| < 1000, `m` rounded to `n`
+/// significant digits. Read from the digits of `x`'s scientific form, so that neither the
+/// largest floats (whose rounding overflows) nor the smallest (whose power of ten underflows)
+/// lose their value on the way.
 pub(super) fn split_thousands(x: f64, n: usize) -> (f64, i32) {
-    if x == 0.0 {
+    let text = format!("{x:.*e}", n - 1);
+    let Some((mantissa, exponent)) = text.split_once('e') else {
+        return (x, 0);
+    };
+    let (Ok(mantissa), Ok(exponent)) = (mantissa.parse::<f64>(), exponent.parse::<i32>()) else {
+        return (x, 0);
+    };
+    if mantissa == 0.0 {
         return (0.0, 0);
     }
-    let rounded: f64 = format!("{x:.*e}", n - 1).parse().unwrap_or(x);
-    let exponent = (rounded.abs().log10().floor() as i32).div_euclid(3) * 3;
-    (rounded / 10f64.powi(exponent), exponent)
+    let thousands = exponent.div_euclid(3) * 3;
+    (mantissa * 10f64.powi(exponent - thousands), thousands)
 }
 
 /// Engineering notation: `314e21`, `54.1e12`.
@@ -162,13 +183,20 @@ pub(super) fn iec(x: f64, n: Option<usize>, unit: Unit) -> Result<String, String
     if !matches!(unit, Unit::Bytes | Unit::BytesPerSec) {
         return Err(format!("format `iec` is for bytes, but this value's unit is {unit:?}"));
     }
-    const PREFIXES: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+    const PREFIXES: [&str; 9] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"];
     let (digits, trim) = digits(n);
     let mut scaled = x;
     let mut i = 0;
     while scaled.abs() >= 1024.0 && i + 1 < PREFIXES.len() {
         scaled /= 1024.0;
         i += 1;
+    }
+    // Beyond the largest prefix (or where rounding reaches 1024 of it): scientific.
+    if sig(scaled, digits, true)
+        .parse::<f64>()
+        .map_or(true, |s| s.abs() >= 1024.0)
+    {
+        return Ok(with_word(sci(x, n), unit));
     }
     if i == 0 {
         return Ok(with_word(sig(x, digits, trim), unit));
@@ -182,5 +210,17 @@ pub(super) fn percent(x: f64, n: Option<usize>) -> String {
         Some(n) => (n, false),
         None => (3, true),
     };
-    format!("{}%", sig(x * 100.0, n, trim))
+    let hundredfold = x * 100.0;
+    if hundredfold == 0.0 || POSITIONAL.contains(&hundredfold.abs()) {
+        return format!("{}%", sig(hundredfold, n, trim));
+    }
+    // Times 100 in the exponent: the largest ratios would overflow, the smallest lose digits.
+    let text = sci_digits(x, n, trim);
+    match text
+        .split_once('e')
+        .and_then(|(m, e)| Some((m, e.parse::<i32>().ok()?)))
+    {
+        Some((mantissa, exponent)) => format!("{mantissa}e{}%", exponent + 2),
+        None => format!("{text}%"),
+    }
 }
