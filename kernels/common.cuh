@@ -110,8 +110,9 @@ template <class T> __device__ __forceinline__ T from_f64(double x);
 template <> __device__ __forceinline__ float from_f64<float>(double x) { return __double2float_rn(x); }
 template <> __device__ __forceinline__ bf16 from_f64<bf16>(double x) { return f32_to_bf16(f64_to_f32_odd(x)); }
 template <> __device__ __forceinline__ f16 from_f64<f16>(double x) { return f32_to_f16(f64_to_f32_odd(x)); }
-template <> __device__ __forceinline__ int from_f64<int>(double x) { return __double2int_rz(x); }
-template <> __device__ __forceinline__ i64 from_f64<i64>(double x) { return __double2ll_rz(x); }
+// CUDA's conversions saturate like Rust's `as` but turn NaN into the most negative integer.
+template <> __device__ __forceinline__ int from_f64<int>(double x) { return x != x ? 0 : __double2int_rz(x); }
+template <> __device__ __forceinline__ i64 from_f64<i64>(double x) { return x != x ? 0 : __double2ll_rz(x); }
 
 template <class T> __device__ __forceinline__ T zero_of();
 template <> __device__ __forceinline__ float zero_of<float>() { return 0.0f; }
@@ -140,3 +141,6 @@ template <> __device__ __forceinline__ i64 from_i64<i64>(i64 x) { return x; }
 #define FOR_FLOAT_TYPES(M) M(float, f32) M(bf16, bf16) M(f16, f16)
 #define FOR_INT_TYPES(M) M(int, i32) M(i64, i64)
 #define FOR_ALL_TYPES(M) FOR_FLOAT_TYPES(M) FOR_INT_TYPES(M)
+// The same, passing one more argument (an op's name) to M.
+#define FOR_FLOAT_TYPES_WITH(M, a) M(float, f32, a) M(bf16, bf16, a) M(f16, f16, a)
+#define FOR_INT_TYPES_WITH(M, a) M(int, i32, a) M(i64, i64, a)

@@ -1,4 +1,4 @@
-// Reductions (sum, mean, max, min over any set of dimensions) and the fused MSE loss.
+// Reductions (sum, mean, max, min over any set of dimensions).
 //
 // The host permutes the input's layout so the kept dimensions come first and the reduced ones
 // last; output o then reduces the `run` consecutive logical elements o*run .. o*run+run-1. Two
@@ -130,19 +130,3 @@ FOR_ALL_TYPES(REDUCE_KERNELS)
         reduce_finish<T, SumOp, true>(out, partial, outputs, chunks, run);                          \
     }
 FOR_FLOAT_TYPES(REDUCE_MEAN)
-
-// MSE loss, mean((pred - target)^2), fused into one pass. Each step rounds to the dtype exactly as
-// the unfused ops would (sub, then square, then an f64 mean), so it agrees with
-// `pred.sub(target).square().mean_all()` bit for bit. Pass 1 writes one f64 partial per block;
-// reduce_finish_mean_<dtype> with outputs = 1, chunks = gridDim.x, run = n finishes it.
-#define MSE_SUM(T, suffix)                                                                          \
-    extern "C" __global__ void mse_sum_##suffix(double* partial, const T* pred, Strided Lp, const T* target, Strided Lt, i64 n) { \
-        double acc = 0.0;                                                                           \
-        for (i64 i = global_thread(); i < n; i += grid_threads()) {                                 \
-            const float d = to_f32(from_f32<T>(to_f32(pred[strided_offset(Lp, i)]) - to_f32(target[strided_offset(Lt, i)]))); \
-            acc += to_f64(from_f32<T>(d * d));                                                      \
-        }                                                                                           \
-        acc = block_reduce<double, SumOp<double> >(acc);                                            \
-        if (threadIdx.x == 0) partial[blockIdx.x] = acc;                                            \
-    }
-FOR_FLOAT_TYPES(MSE_SUM)

@@ -70,17 +70,13 @@ pub enum Error {
     #[error("{path}: {msg}")]
     File { path: PathBuf, msg: String },
 
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    /// The OS error is part of the message, not a `source`: with a source, `anyhow`'s `{:#}`
+    /// would print it twice.
+    #[error("{path}: {err}")]
+    Io { path: PathBuf, err: std::io::Error },
 
     #[error("trace {path}: {msg}")]
     Trace { path: PathBuf, msg: String },
-
-    #[error("{}", crate::book::problem::report(.0))]
-    Book(Vec<crate::book::Problem>),
-
-    #[error("building the book at {root}: {msg}")]
-    BookBuild { root: PathBuf, msg: String },
 
     #[error("CUDA: {0}")]
     Cuda(String),
@@ -110,10 +106,7 @@ impl Error {
         }
     }
 
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+    pub(crate) fn io(path: impl Into<PathBuf>, err: std::io::Error) -> Self {
+        Error::Io { path: path.into(), err }
     }
 }

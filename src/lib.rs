@@ -2,7 +2,9 @@
 //! tensor library that counts its bytes and FLOPs, the lecture's sections as functions that run
 //! and record what they measured, and a book that shows only recorded numbers.
 
+pub mod atomic_file;
 pub mod autograd;
+pub mod base;
 pub mod bench;
 pub mod book;
 pub mod checkpoint;
@@ -10,6 +12,8 @@ pub mod data;
 pub mod device;
 pub mod error;
 pub mod flops;
+pub mod host;
+pub mod json;
 pub mod lecture;
 pub mod nn;
 pub mod optim;

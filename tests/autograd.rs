@@ -3,6 +3,7 @@
 //! that backward actually runs.
 
 use cs336::autograd::{Var, gradcheck, mse_loss};
+use cs336::base::{BinaryOp, UnaryOp};
 use cs336::flops::FlopCounter;
 use cs336::rng::Rng;
 use cs336::{DType, Result, Tensor};
@@ -117,6 +118,36 @@ fn scalar_forms_and_powers() {
     check("pow 1.5", &[(positive(&[2, 3], &mut r), true)], |v| {
         v[0].pow_scalar(1.5)
     });
+}
+
+/// Every declared elementwise op's derivative (`UnaryOp::ALL`, `BinaryOp::ALL`), on positive
+/// inputs (inside every op's domain), broadcasting the right operand of binary ops. A new op is
+/// checked here without a line of this file changing.
+#[test]
+fn every_declared_derivative() {
+    let mut r = Rng::seed(9);
+    let (a, b) = (positive(&[3, 4], &mut r), positive(&[4], &mut r));
+    for op in UnaryOp::ALL {
+        for s in [1.5, -3.0] {
+            let op = op.with_scalar(s);
+            check(&format!("{op:?}"), &[(a.clone(), true)], |v| v[0].unary(op));
+        }
+    }
+    for &op in BinaryOp::ALL {
+        check(op.name(), &[(a.clone(), true), (b.clone(), true)], |v| {
+            v[0].binary(&v[1], op)
+        });
+        check(
+            &format!("{} (left only)", op.name()),
+            &[(a.clone(), true), (b.clone(), false)],
+            |v| v[0].binary(&v[1], op),
+        );
+        check(
+            &format!("{} (right only)", op.name()),
+            &[(a.clone(), false), (b.clone(), true)],
+            |v| v[0].binary(&v[1], op),
+        );
+    }
 }
 
 #[test]

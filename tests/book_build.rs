@@ -183,8 +183,8 @@ fn the_book_shows_the_traces_values_code_and_charts() {
     assert_eq!(charts_seen, wanted_total, "every chart the book defines is used once");
 
     // Provenance names the device and the commit.
-    let commit: String = trace
-        .provenance
+    let commit: String = trace.sections[0]
+        .run
         .git
         .commit
         .clone()
@@ -231,8 +231,13 @@ fn changing_a_value_changes_the_page_and_renaming_one_fails_the_build() {
         .expect("section");
     let record = section.values.shift_remove("gpt3_ffn_bytes").expect("value");
     section.values.insert("gpt3_ffn_size".into(), record);
+    for step in &mut section.steps {
+        if step.0 == "gpt3_ffn_bytes" {
+            step.0 = "gpt3_ffn_size".into();
+        }
+    }
     let path = ws.write_trace("cpu", &trace);
-    let Err(cs336::Error::Book(problems)) = ws.build_real_book(&path) else {
+    let Err(cs336::book::BookError::Problems(problems)) = ws.build_real_book(&path) else {
         panic!("the build must fail")
     };
     assert!(!problems.is_empty());
@@ -261,12 +266,27 @@ fn compare_shows_every_trace_with_its_device() {
     let html = ws
         .build_chapter(&cpu, "{{compare tensors_memory.gpt3_ffn_bytes}}\n")
         .expect("builds");
-    let cpu_row = html.find("<td><code>cpu</code></td>").expect("cpu row");
+    let row = |slug: &str| {
+        html.find(&format!("<td><code>{slug}</code></td>"))
+            .unwrap_or_else(|| panic!("a row for {slug}"))
+    };
+    let cpu_row = row(&trace.provenance.device.slug);
     let gpu_row = html
         .find("<td><code>nvidia-h200</code></td><td>NVIDIA H200</td>")
         .expect("GPU row named");
     assert!(cpu_row < gpu_row, "the CPU first");
     assert!(html.contains(">2.25 GiB</span>") && html.contains(">1 KiB</span>"));
+
+    // Another CPU's trace sits beside it, and CPU traces come first whatever their names.
+    let mut laptop = trace.clone();
+    laptop.provenance.device.slug = "zz-cpu-apple-m2".into();
+    ws.write_trace("zz-cpu-apple-m2", &laptop);
+    let html = ws
+        .build_chapter(&cpu, "{{compare tensors_memory.gpt3_ffn_bytes}}\n")
+        .expect("builds");
+    let at = |slug: &str| html.find(&format!("<td><code>{slug}</code></td>")).expect("a row");
+    assert!(at(&trace.provenance.device.slug) < at("zz-cpu-apple-m2"));
+    assert!(at("zz-cpu-apple-m2") < at("nvidia-h200"), "CPU traces first");
 }
 
 #[test]
@@ -292,7 +312,8 @@ fn the_lecture_binary_builds_the_book_and_prints_where() {
         "{stdout}"
     );
     let page = std::fs::read_to_string(out_dir.join("tensors_memory.html")).expect("chapter built");
-    let trace = cs336::trace::load(&ws.trace_dir().join("cpu.json")).expect("the trace it wrote");
+    let written = ws.trace_dir().join(format!("{}.json", cs336::host::cpu_slug()));
+    let trace = cs336::trace::load(&written).expect("the trace it wrote, named after the CPU");
     assert!(page.contains(&format!(
         ">{}</span>",
         formatted(&trace, "tensors_memory", "gpt3_ffn_bytes", Format::Int)
@@ -303,35 +324,49 @@ fn the_lecture_binary_builds_the_book_and_prints_where() {
 fn pages_default_to_the_newest_trace_unless_told_otherwise() {
     use cs336::book::traces::{TraceChoice, Traces};
     let ws = Workspace::new();
+    let recorded_at = |trace: &mut Trace, at: &str| {
+        for s in &mut trace.sections {
+            s.run.recorded_at = at.into();
+        }
+    };
     let mut older = fresh_trace().clone();
-    older.provenance.created_at = "2020-01-01T00:00:00Z".into();
+    recorded_at(&mut older, "2020-01-01T00:00:00Z");
     ws.write_trace("cpu", &older);
     let mut newer = fresh_trace().clone();
-    newer.provenance.created_at = "2030-01-01T00:00:00Z".into();
+    recorded_at(&mut newer, "2030-01-01T00:00:00Z");
     ws.write_trace("nvidia-h200", &newer);
     let dir = ws.trace_dir();
+    let root = Path::new(ROOT);
 
     assert_eq!(
-        Traces::new(&dir, TraceChoice::parse("newest")).path(None),
+        Traces::new(&dir, TraceChoice::parse("newest"), root).path(None),
         Ok(dir.join("nvidia-h200.json"))
     );
     assert_eq!(
-        Traces::new(&dir, TraceChoice::parse("cpu")).path(None),
+        Traces::new(&dir, TraceChoice::parse("cpu"), root).path(None),
         Ok(dir.join("cpu.json"))
     );
     assert_eq!(
         TraceChoice::parse("../elsewhere/run.json"),
         TraceChoice::File("../elsewhere/run.json".into())
     );
+    // The newest trace is the one whose newest section is newest: one section of the older trace
+    // recorded again (`lecture --section`) after the other trace makes it the newest.
+    older.sections[3].run.recorded_at = "2031-06-01T12:00:00Z".into();
+    ws.write_trace("cpu", &older);
+    assert_eq!(
+        Traces::new(&dir, TraceChoice::parse("newest"), root).path(None),
+        Ok(dir.join("cpu.json"))
+    );
     // A directive's own `trace=` wins over the default.
     assert_eq!(
-        Traces::new(&dir, TraceChoice::Newest).path(Some("cpu")),
+        Traces::new(&dir, TraceChoice::Newest, root).path(Some("cpu")),
         Ok(dir.join("cpu.json"))
     );
     // No trace at all is a problem, not an empty page.
     let empty = tempfile::tempdir().expect("tempdir");
     assert!(matches!(
-        Traces::new(empty.path(), TraceChoice::Newest).path(None),
+        Traces::new(empty.path(), TraceChoice::Newest, root).path(None),
         Err(cs336::book::Cause::NoTraces { .. })
     ));
 }

@@ -76,9 +76,15 @@ fn a_missing_section_fails_and_says_what_to_run() {
         "{text}"
     );
 
+    // The book knows only the trace: a section it lacks is named with the sections it has.
     let p = only_problem(ws.build_chapter(&path, "{{value no_such_section.x}}\n"));
-    assert!(matches!(p.cause, Cause::UnknownSection { .. }), "{p}");
-    assert!(p.to_string().contains("`no_such_section` is not part of this lecture"));
+    assert!(matches!(p.cause, Cause::MissingSection { .. }), "{p}");
+    let text = p.to_string();
+    assert!(
+        text.contains("has no section `no_such_section` (it has: motivating_questions, tensors_basics,"),
+        "{text}"
+    );
+    assert!(text.contains("`cargo run --release --bin lecture -- --list`"), "{text}");
 }
 
 #[test]
@@ -183,4 +189,123 @@ fn branches_keep_only_the_lines_that_hold() {
         "{body}"
     );
     assert!(!body.contains("GPU") && !body.contains("has"), "{body}");
+}
+
+#[test]
+fn a_value_where_markup_cannot_hold_it_is_an_error() {
+    let ws = Workspace::new();
+    let path = ws.write_trace("cpu", fresh_trace());
+    let cases = [
+        (
+            "[the size](https://example.com/{{value tensors_memory.bytes}})\n",
+            "link",
+        ),
+        ("[the size]({{value tensors_memory.bytes}})\n", "link"),
+        ("![plot](img/{{value tensors_memory.bytes}}.png)\n", "link"),
+        (
+            "[size][r]\n\n[r]: https://example.com/{{value tensors_memory.bytes}}\n",
+            "link",
+        ),
+        ("<https://example.com/{{value tensors_memory.bytes}}>\n", "link"),
+        (
+            "<a href=\"https://example.com/{{value tensors_memory.bytes}}\">x</a>\n",
+            "HTML tag",
+        ),
+        ("## Size: {{value tensors_memory.bytes}}\n", "heading"),
+        ("Size {{value tensors_memory.bytes}}\n====\n", "heading"),
+    ];
+    for (chapter, expected) in cases {
+        let p = only_problem(ws.build_chapter(&path, chapter));
+        assert!(matches!(p.cause, Cause::Malformed(_)), "{chapter:?}: {p}");
+        let text = p.to_string();
+        assert!(text.contains(expected), "{chapter:?} gave: {text}");
+    }
+    // In a link's text, in emphasis, in a table cell and after a heading a value is fine.
+    let html = ws
+        .build_chapter(
+            &path,
+            "## Size\n\n[{{value tensors_memory.bytes}}](https://example.com) *{{value tensors_memory.bytes}}*\n\n\
+             | a | b |\n|---|---|\n| {{value tensors_memory.bytes}} | x |\n",
+        )
+        .expect("builds");
+    assert!(
+        html.contains("<a href=\"https://example.com\"><span class=\"lecture-value\""),
+        "{html}"
+    );
+}
+
+/// Pieces of chapters: directives whole and broken, and the markdown around them.
+const CHAPTER_PIECES: &[&str] = &[
+    "{{",
+    "}}",
+    "{{value tensors_memory.bytes}}",
+    "{{value tensors_memory.fp8_e4m3_info.max format=sci3}}",
+    "{{value a.b}}",
+    "{{value tensors_memory.bytes format=iec unit=FLOP}}",
+    "{{code tensors_memory}}",
+    "{{chart float_ranges}}",
+    "{{chart nope}}",
+    "{{provenance}}",
+    "{{compare tensors_memory.bytes}}",
+    "{{if tensors_on_gpus.cuda_available}}",
+    "{{if has tensors_memory.x}}",
+    "{{else}}",
+    "{{end}}",
+    "{{#include x}}",
+    "\\{{",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "    ",
+    "`",
+    "```",
+    "~~~",
+    "#",
+    "## ",
+    "===",
+    "---",
+    "[",
+    "](",
+    ")",
+    "<",
+    ">",
+    "<div>",
+    "</div>",
+    "<!--",
+    "-->",
+    "|",
+    "| a |\n|---|\n",
+    "- ",
+    "> ",
+    "*",
+    "_",
+    "é",
+    "💥",
+    "\u{0}",
+    " ",
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// Any chapter text renders or fails with problems; it never panics or hangs.
+    #[test]
+    fn no_chapter_text_breaks_the_renderer(
+        pieces in proptest::collection::vec(proptest::sample::select(CHAPTER_PIECES), 0..40)
+    ) {
+        use cs336::book::render::render_chapter;
+        use cs336::book::traces::{TraceChoice, Traces};
+        static TRACE: std::sync::OnceLock<(Workspace, std::path::PathBuf)> = std::sync::OnceLock::new();
+        let (ws, path) = TRACE.get_or_init(|| {
+            let ws = Workspace::new();
+            let path = ws.write_trace("cpu", fresh_trace());
+            (ws, path)
+        });
+        let chapter = pieces.concat();
+        let mut traces = Traces::new(&ws.trace_dir(), TraceChoice::File(path.clone()), std::path::Path::new(common::ROOT));
+        match render_chapter(&chapter, &mut traces) {
+            Ok(_) => {}
+            Err(problems) => proptest::prop_assert!(!problems.is_empty()),
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! The `lecture` binary as a user meets it: listing, running one section into a trace folder,
 //! `get`, and clear non-zero exits (never a panic) on bad input.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn lecture(args: &[&str]) -> Output {
@@ -10,6 +10,11 @@ fn lecture(args: &[&str]) -> Output {
         .env("NO_COLOR", "1")
         .output()
         .expect("run lecture")
+}
+
+/// The trace file this machine's CPU writes under `dir`.
+fn cpu_trace(dir: &Path) -> PathBuf {
+    dir.join("lecture_02").join(format!("{}.json", cs336::host::cpu_slug()))
 }
 
 fn text(o: &Output) -> (String, String) {
@@ -45,7 +50,7 @@ fn one_section_merges_into_the_trace_and_get_reads_it() {
     let o = lecture(&["--trace-dir", d, "--no-book", "--section", "tensors_memory"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}{err}");
-    let path = dir.path().join("lecture_02").join("cpu.json");
+    let path = cpu_trace(dir.path());
     assert!(out.contains(&path.display().to_string()), "says where it wrote: {out}");
 
     let o = lecture(&["--trace-dir", d, "--no-book", "--section", "tensor_storage"]);
@@ -75,6 +80,104 @@ fn one_section_merges_into_the_trace_and_get_reads_it() {
 }
 
 #[test]
+fn a_partial_run_rewrites_only_its_own_sections_provenance() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8 path");
+    let first = lecture(&[
+        "--trace-dir",
+        d,
+        "--no-book",
+        "--section",
+        "tensors_memory",
+        "--section",
+        "tensor_storage",
+    ]);
+    assert!(first.status.success(), "{:?}", text(&first));
+    let path = cpu_trace(dir.path());
+    let before = cs336::trace::load(&path).expect("load");
+    // Times are kept to the second: make the second run's time differ.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let second = lecture(&[
+        "--trace-dir",
+        d,
+        "--no-book",
+        "--section",
+        "tensor_storage",
+        "--seed",
+        "7",
+    ]);
+    assert!(second.status.success(), "{:?}", text(&second));
+    let after = cs336::trace::load(&path).expect("load");
+    let run = |t: &cs336::trace::Trace, id: &str| t.section(id).expect("section").run.clone();
+    // The section that was not re-run keeps its seed, commit, time and command line.
+    assert_eq!(run(&after, "tensors_memory"), run(&before, "tensors_memory"));
+    assert_eq!(run(&after, "tensors_memory").seed, 0);
+    let rerun = run(&after, "tensor_storage");
+    assert_eq!(rerun.seed, 7);
+    assert!(rerun.command_line.iter().any(|a| a == "7"), "{:?}", rerun.command_line);
+    assert_ne!(rerun.recorded_at, run(&before, "tensor_storage").recorded_at);
+    // The trace's time is its newest section's.
+    assert_eq!(after.created_at(), Some(rerun.recorded_at.as_str()));
+    assert_eq!(
+        before.created_at(),
+        Some(run(&before, "tensors_memory").recorded_at.as_str())
+    );
+}
+
+#[test]
+fn an_older_trace_stops_a_partial_run_before_it_starts_and_a_full_run_replaces_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8 path");
+    let path = cpu_trace(dir.path());
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    let v1 =
+        r#"{"schema_version": 1, "lecture": "lecture_02", "provenance": {"device": {"kind": "cpu"}}, "sections": []}"#;
+    std::fs::write(&path, v1).expect("write");
+    let o = lecture(&["--trace-dir", d, "--no-book", "--section", "tensor_storage"]);
+    let name = path.file_name().expect("a file").to_string_lossy().into_owned();
+    assert_clean_failure(
+        &o,
+        &[
+            &name,
+            "schema version 1 is an older format",
+            "version 2",
+            "cargo run --release --bin lecture",
+            "GPU",
+        ],
+    );
+    assert!(!text(&o).0.contains("Running"), "no section ran: {}", text(&o).0);
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), v1, "untouched");
+    // `get` refuses it the same way.
+    assert_clean_failure(
+        &lecture(&["--trace-dir", d, "get", "tensor_storage.index"]),
+        &["schema version 1"],
+    );
+
+    let o = lecture(&["--trace-dir", d, "--no-book"]);
+    assert!(o.status.success(), "a full run replaces it: {:?}", text(&o));
+    let t = cs336::trace::load(&path).expect("a current trace");
+    assert_eq!(t.schema_version, cs336::trace::SCHEMA_VERSION);
+    assert_eq!(t.sections.len(), cs336::lecture::SECTIONS.len());
+}
+
+#[test]
+fn get_without_this_devices_trace_names_the_traces_there_are() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8 path");
+    std::fs::create_dir_all(dir.path().join("lecture_02")).expect("mkdir");
+    std::fs::write(dir.path().join("lecture_02/nvidia-h200.json"), "{}").expect("write");
+    assert_clean_failure(
+        &lecture(&["--trace-dir", d, "get", "tensors_memory.bytes"]),
+        &[
+            "this device has no trace",
+            &cs336::host::cpu_slug(),
+            "nvidia-h200.json",
+            "--trace FILE",
+        ],
+    );
+}
+
+#[test]
 fn unknown_section_fails_without_touching_the_trace() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().to_str().expect("utf-8 path");
@@ -101,7 +204,7 @@ fn corrupt_trace_gives_a_clear_error() {
     );
     // A partial run must merge into a valid trace: a corrupt one stops it, untouched.
     let trace_dir = dir.path().join("t");
-    let target = trace_dir.join("lecture_02").join("cpu.json");
+    let target = cpu_trace(&trace_dir);
     std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
     std::fs::write(&target, "not json").expect("write");
     let o = lecture(&[
@@ -111,7 +214,8 @@ fn corrupt_trace_gives_a_clear_error() {
         "--section",
         "tensor_storage",
     ]);
-    assert_clean_failure(&o, &["cpu.json", "not valid JSON"]);
+    let name = target.file_name().expect("a file").to_string_lossy().into_owned();
+    assert_clean_failure(&o, &[&name, "not valid JSON"]);
     assert_eq!(std::fs::read_to_string(&target).expect("read"), "not json");
 }
 
@@ -138,7 +242,7 @@ fn forcing_cuda_without_a_gpu_is_a_clear_error() {
 fn killing_a_run_never_damages_the_trace() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().to_str().expect("utf-8 path");
-    let path = dir.path().join("lecture_02").join("cpu.json");
+    let path = cpu_trace(dir.path());
     let first = lecture(&["--trace-dir", d, "--no-book", "--seed", "1"]);
     assert!(first.status.success(), "{:?}", text(&first));
     let original = std::fs::read(&path).expect("read");
@@ -167,7 +271,7 @@ fn killing_a_run_never_damages_the_trace() {
         let t = cs336::trace::load(&path).unwrap_or_else(|e| panic!("damaged after kill {i}: {e}"));
         let bytes = std::fs::read(&path).expect("read");
         assert!(
-            bytes == original || t.provenance.seed == 100 + i as u64,
+            bytes == original || t.sections.iter().all(|s| s.run.seed == 100 + i as u64),
             "a mix of runs after kill {i}"
         );
         std::fs::write(&path, &original).expect("restore");
@@ -176,13 +280,21 @@ fn killing_a_run_never_damages_the_trace() {
         killed_mid_run > 0,
         "no kill landed during a run; the test proved nothing"
     );
-    let leftovers: Vec<_> = std::fs::read_dir(path.parent().expect("parent"))
-        .expect("list")
-        .flatten()
-        .filter(|e| e.path() != path)
-        .collect();
+    let partials = || {
+        std::fs::read_dir(path.parent().expect("parent"))
+            .expect("list")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+            .count()
+    };
     // A kill between creating and renaming the temporary file can leave it behind; it is never
-    // mistaken for the trace (a different name) — report it so the behaviour is visible.
-    eprintln!("temporary files left by kills: {}", leftovers.len());
+    // mistaken for the trace (a different name), and the next write removes it.
+    eprintln!("temporary files left by kills: {}", partials());
     assert!(Path::new(&path).exists());
+    assert!(
+        lecture(&["--trace-dir", d, "--no-book", "--section", "tensors_memory"])
+            .status
+            .success()
+    );
+    assert_eq!(partials(), 0, "the next write removed what the kills left");
 }

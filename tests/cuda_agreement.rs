@@ -1,8 +1,9 @@
-//! The CUDA backend agrees with the CPU backend, op by op, dtype by dtype, on contiguous,
-//! strided, offset and broadcast views. Bit for bit where both compute the same correctly
-//! rounded operations (arithmetic, sqrt, casts, fills, updates); within a few units in the last
-//! place where the math libraries differ (exp, log, pow) or the summation order does
-//! (reductions, matmul). Also: the allocator's exact byte count, the out-of-memory error, TF32.
+//! The CUDA backend agrees with the CPU backend, op by op (every op declared in `base::op`),
+//! dtype by dtype, on contiguous, strided, offset and broadcast views. Bit for bit where both
+//! compute the same IEEE operations (arithmetic, sqrt, casts, fills, updates); within a few units
+//! in the last place where the math libraries differ (`Accuracy::MathLibrary`: pow) or the
+//! summation order does (reductions, matmul). Also: the allocator's exact byte count, the
+//! out-of-memory error, TF32.
 //!
 //! Needs a GPU: without one every test says that it skipped and why, and passes. On the GPU
 //! machine `.ci/gpu-check` runs this binary with CS336_CUDA_SYNC_CHECK=1 (a failing kernel is
@@ -11,11 +12,12 @@
 use std::sync::{Mutex, MutexGuard};
 
 use cs336::Error;
+use cs336::base::{Accuracy, BinaryOp, DType, ReduceOp, UnaryOp};
 use cs336::device::cuda::ops::UpdateKernel;
 use cs336::device::cuda::{self, GemmMode};
-use cs336::device::{self, Device, DeviceRequest};
+use cs336::device::{self, Device, DeviceRequest, F32Matmul};
 use cs336::rng::Rng;
-use cs336::tensor::{BinaryOp, Buffer, DType, ReduceOp, Tensor, UnaryOp};
+use cs336::tensor::{Buffer, Tensor};
 
 /// One test at a time: they share the process's GPU backend, and the memory tests read its
 /// allocator's count.
@@ -111,29 +113,34 @@ fn on(x: &Tensor, dev: &Device) -> Tensor {
     x.to_device(dev).expect("to the GPU")
 }
 
+/// How many units in the last place the GPU may be from the CPU: the same IEEE operations give
+/// the same bits; CUDA's math library (powf is within 4 ulp of exact) does not.
+fn ulps(accuracy: Accuracy) -> f64 {
+    match accuracy {
+        Accuracy::CorrectlyRounded | Accuracy::TwoRoundings => 0.0,
+        Accuracy::MathLibrary => 8.0,
+    }
+}
+
+/// Every declared unary op, scalar ops with each of `scalars`.
+fn unary_ops(scalars: &[f64]) -> Vec<UnaryOp> {
+    let mut ops: Vec<UnaryOp> = Vec::new();
+    for op in UnaryOp::ALL {
+        for &s in scalars {
+            let op = op.with_scalar(s);
+            if !ops.contains(&op) {
+                ops.push(op);
+            }
+        }
+    }
+    ops
+}
+
 #[test]
 fn unary_ops_agree() {
     let Some((dev, _g)) = gpu() else { return };
-    use UnaryOp::*;
-    // exp, log and pow go through different math libraries (CUDA's powf is within 4 ulp, expf 2):
-    // a few ulp. Everything else is correctly rounded on both, so exact.
-    let ops = [
-        (Neg, 0.0),
-        (Sqrt, 0.0),
-        (Rsqrt, 0.0),
-        (Square, 0.0),
-        (Exp, 4.0),
-        (Log, 4.0),
-        (Abs, 0.0),
-        (AddScalar(2.5), 0.0),
-        (AddScalar(3.0), 0.0),
-        (MulScalar(-3.0), 0.0),
-        (DivScalar(7.0), 0.0),
-        (PowScalar(2.0), 0.0),
-        (PowScalar(0.5), 0.0),
-        (PowScalar(3.0), 8.0),
-        (PowScalar(-1.5), 8.0),
-    ];
+    // Scalars integral and not, and `pow`'s exact cases (2 and 0.5).
+    let ops = unary_ops(&[2.5, 3.0, -3.0, 7.0, 2.0, 0.5, -1.5]);
     for dtype in DType::ALL {
         let x = random(37, 45, dtype, 1);
         for (name, view) in views(&x) {
@@ -147,8 +154,9 @@ fn unary_ops_agree() {
                     .narrow(1, 2, 42)
                     .expect("narrow"),
             };
-            for &(op, ulps) in &ops {
+            for &op in &ops {
                 let (want, got) = (view.unary(op), gview.unary(op));
+                let ulps = ulps(op.simplified().accuracy());
                 match (want, got) {
                     (Ok(w), Ok(g)) => assert_agree(&format!("{op:?} {dtype} {name}"), &w, &g, ulps),
                     (Err(_), Err(_)) => {}
@@ -162,21 +170,14 @@ fn unary_ops_agree() {
 #[test]
 fn binary_ops_agree_with_broadcasting() {
     let Some((dev, _g)) = gpu() else { return };
-    let ops = [
-        (BinaryOp::Add, 0.0),
-        (BinaryOp::Sub, 0.0),
-        (BinaryOp::Mul, 0.0),
-        (BinaryOp::Div, 0.0),
-        (BinaryOp::Pow, 8.0),
-        (BinaryOp::Maximum, 0.0),
-    ];
     for dtype in DType::ALL {
         let a = random(33, 40, dtype, 2);
         let b = random(33, 40, dtype, 3);
         let row = random(1, 40, dtype, 4).squeeze(0).expect("squeeze"); // broadcast along rows
         let col = random(33, 1, dtype, 5); // broadcast along columns
         let (ga, gb, grow, gcol) = (on(&a, &dev), on(&b, &dev), on(&row, &dev), on(&col, &dev));
-        for &(op, ulps) in &ops {
+        for &op in BinaryOp::ALL {
+            let ulps = ulps(op.accuracy());
             let pairs = [
                 ("same shape", a.binary(&b, op), ga.binary(&gb, op)),
                 ("row broadcast", a.binary(&row, op), ga.binary(&grow, op)),
@@ -205,34 +206,15 @@ fn nan_and_infinity_propagate_the_same_way() {
         let x = Tensor::from_data(&[f64::NAN, f64::INFINITY, -1.0, 0.0, -0.0, 1e-30, 65504.0, 1e38], dtype)
             .expect("tensor");
         let gx = on(&x, &dev);
-        for op in [
-            UnaryOp::Sqrt,
-            UnaryOp::Log,
-            UnaryOp::Rsqrt,
-            UnaryOp::Exp,
-            UnaryOp::Neg,
-            UnaryOp::Abs,
-            UnaryOp::Square,
-        ] {
-            let tol = if matches!(op, UnaryOp::Log | UnaryOp::Exp) {
-                4.0
-            } else {
-                0.0
-            };
+        for &op in UnaryOp::ALL.iter().filter(|op| op.scalar().is_none()) {
             assert_agree(
                 &format!("{op:?} {dtype} specials"),
                 &x.unary(op).unwrap(),
                 &gx.unary(op).unwrap(),
-                tol,
+                ulps(op.accuracy()),
             );
         }
-        assert_agree(
-            &format!("maximum {dtype} NaN"),
-            &x.maximum(&x.neg().unwrap()).unwrap(),
-            &gx.maximum(&gx.neg().unwrap()).unwrap(),
-            0.0,
-        );
-        for op in [ReduceOp::Max, ReduceOp::Min, ReduceOp::Sum] {
+        for &op in ReduceOp::ALL {
             assert_agree(
                 &format!("{op:?} {dtype} with NaN"),
                 &x.reduce_all(op).unwrap(),
@@ -254,7 +236,7 @@ fn reductions_agree() {
         )
         .unwrap();
         let gx = on(&x, &dev);
-        for op in [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min] {
+        for &op in ReduceOp::ALL {
             // Sums are accumulated in f64 on both, in different orders: allow one ulp of the dtype.
             let ulps = if matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
                 1.0
@@ -332,7 +314,7 @@ fn assert_frobenius(what: &str, want: &Tensor, got: &Tensor, tol: f64) {
 #[test]
 fn matmul_agrees_in_every_layout_and_precision() {
     let Some((dev, _g)) = gpu() else { return };
-    let was = dev.set_allow_tf32(false);
+    let was = dev.set_f32_matmul(F32Matmul::Default);
     for dtype in FLOATS {
         let a = random(70, 50, dtype, 8);
         let b = random(50, 30, dtype, 9);
@@ -428,13 +410,19 @@ fn matmul_agrees_in_every_layout_and_precision() {
     let b = random(1024, 256, DType::F32, 16);
     let (ga, gb) = (on(&a, &dev), on(&b, &dev));
     let fp32 = ga.matmul(&gb).unwrap();
-    dev.set_allow_tf32(true);
+    dev.set_f32_matmul(F32Matmul::Pedantic);
+    let pedantic = ga.matmul(&gb).unwrap();
+    dev.set_f32_matmul(F32Matmul::Tf32);
     let tf32 = ga.matmul(&gb).unwrap();
-    dev.set_allow_tf32(was);
-    let (e32, etf) = (rel_error(&a, &b, &fp32), rel_error(&a, &b, &tf32));
+    dev.set_f32_matmul(was);
+    let (e32, epd, etf) = (
+        rel_error(&a, &b, &fp32),
+        rel_error(&a, &b, &pedantic),
+        rel_error(&a, &b, &tf32),
+    );
     assert!(
-        e32 < 1e-5 && etf > 10.0 * e32 && etf < 5e-3,
-        "fp32 error {e32:e}, tf32 error {etf:e}"
+        e32 < 1e-5 && epd < 1e-5 && etf > 10.0 * e32 && etf < 5e-3,
+        "fp32 error {e32:e}, pedantic fp32 error {epd:e}, tf32 error {etf:e}"
     );
     // bf16 inputs with an f32 output.
     let (a16, b16) = (ga.to_dtype(DType::BF16).unwrap(), gb.to_dtype(DType::BF16).unwrap());
@@ -446,30 +434,27 @@ fn matmul_agrees_in_every_layout_and_precision() {
         cuda::matmul_with(GemmMode::Bf16F32Out, x, a16.layout(), y, b16.layout()).unwrap()
     };
     assert_eq!(out.dtype(), DType::F32);
-    let host = cuda::to_cpu(&out).unwrap();
+    let host = cuda::download(&out, 0..out.len()).unwrap();
     let got = Tensor::from_f64_vec(
         &(0..host.len()).map(|i| host.get_f64(i).unwrap()).collect::<Vec<_>>(),
         &[512, 256],
         DType::F32,
     )
     .unwrap();
-    let want = a
-        .to_dtype(DType::BF16)
-        .unwrap()
-        .to_dtype(DType::F32)
-        .unwrap()
-        .matmul(&b.to_dtype(DType::BF16).unwrap().to_dtype(DType::F32).unwrap())
-        .unwrap();
-    let diff: f64 = want
-        .to_vec_f64()
-        .unwrap()
-        .iter()
-        .zip(got.to_vec_f64().unwrap())
-        .map(|(w, g)| (w - g).abs() / w.abs().max(1.0))
-        .fold(0.0, f64::max);
+    // Against the exact (f64) product of the same bf16 values. Tensor cores multiply bf16
+    // exactly but add into their f32 accumulators with truncation (seen on an H200: elementwise
+    // up to 6e-4 of max(|want|, 1) at k = 1024), so the test is norm-wise: far under the error of
+    // rounding the output to bf16, which the bf16-output product shows beside it.
+    let (a16h, b16h) = (a.to_dtype(DType::BF16).unwrap(), b.to_dtype(DType::BF16).unwrap());
+    let f32_out = rel_error(&a16h, &b16h, &got);
+    let bf16_out = rel_error(
+        &a16h,
+        &b16h,
+        &a16.matmul(&b16).unwrap().to_device(&Device::Cpu).unwrap(),
+    );
     assert!(
-        diff < 1e-4,
-        "bf16 inputs with an f32 output differ from an f32 product of the same values by {diff:e}"
+        f32_out < 1e-4 && bf16_out > 3.0 * f32_out,
+        "bf16 inputs: relative error {f32_out:e} with an f32 output, {bf16_out:e} with a bf16 output"
     );
 }
 
@@ -569,7 +554,10 @@ fn element_access_and_device_rules() {
         matches!(x.add(&cpu), Err(Error::DeviceMismatch { .. })),
         "CPU and GPU tensors do not mix"
     );
-    let pinned = device::to_device_pinned(&Tensor::arange(1000, DType::I32).unwrap(), &dev).unwrap();
+    let pinned = Tensor::arange(1000, DType::I32)
+        .unwrap()
+        .to_device_pinned(&dev)
+        .unwrap();
     assert_agree(
         "pinned upload",
         &Tensor::arange(1000, DType::I32).unwrap(),
@@ -631,7 +619,7 @@ fn optimizer_updates_match_the_cpu_formulas_in_both_kernels() {
         for (n, offset) in [(1000usize, 0usize), (1003, 0), (1003, 1), (7, 0)] {
             let total = n + offset;
             let p0 = random(1, total, dtype, 20).squeeze(0).unwrap();
-            let s0 = random(1, total, dtype, 21).squeeze(0).unwrap().abs().unwrap();
+            let s0 = random(1, total, dtype, 21).squeeze(0).unwrap().square().unwrap();
             let g0 = random(1, total, dtype, 22).squeeze(0).unwrap();
             let (lr, eps) = (0.01f32, 1e-5f32);
             let (want_p, want_s) = cpu_adagrad(
@@ -696,21 +684,6 @@ fn optimizer_updates_match_the_cpu_formulas_in_both_kernels() {
 }
 
 #[test]
-fn fused_mse_matches_the_unfused_ops() {
-    let Some((dev, _g)) = gpu() else { return };
-    for dtype in FLOATS {
-        let (p, t) = (random(50, 41, dtype, 30), random(50, 41, dtype, 31));
-        let want = p.sub(&t).unwrap().square().unwrap().mean_all().unwrap();
-        let got = device::mse_loss(
-            &on(&p, &dev),
-            &on(&t, &dev).t().unwrap().contiguous().unwrap().t().unwrap(),
-        )
-        .unwrap();
-        assert_agree(&format!("mse {dtype}"), &want, &got, 1.0);
-    }
-}
-
-#[test]
 fn the_allocator_counts_exactly_and_out_of_memory_is_a_clear_error() {
     let Some((dev, _g)) = gpu() else { return };
     let before = device::memory_allocated(&dev).expect("a GPU count");
@@ -764,13 +737,7 @@ fn integers_are_exact_and_wrap_like_the_cpu() {
     let i32s = Tensor::from_vec(vec![i32::MAX, i32::MIN, -1, 65536, 3], &[5]).unwrap();
     for x in [&i64s, &i32s] {
         let g = on(x, &dev);
-        for op in [
-            UnaryOp::Neg,
-            UnaryOp::Square,
-            UnaryOp::Abs,
-            UnaryOp::AddScalar(1.0),
-            UnaryOp::MulScalar(3.0),
-        ] {
+        for op in unary_ops(&[1.0, 3.0]).into_iter().filter(|op| op.integral()) {
             assert_agree(
                 &format!("{op:?} {}", x.dtype()),
                 &x.unary(op).unwrap(),
@@ -778,7 +745,7 @@ fn integers_are_exact_and_wrap_like_the_cpu() {
                 0.0,
             );
         }
-        for op in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Maximum] {
+        for &op in BinaryOp::ALL.iter().filter(|op| op.integral()) {
             assert_agree(
                 &format!("{op:?} {}", x.dtype()),
                 &x.binary(x, op).unwrap(),
@@ -786,7 +753,7 @@ fn integers_are_exact_and_wrap_like_the_cpu() {
                 0.0,
             );
         }
-        for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
+        for &op in ReduceOp::ALL.iter().filter(|op| op.integral()) {
             assert_agree(
                 &format!("{op:?} {}", x.dtype()),
                 &x.reduce_all(op).unwrap(),

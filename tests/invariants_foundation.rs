@@ -248,24 +248,83 @@ fn tensor_operations_flops_napkin() {
 fn every_section_has_provenance_and_a_source_hash() {
     let t = common::fresh_trace();
     assert_eq!(t.schema_version, cs336::trace::SCHEMA_VERSION);
-    assert_eq!(t.provenance.seed, common::SEED);
-    assert_eq!(t.provenance.device.slug, "cpu");
+    assert_eq!(t.provenance.device.slug, cs336::host::cpu_slug());
+    assert!(t.provenance.device.slug.starts_with("cpu-"));
     assert!(t.provenance.host.logical_cores >= 1);
     let ids: Vec<&str> = t.sections.iter().map(|s| s.id.as_str()).collect();
     let expected: Vec<&str> = cs336::lecture::SECTIONS.iter().map(|s| s.id).collect();
     assert_eq!(ids, expected, "every section runs, in lecture order");
+    // One run: every section carries the same run provenance, built as this test was.
+    let run = &t.sections[0].run;
+    assert_eq!(run.seed, common::SEED);
+    assert_eq!(run.build, cs336::trace::provenance::build());
+    assert!(run.build.is_optimised(), "{:?}", run.build);
+    assert_eq!(t.created_at(), Some(run.recorded_at.as_str()));
     for s in &t.sections {
+        assert_eq!(&s.run, run, "{}", s.id);
         assert_eq!(s.source_hash.len(), 64, "{}", s.id);
         assert!(s.wall_time_s >= 0.0);
+        s.check_steps().unwrap_or_else(|e| panic!("{}: {e}", s.id));
+        let def = cs336::lecture::find(&s.id).expect("a section of the lecture");
+        let code = cs336::trace::source::function_source(def.source, def.id).expect("its function");
         for (name, v) in &s.values {
-            // Every value's line lies inside its section's function (or is 0: recorded elsewhere).
-            assert!(
-                v.line == 0 || v.line >= s.source_line,
-                "{}.{name} line {} before function start {}",
-                s.id,
-                v.line,
-                s.source_line
-            );
+            // Every value's line lies inside its section's function (or is 0: recorded elsewhere),
+            // and its token is the first on that line.
+            let states = v.history.iter().map(|h| (h.line, h.token)).chain([(v.line, v.token)]);
+            for (line, token) in states {
+                assert!(
+                    line == 0 || (line >= code.start_line && line <= code.end_line),
+                    "{}.{name} line {line} outside its function ({}..{})",
+                    s.id,
+                    code.start_line,
+                    code.end_line
+                );
+                assert_eq!(token, code.token_at_line(line).filter(|_| line != 0), "{}.{name}", s.id);
+                assert_eq!(
+                    token.and_then(|t| code.line_of_token(t)),
+                    Some(line).filter(|&l| l != 0)
+                );
+            }
+            assert!(v.num_states() <= cs336::trace::history::MAX_HISTORY, "{}.{name}", s.id);
+        }
+    }
+}
+
+#[test]
+fn values_a_clock_decided_are_marked_timed() {
+    let t = common::fresh_trace();
+    let timed = |section: &str, name: &str| {
+        t.value(section, name)
+            .unwrap_or_else(|| panic!("{section}.{name}"))
+            .timed
+    };
+    for (section, name) in [
+        ("tensor_operations_flops", "actual_time"),
+        ("tensor_operations_flops", "actual_flop_per_sec"),
+        ("tensor_operations_flops", "mfu"),
+        ("tensor_operations_flops", "throughput_sweep"),
+        ("gradients_flops", "backward_time"),
+        ("gradients_flops", "measured_backward_to_forward_ratio"),
+    ] {
+        assert!(timed(section, name), "{section}.{name} is timed");
+    }
+    // Datasheet figures and plain arithmetic are not, whatever their unit.
+    for (section, name) in [
+        ("motivating_questions", "h100_flop_per_sec"),
+        ("tensor_operations_flops", "one_week_seconds"),
+        ("tensor_operations_flops", "total_flops"),
+        ("gradients_flops", "num_backward_flops"),
+        ("optimizer", "state"),
+    ] {
+        assert!(!timed(section, name), "{section}.{name} is not timed");
+    }
+    // No value with a time or rate unit is left unmarked by accident: the exceptions are named.
+    let declared_untimed = ["h100_flop_per_sec", "a100_flop_per_sec", "one_week_seconds"];
+    for s in &t.sections {
+        for (name, v) in &s.values {
+            if v.unit.is_timed() && !declared_untimed.contains(&name.as_str()) {
+                assert!(v.timed, "{}.{name}", s.id);
+            }
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Every `kernels/*.cu` compiles with NVRTC for Hopper (sm_90), with no compiler error and no
 //! warning; and every launch the CUDA backend can plan names a kernel that exists and passes the
 //! arguments its compiled parameter list declares (so a kernel/host mismatch is caught here, on a
-//! machine without a GPU, not on the GPU). Needs only libnvrtc, no GPU: CI provides it (`.ci/fetch-nvrtc`, called by `.ci/run`,
+//! machine without a GPU, not on the GPU). The ops planned are every op declared in `base::op`
+//! (`UnaryOp::ALL`, …): a new op without its kernel fails here. Needs only libnvrtc, no GPU: CI provides it (`.ci/fetch-nvrtc`, called by `.ci/run`,
 //! which also sets CS336_REQUIRE_NVRTC so that a missing library fails instead of skipping).
 //! Without the library (and without that variable) the test says that it skipped and why, and passes.
 
@@ -9,11 +10,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::OnceLock;
 
+use cs336::base::{BinaryOp, DType, Layout, ReduceOp, UnaryOp};
+use cs336::device::cpu::{self, CpuBuffer};
 use cs336::device::cuda::kernels::{self, ParamSpec, SOURCES};
 use cs336::device::cuda::launch::Launch;
 use cs336::device::cuda::ops::{self, Distribution, UpdateKernel};
-use cs336::device::{cpu, probe};
-use cs336::tensor::{BinaryOp, CpuBuffer, DType, Layout, ReduceOp, UnaryOp};
+use cs336::device::probe;
 
 const ARCH: &str = "sm_90";
 
@@ -133,35 +135,20 @@ fn every_kernel_file_compiles_for_sm_90() {
 
 const ALL: [DType; 5] = DType::ALL;
 
+/// Every declared unary op; scalar ops with scalars that reach every kernel (integral and not,
+/// and the values `pow` runs as `square` and `sqrt`).
 fn unary_ops() -> Vec<UnaryOp> {
-    use UnaryOp::*;
-    vec![
-        Neg,
-        Sqrt,
-        Rsqrt,
-        Square,
-        Exp,
-        Log,
-        Abs,
-        AddScalar(2.0),
-        AddScalar(0.5),
-        MulScalar(-3.0),
-        DivScalar(4.0),
-        PowScalar(2.0),
-        PowScalar(0.5),
-        PowScalar(3.0),
-    ]
+    let mut ops: Vec<UnaryOp> = Vec::new();
+    for op in UnaryOp::ALL {
+        for s in [2.0, 0.5, 3.0, -1.5] {
+            let op = op.with_scalar(s);
+            if !ops.contains(&op) {
+                ops.push(op);
+            }
+        }
+    }
+    ops
 }
-
-const BINARY_OPS: [BinaryOp; 6] = [
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Div,
-    BinaryOp::Pow,
-    BinaryOp::Maximum,
-];
-const REDUCE_OPS: [ReduceOp; 4] = [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min];
 
 /// Every launch the backend can plan, over all ops and dtypes, with made-up addresses and a
 /// strided (transposed, offset) view so the non-contiguous paths are planned too.
@@ -182,12 +169,12 @@ fn every_plan() -> Vec<Launch> {
         for op in unary_ops() {
             plans.extend(ops::unary(op, dtype, 256, 512, &view, sm).ok());
         }
-        for op in BINARY_OPS {
+        for &op in BinaryOp::ALL {
             plans.extend(ops::binary(op, dtype, 256, (512, &view), (768, &row), sm).ok());
         }
-        for op in REDUCE_OPS {
-            let walk = view.permute(&[1, 0]).expect("permute");
-            if let Ok(p) = ops::reduce(op, dtype, 256, 512, 768, &walk, 4, 3, sm) {
+        for &op in ReduceOp::ALL {
+            let walk = op.walk(&view, &[0], 14).expect("walk");
+            if let Ok(p) = ops::reduce(op, dtype, 256, 512, 768, &walk, sm) {
                 plans.push(p.first);
                 plans.push(p.finish);
             }
@@ -206,10 +193,6 @@ fn every_plan() -> Vec<Launch> {
                 plans.extend(ops::sgd(dtype, base, 512, 1000, 0.1, which, sm).ok());
                 plans.extend(ops::adagrad(dtype, base, 512, 768, 1000, 0.1, 1e-5, which, sm).ok());
             }
-        }
-        if let Ok((first, finish, _)) = ops::mse(dtype, 256, 512, (768, &view), (1024, &row), sm) {
-            plans.push(first);
-            plans.push(finish);
         }
     }
     plans
@@ -277,14 +260,15 @@ fn cuda_plans_accept_exactly_what_the_cpu_accepts() {
             let cuda_ok = ops::unary(op, dtype, 0, 0, &l, sm).is_ok();
             assert_eq!(cpu_ok, cuda_ok, "{op:?} on {dtype}");
         }
-        for op in BINARY_OPS {
+        for &op in BinaryOp::ALL {
             let cpu_ok = cpu::binary(op, &buf, &l, &buf, &l).is_ok();
             let cuda_ok = ops::binary(op, dtype, 0, (0, &l), (0, &l), sm).is_ok();
             assert_eq!(cpu_ok, cuda_ok, "{op:?} on {dtype}");
         }
-        for op in REDUCE_OPS {
+        for &op in ReduceOp::ALL {
             let cpu_ok = cpu::reduce(op, &buf, &l, &[0]).is_ok();
-            let cuda_ok = ops::reduce(op, dtype, 0, 0, 0, &l, 1, 2, sm).is_ok();
+            let walk = op.walk(&l, &[0], 2).expect("walk");
+            let cuda_ok = ops::reduce(op, dtype, 0, 0, 0, &walk, sm).is_ok();
             assert_eq!(cpu_ok, cuda_ok, "{op:?} on {dtype}");
         }
     }

@@ -63,9 +63,9 @@ fn atomic_write_replaces_whole_files_and_leaves_no_temporaries() {
     let path = dir.path().join("cpu.json");
     let mut t = sample();
     trace::save(&path, &t).expect("first save");
-    t.provenance.seed = 1234;
+    t.sections[0].run.seed = 1234;
     trace::save(&path, &t).expect("second save");
-    assert_eq!(trace::load(&path).expect("load").provenance.seed, 1234);
+    assert_eq!(trace::load(&path).expect("load").sections[0].run.seed, 1234);
     let names: Vec<String> = std::fs::read_dir(dir.path())
         .expect("list")
         .flatten()
@@ -117,6 +117,87 @@ fn unknown_or_missing_schema_version_is_refused() {
 }
 
 #[test]
+fn a_trace_of_the_previous_schema_is_refused_with_the_command_that_rewrites_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut v = serde_json::to_value(sample()).expect("to json");
+    v["schema_version"] = serde_json::json!(1);
+    let msg = load_err(dir.path(), "old-cpu.json", &v.to_string());
+    assert!(
+        msg.contains("schema version 1 is an older format (this build reads version 2)")
+            && msg.contains("regenerate it with `cargo run --release --bin lecture`")
+            && msg.contains("GPU"),
+        "{msg}"
+    );
+    v["provenance"]["device"]["kind"] = serde_json::json!("cuda");
+    v["provenance"]["device"]["name"] = serde_json::json!("NVIDIA H200");
+    let msg = load_err(dir.path(), "old-gpu.json", &v.to_string());
+    assert!(
+        msg.contains("a GPU trace (NVIDIA H200): regenerate it on a machine with that GPU")
+            && msg.contains("--device cuda"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn steps_must_list_every_state_once_in_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = serde_json::to_value(sample()).expect("to json");
+    let at = base["sections"]
+        .as_array()
+        .expect("sections")
+        .iter()
+        .position(|s| s["id"] == "gradients_flops")
+        .expect("gradients_flops");
+    let steps = |v: &mut serde_json::Value| -> Vec<serde_json::Value> {
+        v["sections"][at]["steps"].as_array().expect("steps").clone()
+    };
+    let with_steps = |edit: &dyn Fn(&mut Vec<serde_json::Value>)| {
+        let mut v = base.clone();
+        let mut s = steps(&mut v);
+        edit(&mut s);
+        v["sections"][at]["steps"] = serde_json::Value::Array(s);
+        v.to_string()
+    };
+    let first = |s: &Vec<serde_json::Value>| s.iter().position(|x| x[0] == "num_backward_flops").expect("a step");
+    let msg = load_err(
+        dir.path(),
+        "dropped.json",
+        &with_steps(&|s| {
+            let i = first(s);
+            s.remove(i);
+        }),
+    );
+    assert!(
+        msg.contains("sections[") && msg.contains("gradients_flops") && msg.contains("num_backward_flops"),
+        "{msg}"
+    );
+    let msg = load_err(
+        dir.path(),
+        "swapped.json",
+        &with_steps(&|s| {
+            let i = first(s);
+            s.swap(i, i + 1);
+        }),
+    );
+    assert!(
+        msg.contains("state 1 of `num_backward_flops`, expected state 0"),
+        "{msg}"
+    );
+    let msg = load_err(
+        dir.path(),
+        "unknown.json",
+        &with_steps(&|s| s.push(serde_json::json!(["nope", 0]))),
+    );
+    assert!(msg.contains("names `nope`, which the section does not record"), "{msg}");
+    let msg = load_err(
+        dir.path(),
+        "beyond.json",
+        &with_steps(&|s| s.push(serde_json::json!(["num_backward_flops", 5]))),
+    );
+    assert!(msg.contains("state 5 of `num_backward_flops`"), "{msg}");
+}
+
+#[test]
 fn missing_and_unknown_fields_are_named_with_their_path() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut v = serde_json::to_value(sample()).expect("to json");
@@ -141,7 +222,7 @@ fn a_missing_file_names_the_path() {
     assert!(err.to_string().contains("/nonexistent/cpu.json"), "{err}");
 }
 
-fn failing_section(_cx: &mut cs336::trace::SectionCtx) -> cs336::Result<()> {
+fn failing_section(_cx: &mut cs336::lecture::SectionCtx) -> cs336::Result<()> {
     cs336::Tensor::ones(&[2, 3], cs336::DType::F32)?.matmul(&cs336::Tensor::ones(&[2, 3], cs336::DType::F32)?)?;
     Ok(())
 }
@@ -165,4 +246,220 @@ fn a_failing_section_is_named_with_its_cause() {
         msg.contains("section `failing_section` failed") && msg.contains("matmul") && msg.contains("[2, 3]"),
         "{msg}"
     );
+}
+
+/// A trace as JSON text, changed by `edit`.
+fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let mut v = serde_json::to_value(sample()).expect("to json");
+    edit(&mut v);
+    v.to_string()
+}
+
+/// Index of section `id` in the sample trace.
+fn section_index(id: &str) -> usize {
+    sample().sections.iter().position(|s| s.id == id).expect("section")
+}
+
+#[test]
+fn values_with_a_numeric_unit_must_be_numbers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let i = section_index("tensors_memory");
+    for (name, unit) in [("gpt3_ffn_bytes", "bytes"), ("bytes", "bytes")] {
+        for bad in [
+            serde_json::json!("nan"),
+            serde_json::json!(true),
+            serde_json::Value::Null,
+            serde_json::json!("12"),
+        ] {
+            let text = edited(|v| {
+                v["sections"][i]["values"][name]["value"] = bad.clone();
+                v["sections"][i]["values"][name]["unit"] = serde_json::json!(unit);
+            });
+            let msg = load_err(dir.path(), "unit_value.json", &text);
+            assert!(
+                msg.contains(&format!("tensors_memory.{name}")) && msg.contains(unit) && msg.contains(&bad.to_string()),
+                "{bad}: {msg}"
+            );
+        }
+    }
+    // FLOP and count too, inside lists as well.
+    let j = section_index("tensor_operations_flops");
+    let flop_name = sample().sections[j]
+        .values
+        .iter()
+        .find(|(_, r)| r.unit == cs336::trace::Unit::Flop)
+        .map(|(n, _)| n.clone())
+        .expect("a FLOP value");
+    let text = edited(|v| v["sections"][j]["values"][&flop_name]["value"] = serde_json::json!(null));
+    assert!(load_err(dir.path(), "flop.json", &text).contains(&flop_name));
+    let text = edited(|v| {
+        v["sections"][i]["values"]["bytes"]["value"] = serde_json::json!([1, 2, "x"]);
+        v["sections"][i]["values"]["bytes"]["unit"] = serde_json::json!("count");
+    });
+    assert!(load_err(dir.path(), "count_list.json", &text).contains("tensors_memory.bytes"));
+
+    // Still accepted: non-finite rates and times as `json_number` writes them, strings and
+    // booleans without a unit, and optional fields left null.
+    let text = edited(|v| {
+        v["sections"][i]["values"]["bytes"]["value"] = serde_json::json!("inf");
+        v["sections"][i]["values"]["bytes"]["unit"] = serde_json::json!("FLOP/s");
+        v["provenance"]["device"]["memory_bytes"] = serde_json::Value::Null;
+    });
+    let path = dir.path().join("fine.json");
+    std::fs::write(&path, text).expect("write");
+    trace::load(&path).expect("a non-finite rate and a null memory size are fine");
+}
+
+#[test]
+fn duplicate_sections_and_keys_are_refused_with_their_place() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = edited(|v| {
+        let first = v["sections"][0].clone();
+        v["sections"].as_array_mut().expect("list").push(first);
+    });
+    let first = sample().sections[0].id.clone();
+    let msg = load_err(dir.path(), "dup_section.json", &text);
+    assert!(msg.contains("duplicate section") && msg.contains(&first), "{msg}");
+
+    // Duplicate keys never survive a parse into a map, so they are written by hand.
+    let i = section_index("tensors_memory");
+    let text = serde_json::to_string_pretty(&sample()).expect("json");
+    let unit_line = "\"unit\": \"bytes\",";
+    let at = text.find("\"id\": \"tensors_memory\"").expect("section in the text");
+    let at = at + text[at..].find(unit_line).expect("a bytes value in tensors_memory");
+    let twice = format!("{}{unit_line} {}", &text[..at], &text[at..]);
+    let msg = load_err(dir.path(), "dup_key.json", &twice);
+    assert!(
+        msg.contains("duplicate key `unit`") && msg.contains(&format!("sections[{i}]")),
+        "{msg}"
+    );
+    let top = text.replacen("\"lecture\":", "\"lecture\": \"x\", \"lecture\":", 1);
+    let msg = load_err(dir.path(), "dup_top.json", &top);
+    assert!(msg.contains("duplicate key `lecture`"), "{msg}");
+}
+
+#[test]
+fn huge_files_are_refused_before_reading() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("huge.json");
+    std::fs::File::create(&path)
+        .and_then(|f| f.set_len(300 << 20))
+        .expect("sparse file");
+    let msg = trace::load(&path).expect_err("refused").to_string();
+    assert!(msg.contains("huge.json") && msg.contains("larger than"), "{msg}");
+    let msg = trace::load(dir.path()).expect_err("a folder").to_string();
+    assert!(msg.contains("not a regular file"), "{msg}");
+}
+
+#[cfg(unix)]
+mod file_identity {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).expect("metadata").permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn saving_keeps_the_mode_of_the_file_it_replaces() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("cpu.json");
+        // A new file gets what any new file gets here (0666 less the umask).
+        let plain = dir.path().join("plain");
+        std::fs::File::create(&plain).expect("create");
+        trace::save(&path, &sample()).expect("save");
+        assert_eq!(mode(&path), mode(&plain), "a new trace has the usual mode");
+        for m in [0o644, 0o640, 0o600, 0o664] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(m)).expect("chmod");
+            trace::save(&path, &sample()).expect("save");
+            assert_eq!(mode(&path), m, "mode {m:o} kept");
+        }
+    }
+
+    #[test]
+    fn saving_through_a_symlink_writes_its_target() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let real_dir = dir.path().join("real");
+        std::fs::create_dir_all(&real_dir).expect("mkdir");
+        let real = real_dir.join("cpu.json");
+        trace::save(&real, &sample()).expect("save");
+        let link = dir.path().join("link.json");
+        symlink("real/cpu.json", &link).expect("symlink");
+        let mut t = sample();
+        t.lecture = "through the link".into();
+        trace::save(&link, &t).expect("save through the link");
+        assert!(
+            std::fs::symlink_metadata(&link).expect("meta").file_type().is_symlink(),
+            "still a link"
+        );
+        assert_eq!(trace::load(&real).expect("load").lecture, "through the link");
+
+        // A link to a file not yet written: the file is created where the link points.
+        let dangling = dir.path().join("dangling.json");
+        symlink("real/new.json", &dangling).expect("symlink");
+        trace::save(&dangling, &t).expect("save through a dangling link");
+        assert!(real_dir.join("new.json").is_file());
+
+        // A link to a device is refused: the device stays a device.
+        let device = dir.path().join("null.json");
+        symlink("/dev/null", &device).expect("symlink");
+        let msg = trace::save(&device, &t).expect_err("a device").to_string();
+        assert!(msg.contains("/dev/null") && msg.contains("not a regular file"), "{msg}");
+        assert!(
+            !std::fs::metadata("/dev/null").expect("meta").is_file(),
+            "/dev/null is still a device"
+        );
+
+        // A loop is refused with a message, not followed forever.
+        let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+        symlink(&b, &a).expect("symlink");
+        symlink(&a, &b).expect("symlink");
+        let msg = trace::save(&a, &t).expect_err("a loop").to_string();
+        assert!(msg.contains("a.json") && msg.contains("symbolic link"), "{msg}");
+    }
+
+    #[test]
+    fn stale_partial_files_are_removed_by_the_next_write() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("cpu.json");
+        trace::save(&path, &sample()).expect("save");
+        // What a killed writer leaves: its process is gone.
+        let mut gone = std::process::Command::new("true").spawn().expect("spawn");
+        let dead = gone.id();
+        gone.wait().expect("reap");
+        let stale = dir.path().join(format!(".tmp-{dead}-AbC123.partial"));
+        std::fs::write(&stale, "half a trace").expect("write");
+        // One from a writer that is still running (this test) stays.
+        let live = dir.path().join(format!(".tmp-{}-XyZ789.partial", std::process::id()));
+        std::fs::write(&live, "being written").expect("write");
+        // An older program's name without a process id, an hour old.
+        let legacy = dir.path().join(".tmp-Qw3rty.partial");
+        let old = std::fs::File::create(&legacy).expect("create");
+        old.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+            .expect("set mtime");
+        drop(old);
+        // Not ours: left alone.
+        let other = dir.path().join("notes.partial");
+        std::fs::write(&other, "x").expect("write");
+
+        trace::save(&path, &sample()).expect("save");
+        assert!(!stale.exists() && !legacy.exists(), "stale partial files removed");
+        assert!(live.exists() && other.exists(), "live or foreign files kept");
+    }
+}
+
+#[test]
+fn git_ignores_partial_files_in_the_trace_folder() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let check = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["check-ignore", "-q", "trace/lecture_02/.tmp-1234-AbC123.partial"])
+        .status();
+    match check {
+        Ok(s) if s.code() == Some(128) => eprintln!("skipped: not a git checkout"),
+        Ok(s) => assert!(s.success(), "`.tmp-*.partial` is not git-ignored"),
+        Err(e) => eprintln!("skipped: no git ({e})"),
+    }
 }

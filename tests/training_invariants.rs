@@ -28,7 +28,8 @@ fn fresh(id: &str) -> SectionRecord {
         device: Device::Cpu,
         cuda_unavailable_reason: None,
     };
-    run::run_section(def, &choice, 0).unwrap_or_else(|e| panic!("{e}"))
+    let run = cs336::trace::provenance::run(0, std::path::Path::new(common::ROOT));
+    run::run_section(def, &choice, &run).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn num(v: &Values, name: &str) -> f64 {
@@ -45,6 +46,14 @@ fn floats(x: &Value) -> Vec<f64> {
         Value::Array(items) => items.iter().flat_map(floats).collect(),
         other => vec![number_from_json(other).unwrap_or_else(|| panic!("not a number: {other}"))],
     }
+}
+
+/// The states of a value recorded as a history (earlier states, then the final one).
+fn states(v: &Values, name: &str) -> Vec<Value> {
+    let rec = v.get(name).unwrap_or_else(|| panic!("value `{name}` missing"));
+    (0..rec.num_states())
+        .map(|k| rec.state(k).expect("a state").value)
+        .collect()
 }
 
 /// 0 < MFU ≤ 1.2 for every recorded MFU, top level and inside the sweep.
@@ -92,6 +101,22 @@ fn check_tensor_operations_flops(v: &Values, cpu: bool) {
             v.contains_key("tf32_mfu") || v.contains_key("tf32_mfu_unavailable_reason"),
             "no tf32_mfu and no reason"
         );
+        // cuBLAS's default FP32 (PyTorch's) beside the pedantic row, timed the same way.
+        let t = num(v, "fp32_default_actual_time");
+        assert!(
+            (num(v, "fp32_default_actual_flop_per_sec") - num(v, "actual_num_flops") / t).abs()
+                <= 1e-6 * num(v, "fp32_default_actual_flop_per_sec")
+        );
+        assert_eq!(
+            val(v, "bf16_reduced_precision_reduction"),
+            &Value::Bool(true),
+            "cuBLAS's default math mode"
+        );
+    }
+    // The bf16 product hands back bf16 on both devices; only the GPU may reduce in bf16.
+    assert_eq!(val(v, "bf16_output_dtype"), &Value::from("bfloat16"));
+    if cpu {
+        assert_eq!(val(v, "bf16_reduced_precision_reduction"), &Value::Bool(false));
     }
     assert_eq!(num(v, "actual_num_flops"), 2.0 * b * d * k);
     assert_eq!(
@@ -142,6 +167,21 @@ fn check_gradients_flops(v: &Values, cpu: bool) {
     let forward = 2.0 * b * d * d + 2.0 * b * d * k;
     assert_eq!(num(v, "num_forward_flops"), forward);
     assert_eq!(num(v, "num_backward_flops"), 2.0 * forward);
+    // Added up term by term: w2.grad, h1.grad (2·B·D·K each), w1.grad, x.grad (2·B·D·D each).
+    let terms: Vec<f64> = states(v, "num_backward_flops")
+        .iter()
+        .map(|s| s.as_f64().unwrap())
+        .collect();
+    let (bdk, bdd) = (2.0 * b * d * k, 2.0 * b * d * d);
+    assert_eq!(terms, [0.0, bdk, 2.0 * bdk, 2.0 * bdk + bdd, 2.0 * bdk + 2.0 * bdd]);
+    let lines: Vec<u32> = {
+        let rec = &v["num_backward_flops"];
+        rec.history.iter().map(|s| s.line).chain([rec.line]).collect()
+    };
+    assert!(
+        lines.windows(2).all(|w| w[0] < w[1]),
+        "each term on its own line: {lines:?}"
+    );
     if cpu {
         assert_eq!(num(v, "num_forward_flops"), 167_772_160.0);
         assert_eq!(num(v, "num_backward_flops"), 335_544_320.0);
@@ -254,12 +294,10 @@ fn check_optimizer(v: &Values) {
     let (lr, eps) = (num(v, "lr"), num(v, "eps"));
     assert_eq!((lr, eps), (0.01, 1e-5));
     // AdaGrad's first step: g2 = g², p moves by lr·g/√(g² + eps) (about lr when |g| ≫ 3e-3).
-    let (before, grads, after, g2) = (
-        val(v, "state"),
-        val(v, "grads"),
-        val(v, "state_after"),
-        val(v, "g2_after"),
-    );
+    // `state` is one history: the parameters before the step, then after it.
+    let state = states(v, "state");
+    assert_eq!(state.len(), 2, "before and after the step");
+    let (before, grads, after, g2) = (&state[0], val(v, "grads"), &state[1], val(v, "g2_after"));
     let mut checked = 0;
     for (name, p0) in before.as_object().unwrap() {
         let (p0, g, p1, s) = (
@@ -314,6 +352,14 @@ fn check_train_loop(v: &Values) {
     let (a, b) = (floats(val(v, "losses_lr_0_01")), floats(val(v, "losses_lr_0_1")));
     assert_eq!((a.len(), b.len()), (10, 10));
     assert_eq!(a[0], b[0], "same initial weights and batch: the first loss is the same");
+    // The first run, step by step: `loss` holds each step's loss as it was computed.
+    let loss: Vec<f64> = states(v, "loss").iter().map(|s| number_from_json(s).unwrap()).collect();
+    assert_eq!(loss, a, "the history of `loss` is the first run's losses");
+    let rec = &v["loss"];
+    assert!(
+        rec.line > 0 && rec.history.iter().all(|s| s.line == rec.line),
+        "one line, in the loop"
+    );
     assert_ne!(a[1..], b[1..], "lr is honoured: the curves differ after the first step");
     let runs = val(v, "longer_runs").as_object().unwrap();
     let steps = num(v, "long_num_train_steps") as usize;
@@ -452,7 +498,7 @@ fn seed_reproducibility() {
 
 #[test]
 fn committed_traces_hold_the_invariants() {
-    let traces = common::committed_traces();
+    let traces = common::checkable_traces();
     if traces.is_empty() {
         eprintln!("no committed traces under trace/: nothing to check");
     }

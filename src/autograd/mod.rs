@@ -192,11 +192,6 @@ impl Var {
         self.node.grad_fn.is_none()
     }
 
-    /// The op that made this value (`None` for leaves and for values that need no gradient).
-    pub fn op_name(&self) -> Option<&'static str> {
-        self.node.grad_fn.as_ref().map(|g| g.name)
-    }
-
     /// The accumulated gradient, if backward has produced one for this value.
     pub fn grad(&self) -> Option<Tensor> {
         self.node.grad.lock().clone()
@@ -210,11 +205,6 @@ impl Var {
     /// Forgets the gradient (PyTorch's `zero_grad(set_to_none=True)`): its memory is freed.
     pub fn zero_grad(&self) {
         *self.node.grad.lock() = None;
-    }
-
-    /// The same value cut off from the graph.
-    pub fn detach(&self) -> Var {
-        Var::constant(self.value.clone())
     }
 
     /// Reverse-mode differentiation from this scalar: every leaf that requires grad (and every

@@ -1,13 +1,41 @@
 //! Differentiable operations: each computes its value with the tensor op of the same name and
-//! records what its backward rule needs.
+//! records what its backward rule needs. The elementwise ops come from their declarations in
+//! `base::op` (one method each, `Var::sqrt` for `UnaryOp::Sqrt`), with the derivative declared
+//! there.
 
 use super::Var;
 use super::rules::Op;
+use crate::base::op::{Saves, binary_op_table, unary_op_table};
+use crate::base::{BinaryOp, UnaryOp};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Tensor};
 
 fn shape(v: &Var) -> Vec<usize> {
     v.shape().to_vec()
+}
+
+/// `pub fn sqrt(&self) -> Result<Var>`, … from the unary table.
+macro_rules! unary_methods {
+    ($($(#[$meta:meta])* $variant:ident $(($s:ident))? => $method:ident { $($entry:tt)* })*) => {
+        $(
+            $(#[$meta])*
+            pub fn $method(&self $(, $s: f64)?) -> Result<Var> {
+                self.unary(UnaryOp::$variant $(($s))?)
+            }
+        )*
+    };
+}
+
+/// `pub fn add(&self, other: &Var) -> Result<Var>`, … from the binary table.
+macro_rules! binary_methods {
+    ($($(#[$meta:meta])* $variant:ident => $method:ident { $($entry:tt)* })*) => {
+        $(
+            $(#[$meta])*
+            pub fn $method(&self, other: &Var) -> Result<Var> {
+                self.binary(other, BinaryOp::$variant)
+            }
+        )*
+    };
 }
 
 impl Var {
@@ -21,84 +49,39 @@ impl Var {
         }))
     }
 
-    pub fn add(&self, other: &Var) -> Result<Var> {
-        let value = self.value.add(&other.value)?;
-        Ok(Var::from_op(value, "add", &[self, other], |_| Op::Add {
-            a_shape: shape(self),
-            b_shape: shape(other),
-        }))
+    /// A unary elementwise op, keeping the input or the output when its derivative reads it.
+    pub fn unary(&self, op: UnaryOp) -> Result<Var> {
+        let value = self.value.unary(op)?;
+        let saved = match op.saves() {
+            Saves::Nothing => None,
+            Saves::Input => Some(self.value.clone()),
+            Saves::Output => Some(value.clone()),
+        };
+        Ok(Var::from_op(value, op.name(), &[self], |_| Op::Unary { op, saved }))
     }
 
-    pub fn sub(&self, other: &Var) -> Result<Var> {
-        let value = self.value.sub(&other.value)?;
-        Ok(Var::from_op(value, "sub", &[self, other], |_| Op::Sub {
-            a_shape: shape(self),
-            b_shape: shape(other),
-        }))
-    }
-
-    pub fn mul(&self, other: &Var) -> Result<Var> {
-        let value = self.value.mul(&other.value)?;
-        Ok(Var::from_op(value, "mul", &[self, other], |needs| Op::Mul {
-            a: needs[1].then(|| self.value.clone()),
-            b: needs[0].then(|| other.value.clone()),
-            a_shape: shape(self),
-            b_shape: shape(other),
-        }))
-    }
-
-    pub fn div(&self, other: &Var) -> Result<Var> {
-        let value = self.value.div(&other.value)?;
-        Ok(Var::from_op(value, "div", &[self, other], |needs| Op::Div {
-            a: needs[1].then(|| self.value.clone()),
-            b: other.value.clone(),
-            a_shape: shape(self),
-            b_shape: shape(other),
-        }))
-    }
-
-    pub fn neg(&self) -> Result<Var> {
-        Ok(Var::from_op(self.value.neg()?, "neg", &[self], |_| Op::Neg))
-    }
-
-    pub fn add_scalar(&self, s: f64) -> Result<Var> {
-        Ok(Var::from_op(self.value.add_scalar(s)?, "add_scalar", &[self], |_| {
-            Op::AddScalar
-        }))
-    }
-
-    pub fn sub_scalar(&self, s: f64) -> Result<Var> {
-        Ok(Var::from_op(self.value.sub_scalar(s)?, "sub_scalar", &[self], |_| {
-            Op::AddScalar
-        }))
-    }
-
-    pub fn mul_scalar(&self, s: f64) -> Result<Var> {
-        Ok(Var::from_op(self.value.mul_scalar(s)?, "mul_scalar", &[self], |_| {
-            Op::MulScalar(s)
-        }))
-    }
-
-    pub fn div_scalar(&self, s: f64) -> Result<Var> {
-        Ok(Var::from_op(self.value.div_scalar(s)?, "div_scalar", &[self], |_| {
-            Op::DivScalar(s)
-        }))
-    }
-
-    /// `selfᵖ` elementwise.
-    pub fn pow_scalar(&self, p: f64) -> Result<Var> {
-        Ok(Var::from_op(self.value.pow_scalar(p)?, "pow", &[self], |_| {
-            Op::PowScalar {
-                a: self.value.clone(),
-                p,
+    /// A binary elementwise op (operands broadcast), keeping an operand only when a gradient
+    /// that is wanted reads it.
+    pub fn binary(&self, other: &Var, op: BinaryOp) -> Result<Var> {
+        let value = self.value.binary(&other.value, op)?;
+        Ok(Var::from_op(value, op.name(), &[self, other], |needs| {
+            let keep = op.saves([needs[0], needs[1]]);
+            Op::Binary {
+                op,
+                a: keep[0].then(|| self.value.clone()),
+                b: keep[1].then(|| other.value.clone()),
+                a_shape: shape(self),
+                b_shape: shape(other),
             }
         }))
     }
 
-    pub fn square(&self) -> Result<Var> {
-        Ok(Var::from_op(self.value.square()?, "square", &[self], |_| Op::Square {
-            a: self.value.clone(),
-        }))
+    unary_op_table!(unary_methods);
+    binary_op_table!(binary_methods);
+
+    /// `x - s`.
+    pub fn sub_scalar(&self, s: f64) -> Result<Var> {
+        self.unary(UnaryOp::AddScalar(-s))
     }
 
     fn resolve_dims(&self, op: &'static str, dims: &[isize]) -> Result<Vec<usize>> {

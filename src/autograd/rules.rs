@@ -4,11 +4,14 @@
 //! With `g` the gradient arriving at the op's output:
 //! - `c = a @ b`: `∂a = g @ bᵀ`, `∂b = aᵀ @ g` (2·m·n·k FLOPs each), summed over batch
 //!   dimensions that were broadcast;
-//! - `a ± b`, `a · b`, `a / b`: the usual rules, summed back to each operand's shape;
-//! - `aᵖ`: `p·aᵖ⁻¹·g`; `sum`/`mean`: `g` spread back (divided by the count for the mean);
+//! - elementwise ops: the derivative declared with the op (`base::op`), for a binary op summed
+//!   back to each operand's shape;
+//! - `sum`/`mean`: `g` spread back (divided by the count for the mean);
 //! - views (`reshape`, `transpose`, `squeeze`, `unsqueeze`) and casts: the inverse view or cast;
 //! - `mse(pred, target) = mean((pred − target)²)`: `∂pred = 2·(pred − target)/n · g`.
 
+use crate::base::op::{binary_op_table, unary_op_table};
+use crate::base::{BinaryOp, UnaryOp};
 use crate::error::Result;
 use crate::tensor::{DType, Tensor};
 
@@ -20,36 +23,18 @@ pub(crate) enum Op {
         a_shape: Vec<usize>,
         b_shape: Vec<usize>,
     },
-    Add {
-        a_shape: Vec<usize>,
-        b_shape: Vec<usize>,
+    /// `saved`: the input or output the derivative reads, if it reads one.
+    Unary {
+        op: UnaryOp,
+        saved: Option<Tensor>,
     },
-    Sub {
-        a_shape: Vec<usize>,
-        b_shape: Vec<usize>,
-    },
-    Mul {
+    /// An operand is saved only if a wanted gradient reads it.
+    Binary {
+        op: BinaryOp,
         a: Option<Tensor>,
         b: Option<Tensor>,
         a_shape: Vec<usize>,
         b_shape: Vec<usize>,
-    },
-    Div {
-        a: Option<Tensor>,
-        b: Tensor,
-        a_shape: Vec<usize>,
-        b_shape: Vec<usize>,
-    },
-    Neg,
-    AddScalar,
-    MulScalar(f64),
-    DivScalar(f64),
-    PowScalar {
-        a: Tensor,
-        p: f64,
-    },
-    Square {
-        a: Tensor,
     },
     Sum {
         in_shape: Vec<usize>,
@@ -82,9 +67,8 @@ impl Op {
     /// What this op keeps alive for backward.
     pub(crate) fn saved(&self) -> Vec<&Tensor> {
         match self {
-            Op::MatMul { a, b, .. } | Op::Mul { a, b, .. } => a.iter().chain(b.iter()).collect(),
-            Op::Div { a, b, .. } => a.iter().chain(std::iter::once(b)).collect(),
-            Op::PowScalar { a, .. } | Op::Square { a } => vec![a],
+            Op::MatMul { a, b, .. } | Op::Binary { a, b, .. } => a.iter().chain(b.iter()).collect(),
+            Op::Unary { saved, .. } => saved.iter().collect(),
             Op::MseLoss { diff } => vec![diff],
             _ => Vec::new(),
         }
@@ -97,36 +81,20 @@ impl Op {
             Op::MatMul { a, b, a_shape, b_shape } => {
                 matmul_backward(g, a.as_ref(), b.as_ref(), a_shape, b_shape, need(0), need(1))?
             }
-            Op::Add { a_shape, b_shape } => vec![
-                when(need(0), || g.sum_to_shape(a_shape))?,
-                when(need(1), || g.sum_to_shape(b_shape))?,
-            ],
-            Op::Sub { a_shape, b_shape } => {
+            Op::Unary { op, saved } => vec![Some(unary_derivative(*op, g, saved.as_ref())?)],
+            Op::Binary {
+                op,
+                a,
+                b,
+                a_shape,
+                b_shape,
+            } => {
+                let [da, db] = binary_derivatives(*op, g, a.as_ref(), b.as_ref(), [need(0), need(1)])?;
                 vec![
-                    when(need(0), || g.sum_to_shape(a_shape))?,
-                    when(need(1), || g.neg()?.sum_to_shape(b_shape))?,
+                    da.map(|d| d.sum_to_shape(a_shape)).transpose()?,
+                    db.map(|d| d.sum_to_shape(b_shape)).transpose()?,
                 ]
             }
-            Op::Mul { a, b, a_shape, b_shape } => vec![
-                when(need(0), || g.mul(saved(b.as_ref())?)?.sum_to_shape(a_shape))?,
-                when(need(1), || g.mul(saved(a.as_ref())?)?.sum_to_shape(b_shape))?,
-            ],
-            Op::Div { a, b, a_shape, b_shape } => {
-                // ∂a = g / b and ∂b = −g·a / b² = −(g / b)·a / b share g / b.
-                let g_over_b = g.div(b)?;
-                vec![
-                    when(need(0), || g_over_b.sum_to_shape(a_shape))?,
-                    when(need(1), || {
-                        g_over_b.mul(saved(a.as_ref())?)?.div(b)?.neg()?.sum_to_shape(b_shape)
-                    })?,
-                ]
-            }
-            Op::Neg => vec![Some(g.neg()?)],
-            Op::AddScalar => vec![Some(g.clone())],
-            Op::MulScalar(s) => vec![Some(g.mul_scalar(*s)?)],
-            Op::DivScalar(s) => vec![Some(g.div_scalar(*s)?)],
-            Op::PowScalar { a, p } => vec![Some(a.pow_scalar(p - 1.0)?.mul_scalar(*p)?.mul(g)?)],
-            Op::Square { a } => vec![Some(a.mul_scalar(2.0)?.mul(g)?)],
             Op::Sum {
                 in_shape,
                 dims,
@@ -154,6 +122,86 @@ impl Op {
         })
     }
 }
+
+/// The gradient of a unary op's input, by the derivative declared with the op.
+macro_rules! unary_derivative {
+    ($(
+        $(#[$meta:meta])*
+        $variant:ident $(($s:ident))? => $method:ident {
+            name: $name:literal,
+            $(kernel: $kernel:literal,)?
+            f32: |$fx:ident| $f32:expr,
+            i64: |$ix:ident| $i64:expr,
+            exact: |$ex:ident| $exact:expr,
+            accuracy: $accuracy:ident,
+            grad: |$g:ident $(, $gs:ident)?| $grad:expr $(,)?
+        }
+    )*) => {
+        #[allow(unused_variables)]
+        fn unary_derivative(op: UnaryOp, g: &Tensor, saved_value: Option<&Tensor>) -> Result<Tensor> {
+            match op {
+                $(UnaryOp::$variant $(($s))? => {
+                    let $g = g;
+                    $(let $gs = saved(saved_value)?;)?
+                    $grad
+                })*
+            }
+        }
+    };
+}
+unary_op_table!(unary_derivative);
+
+/// The operand a binary derivative names (`a` or `b`), as saved.
+macro_rules! operand {
+    (a, $a:expr, $b:expr) => {
+        saved($a)?
+    };
+    (b, $a:expr, $b:expr) => {
+        saved($b)?
+    };
+}
+
+/// The gradients of a binary op's operands (before summing back to their shapes), by the
+/// derivatives declared with the op; only those in `need`.
+macro_rules! binary_derivatives {
+    ($(
+        $(#[$meta:meta])*
+        $variant:ident => $method:ident {
+            name: $name:literal,
+            $(kernel: $kernel:literal,)?
+            f32: |$fa:ident, $fb:ident| $f32:expr,
+            i64: |$ia:ident, $ib:ident| $i64:expr,
+            exact: |$ea:ident, $eb:ident| $exact:expr,
+            accuracy: $accuracy:ident,
+            grad_a: |$ga:ident $(, $gas:ident)*| $grad_a:expr,
+            grad_b: |$gb:ident $(, $gbs:ident)*| $grad_b:expr $(,)?
+        }
+    )*) => {
+        fn binary_derivatives(
+            op: BinaryOp,
+            g: &Tensor,
+            a: Option<&Tensor>,
+            b: Option<&Tensor>,
+            need: [bool; 2],
+        ) -> Result<[Option<Tensor>; 2]> {
+            Ok(match op {
+                $(BinaryOp::$variant => [
+                    when(need[0], || {
+                        let $ga = g;
+                        $(let $gas = operand!($gas, a, b);)*
+                        $grad_a
+                    })?,
+                    when(need[1], || {
+                        let $gb = g;
+                        $(let $gbs = operand!($gbs, a, b);)*
+                        $grad_b
+                    })?,
+                ],)*
+            })
+        }
+    };
+}
+binary_op_table!(binary_derivatives);
 
 fn when(need: bool, f: impl FnOnce() -> Result<Tensor>) -> Result<Option<Tensor>> {
     if need { f().map(Some) } else { Ok(None) }

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use cudarc::driver::result as drv_result;
 use serde::Serialize;
 
+use crate::base::{DType, Layout};
 use crate::device::cuda::blas::{self, GemmMode, GemmPtrs};
 use crate::device::cuda::ops::{self, Distribution, UpdateKernel};
 use crate::device::cuda::{self, CudaBackend, DeviceProps, driver_error};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Layout};
 use crate::timing::{self, Budget, Clock, Timing};
 
 /// `warmup` untimed calls of `f`, then `reps` calls each between two events.

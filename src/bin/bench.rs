@@ -97,7 +97,7 @@ fn main() -> anyhow::Result<()> {
             let rows = bench::cpu_matmul::run(budget, c.threads, with_reference)?;
             if let Some(path) = json {
                 let text = serde_json::to_string_pretty(&bench::cpu_matmul::rows_json(&rows, c.threads))?;
-                cs336::trace::io::write_atomic(&path, text.as_bytes())
+                cs336::atomic_file::write(&path, text.as_bytes())
                     .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
             }
         }

@@ -55,7 +55,7 @@ fn main() -> ExitCode {
 
 fn mode_peak(name: &str, mode: GemmMode) -> Option<f64> {
     let math = match mode {
-        GemmMode::Fp32 => MathMode::Fp32,
+        GemmMode::Fp32 | GemmMode::Fp32Default => MathMode::Fp32,
         GemmMode::Tf32 => MathMode::Tf32,
         GemmMode::Bf16 | GemmMode::Bf16F32Out => MathMode::Bf16,
         GemmMode::Fp16 => MathMode::Fp16,
@@ -86,9 +86,15 @@ fn run() -> Result<()> {
 
     let (m, n, k) = (args.b, args.k, args.d);
     let mut gemms: Vec<(GemmBench, Option<f64>)> = Vec::new();
-    for mode in [GemmMode::Fp32, GemmMode::Tf32, GemmMode::Bf16, GemmMode::Bf16F32Out] {
+    for mode in [
+        GemmMode::Fp32,
+        GemmMode::Fp32Default,
+        GemmMode::Tf32,
+        GemmMode::Bf16,
+        GemmMode::Bf16F32Out,
+    ] {
         // FP32 is ~15x slower than BF16: fewer repetitions keep the run short.
-        let reps = if mode == GemmMode::Fp32 {
+        let reps = if mode.input_dtype() == DType::F32 && mode != GemmMode::Tf32 {
             args.reps.min(5)
         } else {
             args.reps
@@ -151,8 +157,7 @@ fn run() -> Result<()> {
             &bandwidths,
         );
         let text = serde_json::to_string_pretty(&doc)?;
-        cs336::trace::io::write_atomic(&path, text.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
+        cs336::atomic_file::write(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
         println!("Wrote {}", path.display());
     }
     Ok(())

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 
+use cs336::atomic_file;
 use cs336::device::{self, DeviceRequest};
 use cs336::lecture::{self, LECTURE, SECTIONS, run};
 use cs336::trace::{self, Trace};
@@ -47,6 +48,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Build the HTML book from the traces already recorded, running no section and writing no
+    /// trace, and print the path of its `index.html`.
+    Book {
+        /// Pages quote this trace (default: the newest in the trace folder, as `book/book.toml`
+        /// says); `{{compare}}` reads the traces beside it unless `--trace-dir` says otherwise.
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
+    },
     /// Print one recorded value as JSON, e.g. `lecture get tensors_memory.bytes`
     /// (a further `.field` or `.0` walks into objects and lists).
     Get {
@@ -89,6 +98,36 @@ fn trace_path(dir: &Path, slug: &str) -> PathBuf {
     dir.join(LECTURE).join(format!("{slug}.json"))
 }
 
+/// This device's trace, or an error naming the traces there are (another machine's traces are
+/// named after its own device).
+fn device_trace(dir: &Path, slug: &str) -> Result<PathBuf> {
+    let path = trace_path(dir, slug);
+    if path.exists() {
+        return Ok(path);
+    }
+    let folder = dir.join(LECTURE);
+    let mut others: Vec<String> = std::fs::read_dir(&folder)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    others.sort();
+    bail!(
+        "this device has no trace ({} does not exist); run `cargo run --release --bin lecture` to record one, \
+         or read another with `--trace FILE` ({})",
+        path.display(),
+        if others.is_empty() {
+            format!("{} holds none", folder.display())
+        } else {
+            format!("in {}: {}", folder.display(), others.join(", "))
+        }
+    )
+}
+
 fn real_main() -> Result<()> {
     let cli = Cli::parse();
     let trace_dir = cli.trace_dir.clone().unwrap_or_else(|| root().join("trace"));
@@ -104,14 +143,26 @@ fn real_main() -> Result<()> {
         }
         return Ok(());
     }
-    if let Some(Command::Get { key, trace, record }) = cli.command {
-        let path = match trace {
-            Some(p) => p,
-            None => trace_path(&trace_dir, &device::choose(request)?.device.slug()),
-        };
-        return get(&path, &key, record);
+    if cli.command.is_some() && !cli.sections.is_empty() {
+        bail!("`--section` runs sections; `get` and `book` run none (drop one or the other)");
     }
+    match cli.command {
+        Some(Command::Get { key, trace, record }) => {
+            let path = match trace {
+                Some(p) => p,
+                None => device_trace(&trace_dir, &device::choose(request)?.device.slug())?,
+            };
+            return get(&path, &key, record);
+        }
+        Some(Command::Book { trace }) => return book(cli.trace_dir.as_deref(), trace),
+        None => {}
+    }
+    run_sections(&cli, &trace_dir, request)
+}
 
+/// Runs the sections `cli` names (all without `--section`), merges them into the trace and
+/// builds the book.
+fn run_sections(cli: &Cli, trace_dir: &Path, request: DeviceRequest) -> Result<()> {
     let mut selected = Vec::new();
     for id in &cli.sections {
         match lecture::find(id) {
@@ -123,13 +174,14 @@ fn real_main() -> Result<()> {
         }
     }
     let choice = device::choose(request)?;
-    let path = trace_path(&trace_dir, &choice.device.slug());
-    // A partial run merges into the existing trace, so read (and validate) it first.
-    let previous = if selected.is_empty() || !path.exists() {
-        None
-    } else {
-        Some(trace::load(&path)?)
-    };
+    let path = trace_path(trace_dir, &choice.device.slug());
+    // Before any section runs: the trace can be written, a partial run has a valid trace to
+    // merge into (a full run replaces an unreadable one), and the book can read its other traces.
+    atomic_file::check_writable(&path)?;
+    if !selected.is_empty() && path.exists() {
+        trace::load(&path)?;
+    }
+    check_neighbours(&path, !cli.no_book)?;
 
     println!(
         "Running {} section(s) on {} (seed {})",
@@ -144,22 +196,86 @@ fn real_main() -> Result<()> {
     if let Some(why) = &choice.cuda_unavailable_reason {
         println!("  not using CUDA: {why}");
     }
-    let done = run::run_lecture(&selected, &choice, cli.seed, &root(), previous, |r| {
+    let done = run::run_lecture(&selected, &choice, cli.seed, &root(), None, |r| {
         println!("  {:<28} {:>10}", r.id, format_seconds(r.wall_time_s));
     });
-    let trace = done.context("the trace was not written; the previous one (if any) is unchanged")?;
-    trace::save(&path, &trace)?;
+    let fresh = done.context("the trace was not written; the previous one (if any) is unchanged")?;
+    // Concurrent runs take turns from here: each merges into the trace as the one before left
+    // it, and builds the book from it, so no run's sections are lost and the last book is the
+    // newest.
+    let _lock = atomic_file::lock_beside(&path)?;
+    let previous = if selected.is_empty() || !path.exists() {
+        None
+    } else {
+        Some(trace::load(&path)?)
+    };
+    let merged = run::merge(previous, fresh);
+    trace::save(&path, &merged)?;
     println!("Wrote {}", path.display());
     if !cli.no_book {
         let options = cs336::book::BuildOptions {
             trace: Some(path.clone()),
             trace_dir: path.parent().map(Path::to_path_buf),
             out_dir: None,
+            source_root: Some(root()),
         };
         let index = cs336::book::build(&root().join("book"), &options)
             .context("the trace was written, but the book did not build")?;
         println!("Book: {}", index.display());
     }
+    if let Some(warning) = run::unoptimised_warning(&merged) {
+        eprintln!("{warning}");
+    }
+    Ok(())
+}
+
+/// Every other trace in `path`'s folder loads: the book shows them all (`{{compare}}`), so when
+/// it will be built an unreadable one stops the run before it starts; otherwise it is a warning.
+fn check_neighbours(path: &Path, book: bool) -> Result<()> {
+    let Some(dir) = path.parent() else { return Ok(()) };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    let mut others: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file() && p.file_name() != path.file_name())
+        .collect();
+    others.sort();
+    for other in others {
+        let Err(e) = trace::load(&other) else { continue };
+        if book {
+            bail!(
+                "{e}\nThe book shows every trace in {} (`{{{{compare}}}}`), so it would not build: fix or move that \
+                 file, or run with `--no-book`. Nothing was run.",
+                dir.display()
+            );
+        }
+        eprintln!(
+            "warning: {e}\n  (the book shows every trace in that folder and will not build until it is fixed or moved)"
+        );
+    }
+    Ok(())
+}
+
+/// `lecture book`: the book from the traces as they are.
+fn book(trace_dir: Option<&Path>, trace: Option<PathBuf>) -> Result<()> {
+    if let Some(file) = &trace {
+        trace::load(file)?;
+    }
+    let folder = match (trace_dir, &trace) {
+        (Some(dir), _) => Some(dir.join(LECTURE)),
+        (None, Some(file)) => file.parent().map(Path::to_path_buf),
+        (None, None) => None,
+    };
+    let options = cs336::book::BuildOptions {
+        trace,
+        trace_dir: folder,
+        out_dir: None,
+        source_root: Some(root()),
+    };
+    let index = cs336::book::build(&root().join("book"), &options).context("the book did not build")?;
+    println!("{}", index.display());
     Ok(())
 }
 
@@ -195,15 +311,21 @@ fn get(path: &Path, key: &str, whole_record: bool) -> Result<()> {
             known.join(", ")
         );
     };
-    let value = if whole_record {
-        serde_json::to_value(rec)?
-    } else {
-        rec.value.clone()
-    };
     let steps: Vec<String> = parts.map(String::from).collect();
     // The same walk the book uses for `{{value SECTION.NAME.PATH}}`.
-    let value = cs336::book::traces::walk(&value, &steps)
+    let value = trace::walk(&rec.value, &steps)
         .map_err(|(step, what)| anyhow::anyhow!("`{key}`: nothing at `{step}` ({what})"))?;
-    println!("{}", serde_json::to_string_pretty(value)?);
+    let shown = match serde_json::to_value(rec)? {
+        // The record with the part of its value the path leads to.
+        serde_json::Value::Object(mut fields) if whole_record => {
+            fields.insert("value".into(), value.clone());
+            if !steps.is_empty() {
+                fields.insert("path".into(), steps.join(".").into());
+            }
+            serde_json::Value::Object(fields)
+        }
+        _ => value.clone(),
+    };
+    println!("{}", serde_json::to_string_pretty(&shown)?);
     Ok(())
 }

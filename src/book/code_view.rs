@@ -1,49 +1,83 @@
-//! A section's code with each recorded value beside the line that recorded it: the static form of
-//! the original lecture's trace viewer. One grid row per source line (line number, code, values);
+//! A section's code with each recorded value beside the line that recorded it (each state of a
+//! history beside its own line): the static form of the original lecture's trace viewer. One grid row per source line (line number, code, values);
 //! each code line is its own `<code class="lang-rust">`, which highlight.js colours (not
 //! `language-rust`: mdbook would take that for a runnable block inside a `<pre>`).
 
-use std::path::Path;
-
 use super::format::{Format, compact_with, format_value, plain};
 use super::html::escape;
-use super::problem::Cause;
-use super::traces::Traces;
-use crate::lecture;
-use crate::trace::{Trace, ValueRecord, number_from_json, source::function_source};
+use super::render::older_code_mark;
+use super::sections::Section;
+use crate::trace::{Trace, Unit, json_number, number_from_json};
 
 /// Longest value text shown beside code; the full text is in the tooltip.
 const MAX_SHOWN_CHARS: usize = 44;
 
-pub fn render(path: &Path, trace: &Trace, section_id: &str) -> Result<String, Cause> {
-    let record = Traces::section(path, trace, section_id)?;
-    let code = lecture::find(section_id)
-        .and_then(|def| function_source(def.source, def.id).ok())
-        .ok_or_else(|| Cause::BadTrace(format!("no source for section `{section_id}`")))?;
-    let lines: Vec<&str> = code.text.lines().collect();
+pub fn render(trace: &Trace, section: &Section) -> String {
+    let record = section.record;
+    let (lines, start_line) = match &section.code {
+        Some(code) => (code.text.lines().collect(), code.start_line),
+        None => (Vec::new(), 0),
+    };
 
-    // Recorded lines are relative to where the function started when it ran; the hash check
-    // guarantees the function's text is the same, though code above it may have moved it.
+    // Each state of each value goes beside the line that recorded it; a line that recorded several
+    // (a loop) shows the last. Where the code is the code that ran (the hashes match), a state's
+    // token finds its line even after reformatting; otherwise its line, relative to where the
+    // function started when it ran, is the best guess.
+    let by_token = section.older_code.is_none();
+    let row = |line: u32, token: Option<usize>| -> Option<usize> {
+        if line == 0 {
+            return None;
+        }
+        let placed = match (by_token, token, &section.code) {
+            (true, Some(t), Some(code)) => code.line_of_token(t)?.checked_sub(start_line)?,
+            _ => line.checked_sub(record.source_line)?,
+        };
+        Some(placed as usize).filter(|&i| i < lines.len())
+    };
     let mut beside: Vec<Vec<(String, String)>> = vec![Vec::new(); lines.len()];
     let mut elsewhere = Vec::new();
     for (name, value) in &record.values {
-        let shown = (name.clone(), shown_value(value));
-        match value.line.checked_sub(record.source_line).map(|i| i as usize) {
-            Some(i) if value.line != 0 && i < lines.len() => beside[i].push(shown),
-            _ => elsewhere.push(shown),
+        let mut rows: Vec<(Option<usize>, String)> = Vec::new();
+        let states = value.history.iter().map(|s| (&s.value, s.line, s.token));
+        for (v, line, token) in states.chain([(&value.value, value.line, value.token)]) {
+            let at = row(line, token);
+            let text = shown_value(v, value.unit);
+            match rows.iter_mut().find(|(r, _)| *r == at) {
+                Some(slot) => slot.1 = text,
+                None => rows.push((at, text)),
+            }
+        }
+        for (at, text) in rows {
+            match at {
+                Some(i) => beside[i].push((name.clone(), text)),
+                None => elsewhere.push((name.clone(), text)),
+            }
         }
     }
 
     let device = &trace.provenance.device;
     let mut html = format!(
-        "<div class=\"lecture-code\"><div class=\"lecture-code-head\"><span>{} · <code>{}</code></span><span>values from the {} trace ({})</span></div><div class=\"lecture-code-grid\">",
+        "<div class=\"lecture-code\"><div class=\"lecture-code-head\"><span>{} · <code>{}</code></span><span>values from the {} trace ({})</span></div>",
         escape(&record.source_file),
-        escape(section_id),
+        escape(&record.id),
         escape(&device.slug),
         escape(&device.name),
     );
+    if let Some(older) = &section.older_code {
+        // Another device's trace from before the code changed: today's code is shown, and a value
+        // may sit beside a line that is not the one that recorded it.
+        let code = match section.code {
+            Some(_) => "the code below is today's, the values come from the code of that commit".to_string(),
+            None => format!("`{}` no longer holds this function", escape(&record.source_file)),
+        };
+        html.push_str(&format!(
+            "<div class=\"lecture-code-head\">{} <span>{code}</span></div>",
+            older_code_mark(older)
+        ));
+    }
+    html.push_str("<div class=\"lecture-code-grid\">");
     for (i, line) in lines.iter().enumerate() {
-        let number = code.start_line as usize + i;
+        let number = start_line as usize + i;
         html.push_str(&format!("<span class=\"lecture-ln\">{number}</span>"));
         if beside[i].is_empty() {
             html.push_str(&format!(
@@ -57,7 +91,10 @@ pub fn render(path: &Path, trace: &Trace, section_id: &str) -> Result<String, Ca
     }
     html.push_str("</div>");
     if !elsewhere.is_empty() {
-        html.push_str("<div class=\"lecture-code-foot\">Recorded by helpers outside this function: ");
+        html.push_str(match section.code {
+            Some(_) => "<div class=\"lecture-code-foot\">Recorded by helpers outside this function: ",
+            None => "<div class=\"lecture-code-foot\">Recorded values: ",
+        });
         html.push_str(
             &elsewhere
                 .iter()
@@ -68,7 +105,7 @@ pub fn render(path: &Path, trace: &Trace, section_id: &str) -> Result<String, Ca
         html.push_str("</div>");
     }
     html.push_str("</div>");
-    Ok(html)
+    html
 }
 
 fn values_cell(values: &[(String, String)]) -> String {
@@ -92,12 +129,12 @@ fn values_cell(values: &[(String, String)]) -> String {
 
 /// A value as it reads beside code: scalars formatted by unit, tensors and lists with short
 /// numbers.
-fn shown_value(record: &ValueRecord) -> String {
-    match &record.value {
-        serde_json::Value::Array(_) | serde_json::Value::Object(_) => compact_with(&record.value, &|v| {
+fn shown_value(value: &serde_json::Value, unit: Unit) -> String {
+    match value {
+        serde_json::Value::Array(_) | serde_json::Value::Object(_) => compact_with(value, &|v| {
             number_from_json(v).map(short_number).unwrap_or_else(|| v.to_string())
         }),
-        v => format_value(v, record.unit, Format::Auto).unwrap_or_else(|_| v.to_string()),
+        v => format_value(v, unit, Format::Auto).unwrap_or_else(|_| v.to_string()),
     }
 }
 
@@ -105,7 +142,7 @@ fn short_number(x: f64) -> String {
     if x.fract() == 0.0 || !x.is_finite() {
         plain(x)
     } else {
-        format_value(&crate::trace::json_number(x), crate::trace::Unit::None, Format::Auto).unwrap_or_else(|_| plain(x))
+        format_value(&json_number(x), Unit::None, Format::Auto).unwrap_or_else(|_| plain(x))
     }
 }
 

@@ -9,12 +9,12 @@
 //!
 //! | Directive | Shows |
 //! |---|---|
-//! | `{{value SECTION.NAME[.PATH] [format=F] [unit=U] [trace=SLUG]}}` | one value, formatted by its unit (inline) |
-//! | `{{code SECTION [trace=SLUG]}}` | the section's function with each value beside the line that recorded it |
+//! | `{{value SECTION.NAME[.PATH] [state=S] [format=F] [unit=U] [trace=SLUG]}}` | one value, formatted by its unit (inline) |
+//! | `{{code SECTION [trace=SLUG]}}` | the section's function with each value (each state of a history) beside the line that recorded it |
 //! | `{{chart ID [trace=SLUG]}}` | a chart from [`chart::CHARTS`] |
-//! | `{{provenance [trace=SLUG]}}` | device, commit, date and seed of the trace |
-//! | `{{compare SECTION.NAME[.PATH] [format=F] [unit=U]}}` | the value in every trace of the folder, device by device |
-//! | `{{if [not\|has] SECTION.NAME[.PATH]}}` … `{{else}}` … `{{end}}` | keeps the lines of the branch that holds |
+//! | `{{provenance [trace=SLUG]}}` | the device, and the run (commit, date, seed, compiler, build) of every section the page quotes |
+//! | `{{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}` | the value in every trace of the folder, device by device (CPU traces first) |
+//! | `{{if [not\|has] SECTION.NAME[.PATH] [state=S]}}` … `{{else}}` … `{{end}}` | keeps the lines of the branch that holds |
 //!
 //! `PATH` walks into a recorded object or list: `tensors_memory.fp8_e4m3_info.max`,
 //! `tensor_slicing.row_0.1`, `optimizer.grads.layers.0.weight.0.0` (a key with dots, such as a
@@ -26,22 +26,58 @@
 //! (`format=fixed1` on a list of losses). All but
 //! `value` stand alone on their line.
 //!
+//! # Histories and states
+//!
+//! A section may record a value as a history (`record!(cx, history loss, …)`): the trace keeps its
+//! earlier states (`history`, at most [`crate::trace::history::MAX_HISTORY`] states, evenly spaced
+//! beyond that) besides the final one, and every record call in order (`steps`). Without `state=`
+//! a directive quotes the final state; `state=first`, `state=last` or `state=K` (K counted from 0
+//! over the history followed by the final state) quotes another. A state that does not exist fails
+//! the build, saying how many there are (`{{if has …}}` is false instead). The code view shows each
+//! state beside the line that recorded it (a line that recorded several, a loop, shows the last);
+//! where the section's code is the code that ran, a value's `token` finds its line even after the
+//! file was reformatted.
+//!
+//! # Provenance
+//!
+//! A trace says trace-wide what the device decides (device, host, OS) and per section what the run
+//! that recorded it decided (time, seed, commit, compiler, build, command line): `lecture --section`
+//! re-records some sections and leaves the others' provenance alone. `{{provenance}}` is rendered
+//! after the page's other directives and describes the sections they quoted: one run in one line,
+//! several runs listed with their sections (a page that quotes nothing describes the whole trace).
+//! When the page quotes values a clock decided (`timed` in the trace: times, rates, MFU, measured
+//! ratios, the throughput sweep) from a run whose binary was built without optimisation, the box
+//! says so.
+//!
 //! # Which trace
 //!
 //! `trace=SLUG` reads `<trace-dir>/SLUG.json`. Without it a page reads the default trace:
 //! the one the `lecture` binary has just written when it builds the book, otherwise
-//! `trace` under `[preprocessor.lecture]` in `book.toml`: `newest` (the trace with the latest
-//! `created_at`), a slug, or a file. `trace-dir` defaults to `../trace/lecture_02` (relative
+//! `trace` under `[preprocessor.lecture]` in `book.toml`: `newest` (the trace whose newest section
+//! was recorded last, [`crate::trace::Trace::created_at`]), a slug (`cpu-intel-r-xeon-r-processor`,
+//! `nvidia-h200`), or a file. `trace-dir` defaults to `../trace/lecture_02` (relative
 //! to the book). mdbook's environment overrides work too:
 //! `MDBOOK_PREPROCESSOR__LECTURE__TRACE=nvidia-h200 mdbook serve book`.
+//!
+//! # Where section code comes from
+//!
+//! The book depends on the trace alone. A section's code (for `{{code}}` and for the staleness
+//! check) is read from the file the trace names (`source_file`, relative to the crate root), as
+//! that file is now. The crate root is `source-root` under `[preprocessor.lecture]` (default `..`,
+//! the book's parent folder). A trace is input: a `source_file` that is absolute, has `..` or
+//! leads out of the root fails the build.
 //!
 //! # Strictness
 //!
 //! The build fails, naming chapter, line, directive, cause and the command to run, when a
 //! directive is malformed, names a missing trace, section or value, or reads a section whose code
 //! changed after the trace recorded it (the section's `source_hash` differs from the hash of its
-//! function in this build).
+//! function in the file now). One exception keeps a GPU trace from freezing the book for everyone
+//! without that GPU: a trace of another device than the default trace's (read by `compare` or
+//! `trace=SLUG`) whose section is stale is shown, with a visible mark "recorded by older code
+//! (commit …)" beside its values.
 
+pub mod address;
 pub mod chart;
 pub mod code_view;
 pub mod directive;
@@ -49,15 +85,16 @@ pub mod format;
 pub mod html;
 pub mod preprocessor;
 pub mod problem;
+pub mod provenance;
 pub mod render;
+pub mod sections;
+mod swap;
 pub mod traces;
 
 use std::path::{Path, PathBuf};
 
 pub use preprocessor::LecturePreprocessor;
-pub use problem::{Cause, Problem};
-
-use crate::error::{Error, Result};
+pub use problem::{BookError, Cause, Problem};
 
 /// Where to build and which trace to use.
 #[derive(Debug, Clone, Default)]
@@ -68,28 +105,53 @@ pub struct BuildOptions {
     pub trace_dir: Option<PathBuf>,
     /// The HTML's folder (else `build-dir` of `book.toml`, relative to the book).
     pub out_dir: Option<PathBuf>,
+    /// The crate root, where the files that traces name as section sources are (else
+    /// `source-root` of `book.toml`, by default the book's parent folder).
+    pub source_root: Option<PathBuf>,
 }
 
 /// Builds the HTML book at `book_root` in-process and returns the path of its `index.html`.
-pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf> {
-    let failed = |e: anyhow::Error| match e.downcast::<Error>() {
+///
+/// The book is built into a fresh folder beside the output folder and swapped in (the old one
+/// renamed aside, the new one into place, the old one removed), under a lock on the output
+/// folder: concurrent builds take turns and a reader never sees half a book. A failed build
+/// leaves the previous book as it was.
+pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf, BookError> {
+    let failed = |e: anyhow::Error| match e.downcast::<BookError>() {
+        // mdbook hands errors back as anyhow; ours (the problems found) come back as they went in.
         Ok(ours) => ours,
-        Err(other) => Error::BookBuild {
+        Err(other) => BookError::Build {
             root: book_root.to_path_buf(),
             msg: format!("{other:#}"),
         },
+    };
+    let io_failed = |e: &dyn std::fmt::Display| BookError::Build {
+        root: book_root.to_path_buf(),
+        msg: e.to_string(),
     };
     let mut book = mdbook_driver::MDBook::load(book_root).map_err(failed)?;
     if let Some(dir) = &options.out_dir {
         book.config.build.build_dir = dir.clone();
     }
+    let out = book.root.join(&book.config.build.build_dir);
+    let out = std::path::absolute(&out).unwrap_or(out);
+    // `html/` inside the output folder when the book has several renderers.
+    let html_in_out = book
+        .build_dir_for("html")
+        .strip_prefix(book.root.join(&book.config.build.build_dir))
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let _lock = crate::atomic_file::lock_beside(&out).map_err(|e| io_failed(&e))?;
+    let fresh = swap::fresh_folder(&out).map_err(|e| io_failed(&e))?;
+    book.config.build.build_dir = fresh.path().to_path_buf();
     // Replaces the `[preprocessor.lecture]` command from book.toml (same name) with this
     // process's own preprocessor: no second process, no second compile.
     book.with_preprocessor(LecturePreprocessor {
         trace: options.trace.clone(),
         trace_dir: options.trace_dir.clone(),
+        source_root: options.source_root.clone(),
     });
     book.build().map_err(failed)?;
-    let index = book.build_dir_for("html").join("index.html");
-    Ok(std::path::absolute(&index).unwrap_or(index))
+    swap::into_place(fresh, &out).map_err(|e| io_failed(&e))?;
+    Ok(out.join(html_in_out).join("index.html"))
 }

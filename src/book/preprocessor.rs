@@ -7,7 +7,7 @@ use anyhow::Context;
 use mdbook_preprocessor::book::{Book, BookItem};
 use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
 
-use super::problem::Problem;
+use super::problem::{BookError, Problem};
 use super::render::render_chapter;
 use super::traces::{TraceChoice, Traces, clean};
 
@@ -17,12 +17,17 @@ pub const NAME: &str = "lecture";
 /// Where traces are, relative to the book's root, unless `trace-dir` says otherwise.
 pub const DEFAULT_TRACE_DIR: &str = "../trace/lecture_02";
 
-/// Renders the lecture's directives. `trace` and `trace_dir` override the book's settings (the
-/// `lecture` binary passes the trace it has just written and the folder it wrote it to).
+/// The crate root (the folder a trace's `source_file` is relative to), relative to the book's
+/// root, unless `source-root` says otherwise.
+pub const DEFAULT_SOURCE_ROOT: &str = "..";
+
+/// Renders the lecture's directives. The fields override the book's settings (the `lecture`
+/// binary passes the trace it has just written and the folder it wrote it to).
 #[derive(Debug, Clone, Default)]
 pub struct LecturePreprocessor {
     pub trace: Option<PathBuf>,
     pub trace_dir: Option<PathBuf>,
+    pub source_root: Option<PathBuf>,
 }
 
 /// The settings under `[preprocessor.lecture]`.
@@ -30,6 +35,7 @@ pub struct LecturePreprocessor {
 pub struct Settings {
     pub trace_dir: PathBuf,
     pub default: TraceChoice,
+    pub source_root: PathBuf,
 }
 
 impl Settings {
@@ -43,6 +49,10 @@ impl Settings {
             .config
             .get(&key("trace"))
             .with_context(|| format!("reading `{}` in book.toml", key("trace")))?;
+        let source_root: Option<String> = ctx
+            .config
+            .get(&key("source-root"))
+            .with_context(|| format!("reading `{}` in book.toml", key("source-root")))?;
         let resolve = |p: &Path| {
             if p.is_absolute() {
                 p.to_path_buf()
@@ -58,6 +68,7 @@ impl Settings {
         Ok(Settings {
             trace_dir: resolve(Path::new(dir.as_deref().unwrap_or(DEFAULT_TRACE_DIR))),
             default,
+            source_root: resolve(Path::new(source_root.as_deref().unwrap_or(DEFAULT_SOURCE_ROOT))),
         })
     }
 }
@@ -74,7 +85,8 @@ impl Preprocessor for LecturePreprocessor {
             None => settings.default,
         };
         let dir = self.trace_dir.as_ref().unwrap_or(&settings.trace_dir);
-        let mut traces = Traces::new(dir, default);
+        let source_root = self.source_root.as_ref().unwrap_or(&settings.source_root);
+        let mut traces = Traces::new(dir, default, source_root);
         let mut problems = Vec::new();
         book.for_each_mut(|item| {
             let BookItem::Chapter(chapter) = item else { return };
@@ -92,7 +104,7 @@ impl Preprocessor for LecturePreprocessor {
         if problems.is_empty() {
             Ok(book)
         } else {
-            Err(crate::Error::Book(problems).into())
+            Err(BookError::Problems(problems).into())
         }
     }
 }

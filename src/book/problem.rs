@@ -25,11 +25,29 @@ pub enum Cause {
     #[error("cannot read trace: {0}")]
     BadTrace(String),
 
-    #[error("trace {} has no section `{section}`", trace.display())]
-    MissingSection { trace: PathBuf, section: String },
+    #[error("trace {} has no section `{section}` (it has: {known})", trace.display())]
+    MissingSection {
+        trace: PathBuf,
+        section: String,
+        known: String,
+    },
 
-    #[error("section `{section}` is not part of this lecture (sections: {known})")]
-    UnknownSection { section: String, known: String },
+    #[error("trace {} names `{file}` as the source of section `{section}`, which is refused: {why}", trace.display())]
+    SourcePath {
+        trace: PathBuf,
+        section: String,
+        file: String,
+        why: String,
+    },
+
+    #[error("trace {} says section `{section}` is in `{file}`, but {msg}", trace.display())]
+    Source {
+        trace: PathBuf,
+        section: String,
+        file: String,
+        msg: String,
+        device: String,
+    },
 
     #[error("trace {} section `{section}` has no value `{name}` (it records: {known})", trace.display())]
     MissingValue {
@@ -45,6 +63,18 @@ pub enum Cause {
         address: String,
         step: String,
         what: String,
+    },
+
+    #[error(
+        "trace {}: `{address}` has no state {asked}: the value has {count} state(s), 0 to {}",
+        trace.display(),
+        count.saturating_sub(1)
+    )]
+    MissingState {
+        trace: PathBuf,
+        address: String,
+        asked: String,
+        count: usize,
     },
 
     #[error(
@@ -85,21 +115,47 @@ impl Cause {
                 "run `cargo run --release --bin lecture` (on the device the trace is named after) to write it".into()
             }
             Cause::BadTrace(_) => "re-run `cargo run --release --bin lecture` to write a fresh trace".into(),
-            Cause::MissingSection { section, .. } => format!("run `{}` to record it", rerun(section)),
-            Cause::UnknownSection { .. } => {
-                "fix the section id in the directive (`cargo run --release --bin lecture -- --list` lists them)".into()
+            Cause::MissingSection { section, .. } => format!(
+                "fix the section id in the directive (`cargo run --release --bin lecture -- --list` lists the \
+                 lecture's sections), or run `{}` to record it",
+                rerun(section)
+            ),
+            Cause::SourcePath { .. } => {
+                "a trace names source files relative to the crate root (`source-root` under [preprocessor.lecture]); \
+                 record the trace again with `cargo run --release --bin lecture`"
+                    .into()
             }
+            Cause::Source { section, device, .. } => format!(
+                "the section moved or was renamed since the trace recorded it: run `{}` on {device} to record it again",
+                rerun(section)
+            ),
             Cause::MissingValue { section, name, .. } => format!(
                 "fix the name in the directive, or record `{name}` in section `{section}` and run `{}`",
                 rerun(section)
             ),
             Cause::MissingPath { .. } => "fix the path after the value's name".into(),
+            Cause::MissingState { .. } => {
+                "`state=` takes `first`, `last` (the final state, the default) or an index from 0 \
+                 over the value's history and final state; `lecture get SECTION.NAME --record` shows them"
+                    .into()
+            }
             Cause::Stale { section, device, .. } => format!("run `{}` on {device} to record it again", rerun(section)),
             Cause::BadValue { .. } => "use a format that fits the value, or address a part of it".into(),
             Cause::UnknownChart { .. } => "fix the chart id (charts are listed in src/book/chart/mod.rs)".into(),
             Cause::Chart { .. } => "check the section's recorded values; re-run the section if they are missing".into(),
         }
     }
+}
+
+/// Why the book did not build.
+#[derive(Debug, thiserror::Error)]
+pub enum BookError {
+    /// Directives that could not be rendered, every one in the book.
+    #[error("{}", report(.0))]
+    Problems(Vec<Problem>),
+
+    #[error("building the book at {}: {msg}", root.display())]
+    Build { root: PathBuf, msg: String },
 }
 
 /// A cause, located: chapter, line and the directive as written.

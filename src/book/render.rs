@@ -1,6 +1,7 @@
 //! Rendering one chapter: every directive outside code is replaced by what it stands for, and
 //! `if`/`else`/`end` keep or drop the lines between them. Problems are collected, not stopped at,
-//! so one build reports everything that is wrong.
+//! so one build reports everything that is wrong. `{{provenance}}` is rendered last, when the
+//! chapter's other directives have said which sections they quote.
 
 use std::ops::Range;
 use std::path::Path;
@@ -11,6 +12,8 @@ use super::directive::{self, Address, Condition, Directive, Found};
 use super::format::{Format, format_value};
 use super::html::{escape, escape_inline};
 use super::problem::Cause;
+use super::provenance::{self, short_commit};
+use super::sections::OlderCode;
 use super::traces::Traces;
 use crate::trace::{Trace, Unit};
 
@@ -33,6 +36,9 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
     // Where the text being dropped (an untaken branch) started.
     let mut dropping_from: Option<usize> = None;
     let active = |open: &[Open]| open.iter().all(|o| o.keep != o.in_else);
+    // Provenance boxes wait for the quotes of the whole chapter.
+    let mut provenance_boxes: Vec<(Found, Option<String>)> = Vec::new();
+    traces.take_quotes();
 
     for found in directive::find(markdown) {
         let directive = match &found.parsed {
@@ -78,6 +84,10 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
                 }
             }
             _ if !was_active => continue,
+            Directive::Provenance { trace } => {
+                provenance_boxes.push((found.clone(), trace.clone()));
+                continue;
+            }
             _ => {
                 match render_one(directive, traces) {
                     Ok(html) if directive.is_block() => edits.push((found.line_span.clone(), format!("\n{html}\n"))),
@@ -98,6 +108,17 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
             }
             (false, _, _) => {}
             (true, true, _) => edits.push((line, String::new())),
+        }
+    }
+    let quotes = traces.take_quotes();
+    for (found, trace) in provenance_boxes {
+        let rendered = traces.path(trace.as_deref()).and_then(|path| {
+            let trace = traces.load(&path)?;
+            Ok(provenance::render(&path, &trace, &quotes))
+        });
+        match rendered {
+            Ok(html) => edits.push((found.line_span.clone(), format!("\n{html}\n"))),
+            Err(cause) => problems.push((found.line, found.text.clone(), cause)),
         }
     }
     for o in open {
@@ -143,13 +164,13 @@ fn condition_holds(condition: &Condition, slug: Option<&str>, traces: &mut Trace
     let path = traces.path(slug)?;
     let trace = traces.load(&path)?;
     match condition {
-        Condition::Has(address) => match Traces::resolve(&path, &trace, address) {
+        Condition::Has(address) => match traces.resolve(&path, &trace, address) {
             Ok(_) => Ok(true),
-            Err(Cause::MissingValue { .. } | Cause::MissingPath { .. }) => Ok(false),
+            Err(Cause::MissingValue { .. } | Cause::MissingPath { .. } | Cause::MissingState { .. }) => Ok(false),
             Err(other) => Err(other),
         },
         Condition::Value { address, negate } => {
-            let value = Traces::resolve(&path, &trace, address)?.value;
+            let value = traces.resolve(&path, &trace, address)?.value;
             let b = value.as_bool().ok_or_else(|| Cause::BadValue {
                 trace: path.clone(),
                 address: address.to_string(),
@@ -169,31 +190,40 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
             trace,
         } => {
             let path = traces.path(trace.as_deref())?;
-            value(&path, &*traces.load(&path)?, address, *format, *unit)
+            let trace = traces.load(&path)?;
+            value(traces, &path, &trace, address, *format, *unit)
         }
         Directive::Code { section, trace } => {
             let path = traces.path(trace.as_deref())?;
-            code_view::render(&path, &*traces.load(&path)?, section)
+            let trace = traces.load(&path)?;
+            let shown = traces.section(&path, &trace, section)?;
+            // The code view shows every value of the section.
+            traces.quote(&path, section, shown.record.values.values().any(|v| v.timed));
+            Ok(code_view::render(&trace, &shown))
         }
         Directive::Chart { id, trace } => {
             let path = traces.path(trace.as_deref())?;
-            chart::render(id, &path, &*traces.load(&path)?)
-        }
-        Directive::Provenance { trace } => {
-            let path = traces.path(trace.as_deref())?;
-            Ok(provenance(&path, &*traces.load(&path)?))
+            let trace = traces.load(&path)?;
+            chart::render(id, &path, &trace, traces)
         }
         Directive::Compare { address, format, unit } => compare(traces, address, *format, *unit),
-        Directive::If { .. } | Directive::Else | Directive::End => {
-            Err(Cause::Structure("misplaced `if`/`else`/`end`".into()))
+        Directive::If { .. } | Directive::Else | Directive::End | Directive::Provenance { .. } => {
+            Err(Cause::Structure("misplaced `if`/`else`/`end`/`provenance`".into()))
         }
     }
 }
 
 /// The value as text, formatted, escaped for markdown, marked as measured. `unit` gives a unit to
 /// a number inside a recorded object (the record's unit covers the whole record).
-fn value(path: &Path, trace: &Trace, address: &Address, format: Format, unit: Option<Unit>) -> Result<String, Cause> {
-    let found = Traces::resolve(path, trace, address)?;
+fn value(
+    traces: &mut Traces,
+    path: &Path,
+    trace: &Trace,
+    address: &Address,
+    format: Format,
+    unit: Option<Unit>,
+) -> Result<String, Cause> {
+    let found = traces.resolve(path, trace, address)?;
     let bad = |msg: String| Cause::BadValue {
         trace: path.to_path_buf(),
         address: address.to_string(),
@@ -217,64 +247,25 @@ fn value(path: &Path, trace: &Trace, address: &Address, format: Format, unit: Op
     };
     let title = format!(
         "{address} · {} trace · {}:{}",
-        trace.provenance.device.slug, found.section.source_file, found.record.line
+        trace.provenance.device.slug, found.section.source_file, found.line
     );
+    let mark = found.older_code.as_ref().map_or(String::new(), older_code_mark);
+    // Inline: markdown reads around these tags, so even the attribute is escaped for markdown
+    // (a backtick in it could close a code span the chapter opened before).
     Ok(format!(
-        "<span class=\"{class}\" title=\"{}\">{}</span>",
-        escape(&title),
+        "<span class=\"{class}\" title=\"{}\">{}</span>{mark}",
+        escape_inline(&title),
         escape_inline(&text)
     ))
 }
 
-/// The commit as `abc1234`, with whether the tree had uncommitted changes.
-fn short_commit(trace: &Trace, long: bool) -> String {
-    let git = &trace.provenance.git;
-    let commit = git.commit.as_deref().map_or("unknown".to_string(), |c| {
-        c.chars().take(if long { 10 } else { 7 }).collect()
-    });
-    match (git.dirty, long) {
-        (Some(true), true) => format!("{commit} with uncommitted changes"),
-        (Some(true), false) => format!("{commit} (dirty)"),
-        (None, true) => format!("{commit} (clean or not: unknown)"),
-        _ => commit,
-    }
-}
-
-/// The date part of an RFC 3339 time, and its clock time.
-fn when(created_at: &str) -> String {
-    match created_at.split_once('T') {
-        Some((date, time)) => format!("{date} {} UTC", time.trim_end_matches('Z').get(..5).unwrap_or(time)),
-        None => created_at.to_string(),
-    }
-}
-
-fn provenance(path: &Path, trace: &Trace) -> String {
-    let p = &trace.provenance;
-    let memory = p.device.memory_bytes.map_or(String::new(), |b| {
-        let text = format_value(&serde_json::Value::from(b), Unit::Bytes, Format::Auto).unwrap_or_default();
-        format!(", {text} of memory")
-    });
-    let no_gpu = match &p.device.cuda_unavailable_reason {
-        Some(why) if p.device.kind == "cpu" => format!(" No GPU was used: {}.", escape(why)),
-        _ => String::new(),
-    };
+/// The mark beside values that code as it is now did not record (another device's trace). It
+/// also stands inline in prose (after a value), so its text is escaped for markdown too.
+pub fn older_code_mark(older: &OlderCode) -> String {
     format!(
-        "<div class=\"lecture-provenance\"><strong>Where the numbers on this page come from:</strong> the <code>{}</code> trace, \
-         recorded on {} ({}{memory}) by commit <code>{}</code> on {}, seed {}, {}.{no_gpu} \
-         <span class=\"lecture-muted\">File: {}</span></div>",
-        escape(&p.device.slug),
-        escape(&p.device.name),
-        escape(&p.device.kind),
-        escape(&short_commit(trace, true)),
-        escape(&when(&p.created_at)),
-        p.seed,
-        escape(&p.rustc),
-        escape(
-            &path
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        ),
+        "<span class=\"lecture-older-code\" title=\"the section's code changed after this trace recorded it; \
+         only the device that wrote the trace can record it again\">{}</span>",
+        escape_inline(&older.text())
     )
 }
 
@@ -282,14 +273,20 @@ fn provenance(path: &Path, trace: &Trace) -> String {
 fn compare(traces: &mut Traces, address: &Address, format: Format, unit: Option<Unit>) -> Result<String, Cause> {
     let mut rows = String::new();
     for (path, trace) in traces.all()? {
-        let cell = value(&path, &trace, address, format, unit)?;
+        let cell = value(traces, &path, &trace, address, format, unit)?;
         let p = &trace.provenance;
+        // When and by which commit this trace's section was recorded.
+        let recorded = trace.section(&address.section).map_or(String::new(), |s| {
+            format!(
+                "{}, <code>{}</code>",
+                escape(s.run.recorded_at.split('T').next().unwrap_or_default()),
+                escape(&short_commit(&s.run.git, false))
+            )
+        });
         rows.push_str(&format!(
-            "<tr><td><code>{}</code></td><td>{}</td><td>{cell}</td><td>{}, <code>{}</code></td></tr>",
+            "<tr><td><code>{}</code></td><td>{}</td><td>{cell}</td><td>{recorded}</td></tr>",
             escape(&p.device.slug),
             escape(&p.device.name),
-            escape(p.created_at.split('T').next().unwrap_or_default()),
-            escape(&short_commit(&trace, false)),
         ));
     }
     Ok(format!(

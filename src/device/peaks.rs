@@ -2,7 +2,7 @@
 //! dtype. These are facts from vendor datasheets, not measurements; MFU divides what we measured by
 //! them. A device missing from the table gets no MFU (and the reason), never a made-up peak.
 
-use crate::tensor::DType;
+use crate::base::DType;
 
 /// Matmul precision, which on GPUs decides the unit that does the work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

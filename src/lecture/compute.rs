@@ -2,13 +2,14 @@
 
 use serde_json::json;
 
+use super::{SectionCtx, record};
 use crate::device::peaks::{self, MathMode, PromisedPeak};
-use crate::device::{Device, cpu};
+use crate::device::{Device, F32Matmul, cpu};
 use crate::error::Result;
 use crate::flops::FlopCounter;
 use crate::tensor::{DType, Tensor};
 use crate::timing::{self, Budget, Clock, Contender, Timing};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// A FLOP is one floating-point operation; FLOP/s is a speed. Training budgets are totals, chips
 /// are rated in speed.
@@ -20,14 +21,14 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     cx.record("reporting_threshold_flops", 1e26, Unit::Flop)?;
     // Speeds, from datasheets (dense): A100 bf16 and H100 SXM bf16.
     let a100 = peaks::datasheet_for("A100").map_or(f64::NAN, |p| p.bf16);
-    cx.record("a100_flop_per_sec", a100, Unit::FlopPerSec)?;
-    cx.record("h100_flop_per_sec", peaks::H100_SXM_BF16_DENSE, Unit::FlopPerSec)?;
+    cx.record_untimed("a100_flop_per_sec", a100, Unit::FlopPerSec)?;
+    cx.record_untimed("h100_flop_per_sec", peaks::H100_SXM_BF16_DENSE, Unit::FlopPerSec)?;
 
     // 8 H100s running flat out for one week (the original calls it two weeks but computes one).
     let seconds = 60.0 * 60.0 * 24.0 * 7.0;
-    cx.record("one_week_seconds", seconds, Unit::Seconds)?;
+    cx.record_untimed("one_week_seconds", seconds, Unit::Seconds)?;
     let total_flops = 8.0 * seconds * peaks::H100_SXM_BF16_DENSE;
-    cx.record("total_flops", total_flops, Unit::Flop)?;
+    record!(cx, total_flops, Unit::Flop)?;
 
     // A linear model y = x @ w: B points of dimension D mapped to K outputs.
     let (b, d, k) = linear_model_sizes(&cx.device);
@@ -40,7 +41,7 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     let w = Tensor::randn_on(&[d, k], DType::F32, &cx.device, &mut cx.rng)?;
     // One multiply and one add for each (i, j, k) triple.
     let actual_num_flops = 2 * b * d * k;
-    cx.record("actual_num_flops", actual_num_flops, Unit::Flop)?;
+    record!(cx, actual_num_flops, Unit::Flop)?;
     let counter = FlopCounter::start();
     let y = x.matmul(&w)?;
     cx.record("counted_num_flops", counter.finish().total(), Unit::Flop)?;
@@ -49,23 +50,31 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     // Wall-clock time: warm up, then repeat for a fixed time (0.3 s each), in blocks that take
     // turns between the precisions so a busy moment of the machine slows all of them; the median
     // and the spread. MFU = what we achieved / what the hardware promises (dense, for this dtype).
-    // On a GPU the same float32 tensors also run on the tensor cores as TF32 (inputs rounded to
-    // 10-bit mantissas, float32 accumulation): what `torch.backends.cuda.matmul.allow_tf32`
-    // switches on. And bfloat16: half the bytes, and on most hardware a faster unit.
+    // The float32 row is pedantic on a GPU: float32 in every step, the order of the reductions
+    // included. On a GPU two more: cuBLAS's default float32 (what PyTorch's float32 matmul runs:
+    // float32 arithmetic, but the library may split and reorder the reductions), and the same
+    // float32 tensors on the tensor cores as TF32 (inputs rounded to 10-bit mantissas, float32
+    // accumulation: what `torch.backends.cuda.matmul.allow_tf32` allows). And bfloat16: half the
+    // bytes, and on most hardware a faster unit.
     let (x16, w16) = (x.to_dtype(DType::BF16)?, w.to_dtype(DType::BF16)?);
-    let mut modes = vec![(MathMode::Fp32, &x, &w), (MathMode::Bf16, &x16, &w16)];
+    let mut runs = vec![
+        ("", MathMode::Fp32, F32Matmul::Pedantic, &x, &w),
+        ("bf16_", MathMode::Bf16, F32Matmul::Default, &x16, &w16),
+    ];
     if cx.device.is_cuda() {
-        modes.push((MathMode::Tf32, &x, &w));
+        runs.push(("fp32_default_", MathMode::Fp32, F32Matmul::Default, &x, &w));
+        runs.push(("tf32_", MathMode::Tf32, F32Matmul::Tf32, &x, &w));
     }
-    let times = time_in_turns(&cx.device, &modes)?;
-    for (&(mode, _, _), time) in modes.iter().zip(&times) {
-        let prefix = match mode {
-            MathMode::Fp32 => "",
-            MathMode::Tf32 => "tf32_",
-            _ => "bf16_",
-        };
+    let products: Vec<_> = runs.iter().map(|&(_, _, f32_mode, a, b)| (f32_mode, a, b)).collect();
+    let times = time_in_turns(&cx.device, &products)?;
+    for (&(prefix, mode, _, _, _), time) in runs.iter().zip(&times) {
         record_speed(cx, prefix, mode, time, actual_num_flops)?;
     }
+    // What the bfloat16 product hands back, and whether its partial sums may have been added in
+    // less than float32 precision on the way.
+    cx.record("bf16_output_dtype", x16.matmul(&w16)?.dtype().name(), Unit::None)?;
+    let reduced = cx.device.bf16_matmul_reduced_precision_reduction();
+    cx.record("bf16_reduced_precision_reduction", reduced, Unit::None)?;
     if cx.device.is_cpu() {
         // Which instructions did the bfloat16 work: AVX512_BF16 dot products, or a widening to
         // float32 (then bfloat16 cannot beat float32).
@@ -78,8 +87,9 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
 
     // Throughput against size: small products cannot keep the units busy.
     let (sweep, sweep_peaks) = throughput_sweep(cx)?;
-    cx.record("throughput_sweep", sweep, Unit::None)?;
-    cx.record("sweep_peaks", sweep_peaks, Unit::None)?;
+    cx.record_timed("throughput_sweep", sweep, Unit::None)?;
+    // On a CPU the peaks are measured (a timed FMA loop).
+    record!(cx, timed sweep_peaks, Unit::None)?;
     Ok(())
 }
 
@@ -98,7 +108,7 @@ pub(crate) fn linear_model_sizes(device: &Device) -> (usize, usize, usize) {
 #[track_caller]
 fn record_speed(cx: &mut SectionCtx, prefix: &str, mode: MathMode, timing: &Timing, flops: usize) -> Result<()> {
     cx.record(&format!("{prefix}actual_time"), timing.median_s, Unit::Seconds)?;
-    cx.record(&format!("{prefix}actual_time_spread"), timing.to_json(), Unit::None)?;
+    cx.record_timed(&format!("{prefix}actual_time_spread"), timing.to_json(), Unit::None)?;
     let achieved = timing.flop_per_sec(flops as u64);
     cx.record(&format!("{prefix}actual_flop_per_sec"), achieved, Unit::FlopPerSec)?;
     match peaks::promised(&cx.device, mode) {
@@ -109,22 +119,23 @@ fn record_speed(cx: &mut SectionCtx, prefix: &str, mode: MathMode, timing: &Timi
                 Unit::FlopPerSec,
             )?;
             cx.record(&format!("{prefix}promised_peak_source"), peak.how.clone(), Unit::None)?;
-            cx.record(&format!("{prefix}mfu"), peak.mfu(achieved), Unit::Ratio)
+            cx.record_timed(&format!("{prefix}mfu"), peak.mfu(achieved), Unit::Ratio)
         }
         Err(why) => cx.record(&format!("{prefix}mfu_unavailable_reason"), why, Unit::None),
     }
 }
 
-/// Times a·b for each (math mode, a, b), in turns (TF32 switched on for its own calls only).
-fn time_in_turns(device: &Device, modes: &[(MathMode, &Tensor, &Tensor)]) -> Result<Vec<Timing>> {
+/// Times a·b for each (float32 matmul mode, a, b), in turns (each mode switched on for its own
+/// calls only; it only matters on a GPU).
+fn time_in_turns(device: &Device, products: &[(F32Matmul, &Tensor, &Tensor)]) -> Result<Vec<Timing>> {
     let clock = Clock::for_device(device);
-    let mut contenders: Vec<_> = modes
+    let mut contenders: Vec<_> = products
         .iter()
         .map(|&(mode, a, b)| {
             timing::contender(clock.clone(), move || {
-                let was = device.set_allow_tf32(mode == MathMode::Tf32);
+                let was = device.set_f32_matmul(mode);
                 let product = a.matmul(b).map(drop);
-                device.set_allow_tf32(was);
+                device.set_f32_matmul(was);
                 product
             })
         })
@@ -169,17 +180,15 @@ fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_jso
         let a = Tensor::randn_on(&[n, n], DType::F32, &cx.device, &mut cx.rng)?;
         let b = Tensor::randn_on(&[n, n], DType::F32, &cx.device, &mut cx.rng)?;
         let (a16, b16) = (a.to_dtype(DType::BF16)?, b.to_dtype(DType::BF16)?);
-        let operands: Vec<_> = modes
+        let products: Vec<_> = modes
             .iter()
-            .map(|&m| {
-                if m == MathMode::Bf16 {
-                    (m, &a16, &b16)
-                } else {
-                    (m, &a, &b)
-                }
+            .map(|&m| match m {
+                MathMode::Bf16 => (F32Matmul::Pedantic, &a16, &b16),
+                MathMode::Tf32 => (F32Matmul::Tf32, &a, &b),
+                _ => (F32Matmul::Pedantic, &a, &b),
             })
             .collect();
-        let times = time_in_turns(&cx.device, &operands)?;
+        let times = time_in_turns(&cx.device, &products)?;
         for ((mode, peak), t) in modes.iter().zip(&peaks).zip(&times) {
             let flops = 2 * n * n * n;
             let fps = t.flop_per_sec(flops as u64);

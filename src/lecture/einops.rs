@@ -2,12 +2,13 @@
 //! works, but nothing in it says which dimension is which; named patterns say it, and here the
 //! names are checked when the code runs.
 
+use super::{SectionCtx, record};
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
 use crate::tensor::einops::{ReduceOp, einsum, rearrange, reduce};
 use crate::tensor::named::{Dims, NamedTensor};
 use crate::tensor::{DType, Tensor};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// The old way: dimensions by position. Which of -2 and -1 is "seq" and which is "hidden" lives
 /// only in comments.
@@ -15,7 +16,7 @@ pub fn einops_motivation(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::ones(&[2, 2, 3], DType::F32)?; // batch seq hidden
     let y = Tensor::ones(&[2, 2, 3], DType::F32)?; // batch seq hidden
     let z = x.matmul(&y.transpose(-2, -1)?)?; // batch seq seq
-    cx.record_tensor("z", &z)?; // each entry sums 3 products of ones
+    record!(cx, z)?; // each entry sums 3 products of ones
     Ok(())
 }
 
@@ -57,7 +58,7 @@ pub fn einops_einsum(cx: &mut SectionCtx) -> Result<()> {
     let counter = FlopCounter::start();
     let z = einsum("batch seq1 hidden, batch seq2 hidden -> batch seq1 seq2", &[&x, &y])?; // new way
     let flops = counter.finish();
-    cx.record_tensor("z", &z)?; // hidden is not in the output: summed over, 4 ones
+    record!(cx, z)?; // hidden is not in the output: summed over, 4 ones
     cx.record("z_equals_matmul", z.to_vec_f64()? == z_matmul.to_vec_f64()?, Unit::None)?;
     // It runs as one batched matmul, so it costs what the matmul costs: 2 · batch · seq1 · seq2 · hidden.
     cx.record("z_flops", flops.total(), Unit::Flop)?;
@@ -113,7 +114,7 @@ pub fn einops_rearrange(cx: &mut SectionCtx) -> Result<()> {
     // The inverse: the two dimensions grouped back into one.
     let x_merged = rearrange(&x_heads, "... heads hidden2 -> ... (heads hidden2)", &[])?;
     cx.record("x_merged_shape", x_merged.shape().to_vec(), Unit::None)?;
-    cx.record_tensor("x_merged", &x_merged)?;
+    record!(cx, x_merged)?;
 
     // Bad patterns: 8 is not 3 × anything, and a pattern for 2 dimensions on a 3-dimensional tensor.
     let wrong_split = rearrange(&x, "... (heads hidden1) -> ... heads hidden1", &[("heads", 3)]);

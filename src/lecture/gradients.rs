@@ -1,11 +1,12 @@
 //! Gradients: what backward computes, and what it costs in FLOPs.
 
+use super::{SectionCtx, record};
 use crate::autograd::Var;
 use crate::error::Result;
 use crate::flops::{FlopCount, FlopCounter};
 use crate::tensor::{DType, Tensor};
 use crate::timing::{self, Budget, Clock};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// Forward: compute a loss. Backward: compute the gradient of the loss with respect to each
 /// parameter, by the chain rule, from the loss back to the leaves.
@@ -51,7 +52,7 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
 
     // Forward: two matmuls.
     let num_forward_flops = (2 * b * d * d) + (2 * b * d * k);
-    cx.record("num_forward_flops", num_forward_flops, Unit::Flop)?;
+    record!(cx, num_forward_flops, Unit::Flop)?;
     let counter = FlopCounter::start();
     let loss = forward(&Var::constant(x.clone()))?;
     let counted = counter.finish();
@@ -59,13 +60,18 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     // The elementwise square and the mean add one FLOP per element of h2: small next to matmuls.
     cx.record("counted_forward_flops_all_ops", counted.forward, Unit::Flop)?;
 
-    // Backward, by the chain rule, one matmul per gradient:
-    let w2_grad_flops = 2 * b * d * k; // w2.grad = h1ᵀ @ h2.grad
-    let h1_grad_flops = 2 * b * d * k; // h1.grad = h2.grad @ w2ᵀ
-    let w1_grad_flops = 2 * b * d * d; // w1.grad = xᵀ @ h1.grad
-    let x_grad_flops = 2 * b * d * d; // x.grad = h1.grad @ w1ᵀ
-    let num_backward_flops = w2_grad_flops + h1_grad_flops + w1_grad_flops + x_grad_flops;
-    cx.record("num_backward_flops", num_backward_flops, Unit::Flop)?;
+    // Backward, by the chain rule, one matmul per gradient, added up term by term (a history:
+    // the count after each term is kept).
+    let mut num_backward_flops = 0;
+    record!(cx, history num_backward_flops, Unit::Flop)?;
+    num_backward_flops += 2 * b * d * k; // w2.grad = h1ᵀ @ h2.grad
+    record!(cx, history num_backward_flops, Unit::Flop)?;
+    num_backward_flops += 2 * b * d * k; // h1.grad = h2.grad @ w2ᵀ
+    record!(cx, history num_backward_flops, Unit::Flop)?;
+    num_backward_flops += 2 * b * d * d; // w1.grad = xᵀ @ h1.grad
+    record!(cx, history num_backward_flops, Unit::Flop)?;
+    num_backward_flops += 2 * b * d * d; // x.grad = h1.grad @ w1ᵀ
+    record!(cx, history num_backward_flops, Unit::Flop)?;
     cx.record(
         "backward_to_forward_ratio",
         num_backward_flops as f64 / num_forward_flops as f64,
@@ -119,10 +125,10 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     let times = timing::in_turns(Budget::lecture(), &mut [&mut forward_pass, &mut backward_pass])?;
     let (forward_time, backward_time) = (times[0], times[1]);
     cx.record("forward_time", forward_time.median_s, Unit::Seconds)?;
-    cx.record("forward_time_spread", forward_time.to_json(), Unit::None)?;
+    cx.record_timed("forward_time_spread", forward_time.to_json(), Unit::None)?;
     cx.record("backward_time", backward_time.median_s, Unit::Seconds)?;
-    cx.record("backward_time_spread", backward_time.to_json(), Unit::None)?;
-    cx.record(
+    cx.record_timed("backward_time_spread", backward_time.to_json(), Unit::None)?;
+    cx.record_timed(
         "measured_backward_to_forward_ratio",
         backward_time.median_s / forward_time.median_s,
         Unit::Ratio,

@@ -2,11 +2,12 @@
 
 use serde_json::json;
 
+use super::{SectionCtx, record};
 use crate::device::cuda;
 use crate::error::Result;
 use crate::tensor::formats::{self, FloatFormat};
 use crate::tensor::{DType, Tensor};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// Tensors are the basic building block: parameters, gradients, optimizer state, data and
 /// activations are all tensors. Here are the ways to make one.
@@ -114,11 +115,11 @@ pub fn tensors_on_gpus(cx: &mut SectionCtx) -> Result<()> {
         "compute_capability": format!("{}.{}", p.compute_capability.0, p.compute_capability.1),
         "l2_cache_size": p.l2_cache_bytes,
     });
-    cx.record("properties", properties, Unit::None)?;
+    record!(cx, properties, Unit::None)?;
 
     // What the allocator counts (bytes held by live tensors), and what the driver reports free.
     let memory_allocated = gpu.memory_stats().allocated;
-    cx.record("memory_allocated", memory_allocated, Unit::Bytes)?;
+    record!(cx, memory_allocated, Unit::Bytes)?;
     let (driver_free_before, _) = gpu.driver_memory()?;
 
     let y = x.to_device(&cx.device)?; // move the CPU tensor to the GPU (a copy)
@@ -126,9 +127,9 @@ pub fn tensors_on_gpus(cx: &mut SectionCtx) -> Result<()> {
     cx.record("y_device", y.device().to_string(), Unit::None)?;
     cx.record("z_device", z.device().to_string(), Unit::None)?;
     let new_memory_allocated = gpu.memory_stats().allocated;
-    cx.record("new_memory_allocated", new_memory_allocated, Unit::Bytes)?;
+    record!(cx, new_memory_allocated, Unit::Bytes)?;
     let memory_used = new_memory_allocated - memory_allocated;
-    cx.record("memory_used", memory_used, Unit::Bytes)?; // 2 x (32 x 32 x 4 bytes)
+    record!(cx, memory_used, Unit::Bytes)?; // 2 x (32 x 32 x 4 bytes)
 
     // The driver hands out memory in pages (2 MiB), and the stream-ordered pool behind each
     // allocation keeps what it reserved for reuse: its free-memory drop is a different number.

@@ -1,18 +1,28 @@
 //! The lecture's sections, in lecture order. Each is one function that runs the step it teaches
-//! and records what it observed; `SECTIONS` lists them with their titles and source files.
+//! and records what it observed through its `SectionCtx` (the recorder); `SECTIONS` lists them
+//! with their titles and source files, and `run` turns a run into a trace.
 
+mod checkpointing;
 mod compute;
+mod data_loading;
 mod einops;
 mod gradients;
 mod memory;
+mod mixed_precision;
 mod models;
 mod napkin;
 mod operations;
+mod optimizer;
+mod randomness;
+pub mod recorder;
 pub mod run;
+mod train_loop;
 mod training;
 
+pub(crate) use recorder::record;
+pub use recorder::{IntoValue, SectionCtx};
+
 use crate::error::Result;
-use crate::trace::SectionCtx;
 
 pub const LECTURE: &str = "lecture_02";
 
@@ -60,12 +70,12 @@ sections! {
     gradients::gradients_flops => "Gradients: FLOPs",
     models::module_parameters => "Module parameters and initialisation",
     models::custom_model => "A custom model",
-    training::note_about_randomness => "A note about randomness",
-    training::data_loading => "Data loading",
-    training::optimizer => "Optimizer",
-    training::train_loop => "Training loop",
-    training::checkpointing => "Checkpointing",
-    training::mixed_precision_training => "Mixed-precision training",
+    randomness::note_about_randomness => "A note about randomness",
+    data_loading::data_loading => "Data loading",
+    optimizer::optimizer => "Optimizer",
+    train_loop::train_loop => "Training loop",
+    checkpointing::checkpointing => "Checkpointing",
+    mixed_precision::mixed_precision_training => "Mixed-precision training",
 }
 
 pub fn find(id: &str) -> Option<&'static SectionDef> {

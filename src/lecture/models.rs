@@ -2,12 +2,13 @@
 
 use serde_json::json;
 
+use super::{SectionCtx, record};
 use crate::autograd::Var;
 use crate::error::Result;
 use crate::nn::{Cruncher, Init, Module};
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// Standard deviation of a tensor's elements (population form).
 fn std_of(t: &Tensor) -> Result<f64> {
@@ -22,8 +23,8 @@ fn std_of(t: &Tensor) -> Result<f64> {
 pub fn module_parameters(cx: &mut SectionCtx) -> Result<()> {
     let input_dim = 16384;
     let output_dim = 32;
-    cx.record("input_dim", input_dim, Unit::Count)?;
-    cx.record("output_dim", output_dim, Unit::Count)?;
+    record!(cx, input_dim, Unit::Count)?;
+    record!(cx, output_dim, Unit::Count)?;
     let x = Var::constant(Tensor::randn(&[input_dim], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
 
     // w ~ N(0, 1): outputs of size about √input_dim = 128.

@@ -1,8 +1,9 @@
 //! Napkin math: the two questions the lecture opens with, answered from first principles.
 
+use super::{SectionCtx, record};
 use crate::device::peaks;
 use crate::error::Result;
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// How long does it take to train a 70B-parameter dense transformer on 15T tokens on 1024 H100s,
 /// and what is the largest model that fits on 8 H100s with AdamW (naively)?
@@ -11,24 +12,24 @@ pub fn motivating_questions(cx: &mut SectionCtx) -> Result<()> {
     let num_parameters = 70e9;
     let num_tokens = 15e12;
     let total_flops = 6.0 * num_parameters * num_tokens;
-    cx.record("total_flops", total_flops, Unit::Flop)?;
+    record!(cx, total_flops, Unit::Flop)?;
 
     let h100_flop_per_sec = peaks::H100_SXM_BF16_DENSE; // datasheet, dense (no sparsity)
-    cx.record("h100_flop_per_sec", h100_flop_per_sec, Unit::FlopPerSec)?;
+    record!(cx, untimed h100_flop_per_sec, Unit::FlopPerSec)?;
     let mfu = 0.5;
-    cx.record("mfu", mfu, Unit::Ratio)?;
+    record!(cx, mfu, Unit::Ratio)?;
     let num_gpus = 1024;
-    cx.record("num_gpus", num_gpus, Unit::Count)?;
+    record!(cx, num_gpus, Unit::Count)?;
     let flops_per_day = h100_flop_per_sec * mfu * num_gpus as f64 * 60.0 * 60.0 * 24.0;
-    cx.record("flops_per_day", flops_per_day, Unit::Flop)?;
+    record!(cx, flops_per_day, Unit::Flop)?;
     let days = total_flops / flops_per_day;
-    cx.record("days", days, Unit::None)?;
+    record!(cx, days, Unit::None)?;
 
     // Memory: parameters, gradients and AdamW's two moments, all float32.
     let h100_bytes = 80e9;
-    cx.record("h100_bytes", h100_bytes, Unit::Bytes)?;
+    record!(cx, h100_bytes, Unit::Bytes)?;
     let bytes_per_parameter = 4 + 4 + (4 + 4);
-    cx.record("bytes_per_parameter", bytes_per_parameter, Unit::Bytes)?;
+    record!(cx, bytes_per_parameter, Unit::Bytes)?;
     let largest_model = (8.0 * h100_bytes) / bytes_per_parameter as f64;
     cx.record("num_parameters", largest_model, Unit::Count)?;
 

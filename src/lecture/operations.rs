@@ -1,20 +1,21 @@
 //! Tensor operations: storage and strides, views that share memory, copies that do not,
 //! elementwise ops and matrix multiplication.
 
+use super::{SectionCtx, record};
 use crate::error::Result;
 use crate::tensor::{DType, Tensor};
-use crate::trace::{SectionCtx, Unit};
+use crate::trace::Unit;
 
 /// A tensor is a pointer into storage plus strides: how far to jump in storage for one step
 /// along each dimension.
 pub fn tensor_storage(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::arange(16, DType::F32)?.view(&[4, 4])?;
-    cx.record_tensor("x", &x)?;
+    record!(cx, x)?;
     cx.record("stride", x.strides().to_vec(), Unit::Count)?;
     // Element (r, c) sits at storage position r·stride[0] + c·stride[1].
     let (r, c) = (1, 2);
     let index = r * x.strides()[0] + c * x.strides()[1];
-    cx.record("index", index, Unit::Count)?;
+    record!(cx, index, Unit::Count)?;
     cx.record("element", x.get(&[r, c])?, Unit::None)?;
     cx.record(
         "element_at_index",

@@ -1,35 +1,45 @@
 //! Running sections and assembling the trace. A section that fails stops the run with its id and
-//! the cause; the caller then leaves any existing trace file untouched.
+//! the cause; the caller then leaves any existing trace file untouched. Each section keeps the
+//! provenance of the run that recorded it; a partial run replaces its own sections and keeps the
+//! others as they were.
 
 use std::path::Path;
 use std::time::Instant;
 
-use super::{LECTURE, SECTIONS, SectionDef};
+use super::{LECTURE, SECTIONS, SectionCtx, SectionDef};
 use crate::device::{Device, DeviceChoice};
 use crate::error::{Error, Result};
-use crate::trace::{self, DeviceInfo, Provenance, SCHEMA_VERSION, SectionCtx, SectionRecord, Trace, provenance};
+use crate::host;
+use crate::trace::source::FunctionSource;
+use crate::trace::{
+    self, DeviceInfo, Provenance, RunInfo, SCHEMA_VERSION, SectionRecord, Trace, ValueRecord, provenance,
+};
 
-/// A section that failed, and why.
+/// A section that failed, and why. The cause is part of the message, not a `source`: with a
+/// source, `anyhow`'s `{:#}` would print it twice.
 #[derive(Debug, thiserror::Error)]
-#[error("section `{id}` failed: {source}")]
+#[error("section `{id}` failed: {cause}")]
 pub struct SectionError {
     pub id: &'static str,
-    #[source]
-    pub source: Box<Error>,
+    pub cause: Box<Error>,
 }
 
-/// Runs one section and returns its record.
-pub fn run_section(def: &SectionDef, choice: &DeviceChoice, seed: u64) -> Result<SectionRecord, SectionError> {
-    let fail = |source| SectionError {
+/// Runs one section and returns its record, with `run` as its provenance.
+pub fn run_section(def: &SectionDef, choice: &DeviceChoice, run: &RunInfo) -> Result<SectionRecord, SectionError> {
+    let fail = |cause| SectionError {
         id: def.id,
-        source: Box::new(source),
+        cause: Box::new(cause),
     };
     let code = trace::source::function_source(def.source, def.id)
         .map_err(|e| fail(Error::invalid("section", format!("{}: {e}", def.file))))?;
-    let mut cx = SectionCtx::new(def.id, def.file, choice, seed);
+    let mut cx = SectionCtx::new(def.id, def.file, choice, run.seed);
     let start = Instant::now();
     (def.run)(&mut cx).map_err(fail)?;
     let wall_time_s = start.elapsed().as_secs_f64();
+    let (mut values, steps) = cx.into_parts();
+    for value in values.values_mut() {
+        place_by_token(value, &code);
+    }
     Ok(SectionRecord {
         id: def.id.to_string(),
         title: def.title.to_string(),
@@ -37,19 +47,29 @@ pub fn run_section(def: &SectionDef, choice: &DeviceChoice, seed: u64) -> Result
         source_line: code.start_line,
         source_hash: code.hash(),
         wall_time_s,
-        recorded_at: provenance::now(),
-        git_commit: None,
-        values: cx.into_values(),
+        run: run.clone(),
+        values,
+        steps,
     })
+}
+
+/// Notes, for the value and each earlier state, the token its line starts with: the book finds
+/// the line again after the code is reformatted (same tokens, other lines).
+fn place_by_token(value: &mut ValueRecord, code: &FunctionSource) {
+    let token = |line: u32| if line == 0 { None } else { code.token_at_line(line) };
+    value.token = token(value.line);
+    for state in &mut value.history {
+        state.token = token(state.line);
+    }
 }
 
 pub fn device_info(choice: &DeviceChoice) -> DeviceInfo {
     match &choice.device {
         Device::Cpu => DeviceInfo {
             kind: "cpu".into(),
-            name: provenance::host().cpu_model,
+            name: host::cpu_model(),
             slug: choice.device.slug(),
-            memory_bytes: provenance::host_memory_bytes(),
+            memory_bytes: host::memory_bytes(),
             cuda_unavailable_reason: choice.cuda_unavailable_reason.clone(),
             // Which instructions the CPU's bfloat16 matmul uses on this host.
             details: [(
@@ -75,21 +95,18 @@ pub fn device_info(choice: &DeviceChoice) -> DeviceInfo {
     }
 }
 
-pub fn provenance(choice: &DeviceChoice, seed: u64, root: &Path) -> Provenance {
+/// What the device decides, trace-wide.
+pub fn provenance(choice: &DeviceChoice) -> Provenance {
     Provenance {
         device: device_info(choice),
         host: provenance::host(),
-        os: provenance::os(),
-        git: provenance::git(root),
-        rustc: provenance::rustc(),
-        created_at: provenance::now(),
-        seed,
-        command_line: std::env::args().collect(),
+        os: host::os(),
     }
 }
 
 /// Runs `selected` sections (all when empty) and merges them into `previous` (keeping the other
-/// sections it holds, in lecture order). `on_done` sees each record as it completes.
+/// sections it holds, with their own provenance, in lecture order). `on_done` sees each record
+/// as it completes.
 pub fn run_lecture(
     selected: &[&'static SectionDef],
     choice: &DeviceChoice,
@@ -103,16 +120,29 @@ pub fn run_lecture(
     } else {
         selected.to_vec()
     };
-    let provenance = provenance(choice, seed, root);
+    let run = provenance::run(seed, root);
     let mut fresh = Vec::new();
     for def in to_run {
-        let mut record = run_section(def, choice, seed)?;
-        record.git_commit = provenance.git.commit.clone();
+        let record = run_section(def, choice, &run)?;
         on_done(&record);
         fresh.push(record);
     }
+    let fresh = Trace {
+        schema_version: SCHEMA_VERSION,
+        lecture: LECTURE.to_string(),
+        provenance: provenance(choice),
+        sections: fresh,
+    };
+    Ok(merge(previous, fresh))
+}
+
+/// The sections of `fresh` merged into `previous` (keeping the other sections it holds, with
+/// their own run provenance), in lecture order; the trace-wide provenance is `fresh`'s (the
+/// device decides it). The `lecture` binary runs the sections first and merges under the trace's
+/// lock, into the trace as it is then: a concurrent run may have written it meanwhile.
+pub fn merge(previous: Option<Trace>, fresh: Trace) -> Trace {
     let mut sections = previous.map(|t| t.sections).unwrap_or_default();
-    for record in fresh {
+    for record in fresh.sections {
         match sections.iter_mut().find(|s| s.id == record.id) {
             Some(slot) => *slot = record,
             None => sections.push(record),
@@ -121,10 +151,32 @@ pub fn run_lecture(
     // Lecture order; sections this build no longer knows go last, unchanged.
     let rank = |id: &str| SECTIONS.iter().position(|s| s.id == id).unwrap_or(usize::MAX);
     sections.sort_by_key(|s| rank(&s.id));
-    Ok(Trace {
-        schema_version: SCHEMA_VERSION,
-        lecture: LECTURE.to_string(),
-        provenance,
-        sections,
+    Trace { sections, ..fresh }
+}
+
+/// What `lecture` says after a run when the trace holds timings measured by a binary built
+/// without optimisation (by this run, or by an earlier one whose sections it kept): they describe
+/// that build, not the machine.
+pub fn unoptimised_warning(trace: &Trace) -> Option<String> {
+    let mut sections = Vec::new();
+    let mut builds: Vec<String> = Vec::new();
+    for s in &trace.sections {
+        if !s.run.build.is_optimised() && s.values.values().any(|v| v.timed) {
+            sections.push(s.id.as_str());
+            let build = s.run.build.describe();
+            if !builds.contains(&build) {
+                builds.push(build);
+            }
+        }
+    }
+    (!sections.is_empty()).then(|| {
+        format!(
+            "warning: the times, speeds and MFU of {} section(s) ({}) were measured by a binary built without \
+             optimisation ({}): they describe that build, not the machine, and every page quoting them says so. \
+             For measurements, run `cargo run --release --bin lecture`.",
+            sections.len(),
+            sections.join(", "),
+            builds.join("; ")
+        )
     })
 }

@@ -1,8 +1,10 @@
 //! Creating tensors: from nested data, filled (`zeros`, `ones`, `full`, `arange`, `empty`), and
 //! random (`randn`, `rand`, `trunc_normal`), always from an explicit seeded `Rng`.
 
-use super::{CpuBuffer, DType, Tensor};
+use super::{CpuBuffer, DType, Tensor, backend};
 use crate::device::Device;
+use crate::device::cuda::CudaDevice;
+use crate::device::cuda::ops::Distribution;
 use crate::error::{Error, Result};
 use crate::rng::Rng;
 
@@ -91,7 +93,8 @@ impl Tensor {
 
     /// Made directly on `device` (on a GPU by a fill kernel: nothing is copied from the host).
     pub fn full_on(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
-        crate::device::full(shape, value, dtype, device)
+        let n = shape.iter().product();
+        Tensor::from_buffer(backend::full(device, dtype, n, value)?, shape, device.clone())
     }
 
     pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
@@ -134,13 +137,7 @@ impl Tensor {
     pub fn randn_on(shape: &[usize], dtype: DType, device: &Device, rng: &mut Rng) -> Result<Tensor> {
         match device {
             Device::Cpu => Tensor::randn(shape, dtype, rng),
-            Device::Cuda(c) => crate::device::random_on_gpu(
-                c,
-                crate::device::cuda::ops::Distribution::Normal,
-                shape,
-                dtype,
-                rng.next_u64(),
-            ),
+            Device::Cuda(gpu) => Tensor::drawn_on(gpu, Distribution::Normal, shape, dtype, rng.next_u64()),
         }
     }
 
@@ -148,14 +145,14 @@ impl Tensor {
     pub fn rand_on(shape: &[usize], dtype: DType, device: &Device, rng: &mut Rng) -> Result<Tensor> {
         match device {
             Device::Cpu => Tensor::rand(shape, dtype, rng),
-            Device::Cuda(c) => crate::device::random_on_gpu(
-                c,
-                crate::device::cuda::ops::Distribution::Uniform,
-                shape,
-                dtype,
-                rng.next_u64(),
-            ),
+            Device::Cuda(gpu) => Tensor::drawn_on(gpu, Distribution::Uniform, shape, dtype, rng.next_u64()),
         }
+    }
+
+    fn drawn_on(gpu: &CudaDevice, dist: Distribution, shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
+        let n = shape.iter().product();
+        let buffer = backend::random_on_gpu(gpu, dist, dtype, n, seed)?;
+        Tensor::from_buffer(buffer, shape, Device::Cuda(gpu.clone()))
     }
 
     /// Samples uniformly from [0, 1).

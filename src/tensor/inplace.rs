@@ -6,7 +6,6 @@
 //! bound: a chain of separate elementwise ops would read and write every array several times.
 
 use super::Tensor;
-use crate::device;
 use crate::error::{Error, Result};
 use crate::flops;
 
@@ -17,13 +16,7 @@ pub const ADAGRAD_FLOPS_PER_ELEMENT: u64 = 7;
 
 impl Tensor {
     fn check_update_target(&self, op: &'static str, other: &Tensor, what: &str) -> Result<()> {
-        if !self.is_contiguous() {
-            return Err(Error::NotContiguous {
-                op,
-                shape: self.shape().to_vec(),
-                strides: self.strides().to_vec(),
-            });
-        }
+        self.layout().contiguous_range_in(op, self.storage().len())?;
         if self.shape() != other.shape() {
             return Err(Error::shape(
                 op,
@@ -45,13 +38,24 @@ impl Tensor {
     /// dtype, and is converted to this tensor's dtype). This tensor must be contiguous.
     pub fn copy_from(&self, src: &Tensor) -> Result<()> {
         self.check_update_target("copy_from", src, "source")?;
-        device::copy_into(self, src)
+        if self.device() != src.device() {
+            return Err(Error::DeviceMismatch {
+                op: "copy_from",
+                lhs: self.device().to_string(),
+                rhs: src.device().to_string(),
+            });
+        }
+        let source = src.to_dtype(self.dtype())?.contiguous()?;
+        self.storage()
+            .copy_from(self.layout(), source.storage(), source.layout())
     }
 
     /// `self -= lr · grad`, in place.
     pub fn sgd_update_(&self, grad: &Tensor, lr: f64) -> Result<()> {
         self.check_update_target("sgd_update", grad, "gradient")?;
-        device::sgd_update(self, grad, lr)?;
+        let grad = grad.contiguous()?;
+        self.storage()
+            .sgd_update(self.layout(), grad.storage(), grad.layout(), lr)?;
         flops::record("sgd_update", SGD_FLOPS_PER_ELEMENT * self.numel() as u64);
         Ok(())
     }
@@ -61,7 +65,14 @@ impl Tensor {
         self.check_update_target("adagrad_update", grad, "gradient")?;
         self.check_update_target("adagrad_update", sum_sq, "squared-gradient sum")?;
         sum_sq.check_update_target("adagrad_update", grad, "gradient")?;
-        device::adagrad_update(self, sum_sq, grad, lr, eps)?;
+        let grad = grad.contiguous()?;
+        self.storage().adagrad_update(
+            self.layout(),
+            (sum_sq.storage(), sum_sq.layout()),
+            (grad.storage(), grad.layout()),
+            lr,
+            eps,
+        )?;
         flops::record("adagrad_update", ADAGRAD_FLOPS_PER_ELEMENT * self.numel() as u64);
         Ok(())
     }

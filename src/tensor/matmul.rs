@@ -2,8 +2,7 @@
 //! broadcast. Counts 2·m·n·k FLOPs per matrix product: one multiply and one add per term.
 
 use super::Tensor;
-use super::layout::broadcast_shapes;
-use crate::device;
+use crate::base::layout::broadcast_shapes;
 use crate::error::{Error, Result};
 use crate::flops;
 
@@ -61,9 +60,11 @@ impl Tensor {
             )
         })?;
         let with = |tail: [usize; 2]| batch.iter().copied().chain(tail).collect::<Vec<_>>();
-        let a = a.with_layout(a.layout().broadcast_to(&with([m, k]))?);
-        let b = b.with_layout(b.layout().broadcast_to(&with([k, n]))?);
-        let out = device::matmul(&a, &b, &with([m, n]))?;
+        let (la, lb) = (
+            a.layout().broadcast_to(&with([m, k]))?,
+            b.layout().broadcast_to(&with([k, n]))?,
+        );
+        let out = a.fresh(a.storage().matmul(&la, b.storage(), &lb)?, &with([m, n]))?;
         let products: usize = batch.iter().product();
         flops::record("matmul", 2 * (products * m * n * k) as u64);
 

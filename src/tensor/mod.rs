@@ -1,13 +1,14 @@
 //! Tensors: a shared storage plus a layout (shape, strides, offset). Everything the first half of
 //! the lecture says about memory follows from this split: views are free, copies are not.
+//!
+//! Dtypes, layouts and the ops themselves are declared below this layer (`base`); every op that
+//! touches data is routed from here to the backend that holds it (`backend.rs`).
 
+mod backend;
 mod create;
-pub mod dtype;
 pub mod einops;
-pub mod formats;
 mod grad_ops;
 mod inplace;
-pub mod layout;
 mod matmul;
 pub mod named;
 mod ops;
@@ -17,13 +18,14 @@ mod view;
 
 use std::sync::Arc;
 
-pub use dtype::{DType, Element};
+// What a tensor user needs from the layers below, under the names the lecture uses.
+pub use crate::base::formats;
+pub use crate::base::{BinaryOp, DType, Element, Layout, ReduceOp, UnaryOp};
+pub use crate::device::cpu::{BufferElement, CpuBuffer};
 pub use inplace::{ADAGRAD_FLOPS_PER_ELEMENT, SGD_FLOPS_PER_ELEMENT};
-pub use layout::Layout;
-pub use ops::{BinaryOp, UnaryOp};
-pub use reduce::ReduceOp;
-pub use storage::{Buffer, BufferElement, CpuBuffer, Storage};
+pub use storage::{Buffer, Storage};
 
+use crate::base::dtype::convert;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::with_cpu_buffer;
@@ -71,6 +73,11 @@ impl Tensor {
 
     pub(crate) fn from_cpu(buffer: CpuBuffer, shape: &[usize]) -> Result<Tensor> {
         Tensor::from_buffer(Buffer::Cpu(buffer), shape, Device::Cpu)
+    }
+
+    /// A fresh result of an op on this tensor: on its device, contiguous in `shape`.
+    pub(crate) fn fresh(&self, buffer: Buffer, shape: &[usize]) -> Result<Tensor> {
+        Tensor::from_buffer(buffer, shape, self.device().clone())
     }
 
     /// A view: same storage, new layout.
@@ -152,8 +159,8 @@ impl Tensor {
         // Generic over the stored type, not through f64: f64 rounds i64 values above 2^53.
         fn go<S: Element, T: Element>(v: &[S], layout: &Layout) -> Vec<T> {
             match layout.contiguous_range() {
-                Some(range) => v[range].iter().map(|&x| dtype::convert(x)).collect(),
-                None => layout.storage_indices().map(|i| dtype::convert(v[i])).collect(),
+                Some(range) => v[range].iter().map(|&x| convert(x)).collect(),
+                None => layout.storage_indices().map(|i| convert(v[i])).collect(),
             }
         }
         let cpu = self.to_device(&Device::Cpu)?;
@@ -206,27 +213,12 @@ impl Tensor {
 
     /// One element by its index.
     pub fn get(&self, index: &[usize]) -> Result<f64> {
-        let pos = self.layout.storage_index(index)?;
-        let value = match &*self.storage.read() {
-            Buffer::Cpu(buf) => buf.get_f64(pos),
-            // One element copied back from the GPU (synchronises).
-            Buffer::Cuda(buf) => Some(crate::device::cuda::get_f64(buf, pos)?),
-        };
-        value.ok_or_else(|| Error::invalid("get", format!("storage position {pos} out of range")))
+        self.storage.get_f64(self.layout.storage_index(index)?)
     }
 
     /// Writes one element in place; every view of the same storage sees it.
     pub fn set(&self, index: &[usize], value: f64) -> Result<()> {
-        let pos = self.layout.storage_index(index)?;
-        match &mut *self.storage.write() {
-            Buffer::Cpu(buf) => {
-                if !buf.set_f64(pos, value) {
-                    return Err(Error::invalid("set", format!("storage position {pos} out of range")));
-                }
-            }
-            Buffer::Cuda(buf) => crate::device::cuda::set_f64(buf, pos, value)?,
-        }
-        Ok(())
+        self.storage.set_f64(self.layout.storage_index(index)?, value)
     }
 
     /// The values as nested JSON arrays (row-major), for recording small tensors in the trace.
@@ -237,7 +229,7 @@ impl Tensor {
             if is_int {
                 serde_json::Value::from(x as i64)
             } else {
-                crate::trace::json_number(x)
+                crate::json::json_number(x)
             }
         };
         fn nest(shape: &[usize], flat: &[f64], leaf: &dyn Fn(f64) -> serde_json::Value) -> serde_json::Value {

@@ -1,29 +1,10 @@
-//! Reductions over one or more dimensions: `sum`, `mean`, `max`. Each counts one FLOP per input
-//! element.
+//! Reductions over one or more dimensions: `sum`, `mean`, `max`, `min` (declared in
+//! `base::op`). Each counts one FLOP per input element.
 
 use super::Tensor;
-use crate::device;
+use crate::base::ReduceOp;
 use crate::error::{Error, Result};
 use crate::flops;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReduceOp {
-    Sum,
-    Mean,
-    Max,
-    Min,
-}
-
-impl ReduceOp {
-    pub fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Mean => "mean",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
-        }
-    }
-}
 
 impl Tensor {
     /// Reduces over `dims` (negative numbers count from the end, as in PyTorch).
@@ -37,8 +18,12 @@ impl Tensor {
             resolved.push(r);
         }
         resolved.sort_unstable();
-        let mut out = device::reduce(op, self, &resolved)?;
-        flops::record(op.name(), self.numel() as u64);
+        let kept: Vec<usize> = (0..self.ndim())
+            .filter(|d| !resolved.contains(d))
+            .map(|d| self.shape()[d])
+            .collect();
+        let mut out = self.fresh(self.storage().reduce(op, self.layout(), &resolved)?, &kept)?;
+        flops::record(op.name(), op.flops(self.numel()));
         if keepdim {
             for &d in &resolved {
                 out = out.unsqueeze(d)?;

@@ -1,135 +1,15 @@
-//! Storage: the flat buffer that views share. A `Tensor` is a `Layout` over an `Arc<Storage>`;
-//! `same_storage` compares the `Arc`s, which is what "do these share memory?" really means.
+//! Storage: the flat buffer that views share, on the device that holds it. A `Tensor` is a
+//! `Layout` over an `Arc<Storage>`; `same_storage` compares the `Arc`s, which is what "do these
+//! share memory?" really means. Ops on a storage are routed to its backend in `backend.rs`.
 
 use std::sync::Arc;
 
-use half::{bf16, f16};
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use super::dtype::{DType, Element};
+use crate::base::DType;
 use crate::device::Device;
+use crate::device::cpu::CpuBuffer;
 use crate::device::cuda::CudaBuffer;
-
-/// Host memory for each dtype.
-#[derive(Debug, Clone)]
-pub enum CpuBuffer {
-    F32(Vec<f32>),
-    F16(Vec<f16>),
-    BF16(Vec<bf16>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-}
-
-/// Runs `$body` with `$v` bound to the typed vector inside a `CpuBuffer`, whatever its dtype.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! with_cpu_buffer {
-    ($buf:expr, $v:ident => $body:expr) => {
-        match $buf {
-            $crate::tensor::CpuBuffer::F32($v) => $body,
-            $crate::tensor::CpuBuffer::F16($v) => $body,
-            $crate::tensor::CpuBuffer::BF16($v) => $body,
-            $crate::tensor::CpuBuffer::I32($v) => $body,
-            $crate::tensor::CpuBuffer::I64($v) => $body,
-        }
-    };
-}
-
-impl CpuBuffer {
-    pub fn dtype(&self) -> DType {
-        match self {
-            CpuBuffer::F32(_) => DType::F32,
-            CpuBuffer::F16(_) => DType::F16,
-            CpuBuffer::BF16(_) => DType::BF16,
-            CpuBuffer::I32(_) => DType::I32,
-            CpuBuffer::I64(_) => DType::I64,
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        with_cpu_buffer!(self, v => v.len())
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// A zero-filled buffer. Rust never hands out uninitialised memory, so this is also what
-    /// `empty` gets (large zeroed allocations come from the OS as untouched pages, so the cost is
-    /// paid lazily, much like an uninitialised allocation).
-    pub fn zeros(dtype: DType, len: usize) -> CpuBuffer {
-        match dtype {
-            DType::F32 => CpuBuffer::F32(vec![0.0; len]),
-            DType::F16 => CpuBuffer::F16(vec![f16::ZERO; len]),
-            DType::BF16 => CpuBuffer::BF16(vec![bf16::ZERO; len]),
-            DType::I32 => CpuBuffer::I32(vec![0; len]),
-            DType::I64 => CpuBuffer::I64(vec![0; len]),
-        }
-    }
-
-    /// Converts f64 values into a buffer of `dtype`, rounding to nearest even.
-    pub fn from_f64(dtype: DType, values: impl Iterator<Item = f64>) -> CpuBuffer {
-        fn conv<T: Element>(values: impl Iterator<Item = f64>) -> Vec<T> {
-            values.map(T::from_f64).collect()
-        }
-        match dtype {
-            DType::F32 => CpuBuffer::F32(conv(values)),
-            DType::F16 => CpuBuffer::F16(conv(values)),
-            DType::BF16 => CpuBuffer::BF16(conv(values)),
-            DType::I32 => CpuBuffer::I32(conv(values)),
-            DType::I64 => CpuBuffer::I64(conv(values)),
-        }
-    }
-
-    pub fn get_f64(&self, index: usize) -> Option<f64> {
-        with_cpu_buffer!(self, v => v.get(index).map(|x| x.to_f64()))
-    }
-
-    /// Writes one element, rounding `value` into the buffer's dtype.
-    pub fn set_f64(&mut self, index: usize, value: f64) -> bool {
-        with_cpu_buffer!(self, v => match v.get_mut(index) {
-            Some(slot) => {
-                *slot = Element::from_f64(value);
-                true
-            }
-            None => false,
-        })
-    }
-}
-
-/// Lets generic code get at the typed vector of a buffer.
-pub trait BufferElement: Element {
-    fn wrap(v: Vec<Self>) -> CpuBuffer;
-    fn slice(buf: &CpuBuffer) -> Option<&[Self]>;
-    fn slice_mut(buf: &mut CpuBuffer) -> Option<&mut [Self]>;
-}
-
-macro_rules! buffer_element {
-    ($t:ty, $variant:ident) => {
-        impl BufferElement for $t {
-            fn wrap(v: Vec<Self>) -> CpuBuffer {
-                CpuBuffer::$variant(v)
-            }
-            fn slice(buf: &CpuBuffer) -> Option<&[Self]> {
-                match buf {
-                    CpuBuffer::$variant(v) => Some(v),
-                    _ => None,
-                }
-            }
-            fn slice_mut(buf: &mut CpuBuffer) -> Option<&mut [Self]> {
-                match buf {
-                    CpuBuffer::$variant(v) => Some(v),
-                    _ => None,
-                }
-            }
-        }
-    };
-}
-buffer_element!(f32, F32);
-buffer_element!(f16, F16);
-buffer_element!(bf16, BF16);
-buffer_element!(i32, I32);
-buffer_element!(i64, I64);
 
 /// Where a storage's bytes live.
 #[derive(Debug)]

@@ -3,7 +3,7 @@
 //! `contiguous`, `reshape` of a non-contiguous tensor, `to_dtype` and `to_device` are the copies.
 
 use super::{DType, Tensor};
-use crate::device::{self, Device};
+use crate::device::Device;
 use crate::error::Result;
 
 impl Tensor {
@@ -72,7 +72,7 @@ impl Tensor {
         if self.is_contiguous() {
             return Ok(self.clone());
         }
-        device::contiguous_copy(self)
+        self.deep_clone()
     }
 
     /// A copy converted to `dtype` (rounding to nearest even for narrower floats).
@@ -80,16 +80,34 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        device::cast(self, dtype)
+        self.fresh(self.storage().cast(self.layout(), dtype)?, self.shape())
     }
 
     /// A copy on `device` (or `self` if it is already there).
     pub fn to_device(&self, device: &Device) -> Result<Tensor> {
-        device::to_device(self, device)
+        self.copy_to(device, false)
+    }
+
+    /// `to_device` for host data going to a GPU through pinned (page-locked) memory and an
+    /// asynchronous copy, as `DataLoader(pin_memory=True)` and `.to(device, non_blocking=True)`
+    /// do. Elsewhere it is `to_device`.
+    pub fn to_device_pinned(&self, device: &Device) -> Result<Tensor> {
+        self.copy_to(device, true)
+    }
+
+    fn copy_to(&self, device: &Device, pinned: bool) -> Result<Tensor> {
+        if self.device() == device {
+            return Ok(self.clone());
+        }
+        // Only the elements the view shows travel, in row-major order.
+        let x = self.contiguous()?;
+        let range = x.layout().contiguous_range_in("to_device", x.storage().len())?;
+        let buffer = x.storage().copy_to(range, device, pinned)?;
+        Tensor::from_buffer(buffer, x.shape(), device.clone())
     }
 
     /// A fresh copy, never sharing storage.
     pub fn deep_clone(&self) -> Result<Tensor> {
-        device::contiguous_copy(self)
+        self.fresh(self.storage().gather(self.layout())?, self.shape())
     }
 }

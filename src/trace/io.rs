@@ -1,12 +1,20 @@
-//! Reading and writing trace files. Writes go to a temporary file in the same folder which is then
-//! renamed over the target, so a crash or Ctrl-C mid-write leaves the previous trace intact.
-//! Reads check the schema version first and name the exact field when something is wrong.
+//! Reading and writing trace files. Writes are atomic (`crate::atomic_file`): a crash or Ctrl-C
+//! mid-write leaves the previous trace intact.
+//! Reads refuse what is not a regular file or is larger than [`MAX_TRACE_BYTES`] before reading
+//! a byte, check the schema version first (an older trace is refused with the command that writes
+//! it again), name the exact field when something is wrong, and then check what the schema cannot
+//! say (`validate`, and each section's record order).
 
-use std::io::Write;
+use std::io::Read;
 use std::path::Path;
 
 use super::schema::{SCHEMA_VERSION, Trace};
+use super::validate;
+use crate::atomic_file;
 use crate::error::{Error, Result};
+
+/// The largest trace file read (a full trace is about 150 KB).
+pub const MAX_TRACE_BYTES: u64 = 256 << 20;
 
 fn trace_err(path: &Path, msg: impl Into<String>) -> Error {
     Error::Trace {
@@ -16,12 +24,53 @@ fn trace_err(path: &Path, msg: impl Into<String>) -> Error {
 }
 
 pub fn load(path: &Path) -> Result<Trace> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = read_bounded(path)?;
     parse(path, &text)
 }
 
+/// The file's text, if it is a regular file of at most `MAX_TRACE_BYTES`: a device such as
+/// `/dev/zero` would be read until memory runs out, a pipe would wait forever.
+fn read_bounded(path: &Path) -> Result<String> {
+    let refuse = |meta: &std::fs::Metadata| -> Result<()> {
+        if !meta.is_file() {
+            return Err(trace_err(path, "not a regular file (a trace is a JSON file)"));
+        }
+        if meta.len() > MAX_TRACE_BYTES {
+            return Err(trace_err(
+                path,
+                format!(
+                    "{} bytes, larger than the {} MiB a trace may have",
+                    meta.len(),
+                    MAX_TRACE_BYTES >> 20
+                ),
+            ));
+        }
+        Ok(())
+    };
+    // `metadata` does not open the file: opening a named pipe would block.
+    refuse(&std::fs::metadata(path).map_err(|e| Error::io(path, e))?)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        // Should the file be swapped for a pipe after the check, opening it still returns at once.
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|e| Error::io(path, e))?;
+    refuse(&file.metadata().map_err(|e| Error::io(path, e))?)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TRACE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > MAX_TRACE_BYTES {
+        return Err(trace_err(path, "grew past the size a trace may have while being read"));
+    }
+    String::from_utf8(bytes).map_err(|e| trace_err(path, format!("not UTF-8 text: {e}")))
+}
+
 /// Parses trace JSON; `path` is only used in messages.
-pub fn parse(path: &Path, text: &str) -> Result<Trace> {
+fn parse(path: &Path, text: &str) -> Result<Trace> {
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| trace_err(path, format!("not valid JSON: {e}")))?;
     match value.get("schema_version") {
@@ -32,49 +81,56 @@ pub fn parse(path: &Path, text: &str) -> Result<Trace> {
             ));
         }
         Some(v) if v.as_u64() != Some(SCHEMA_VERSION as u64) => {
+            let age = match v.as_u64() {
+                Some(old) if old < SCHEMA_VERSION as u64 => "an older format",
+                _ => "not a format this build knows",
+            };
             return Err(trace_err(
                 path,
                 format!(
-                    "schema version {v} is not supported (this build reads version {SCHEMA_VERSION}); regenerate it with `cargo run --release --bin lecture`"
+                    "schema version {v} is {age} (this build reads version {SCHEMA_VERSION}); {}",
+                    regenerate(&value)
                 ),
             ));
         }
         Some(_) => {}
     }
-    serde_path_to_error::deserialize(value).map_err(|e| {
+    validate::duplicate_keys(text).map_err(|e| trace_err(path, e))?;
+    let trace: Trace = serde_path_to_error::deserialize(value).map_err(|e| {
         let at = e.path().to_string();
         trace_err(path, format!("at `{at}`: {}", e.into_inner()))
-    })
+    })?;
+    validate::contents(&trace).map_err(|e| trace_err(path, e))?;
+    for (i, section) in trace.sections.iter().enumerate() {
+        section.check_steps().map_err(|msg| {
+            trace_err(
+                path,
+                format!("at `sections[{i}].steps` (section `{}`): {msg}", section.id),
+            )
+        })?;
+    }
+    Ok(trace)
 }
 
-/// Writes `value` as pretty JSON to `path` atomically (temporary file, fsync, rename).
-pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut text =
-        serde_json::to_string_pretty(value).map_err(|e| trace_err(path, format!("cannot serialise: {e}")))?;
-    text.push('\n');
-    write_atomic(path, text.as_bytes())
+/// How to write the trace again: a CPU trace on any machine, a GPU trace only on its GPU.
+fn regenerate(value: &serde_json::Value) -> String {
+    let device = &value["provenance"]["device"];
+    match (device["kind"].as_str(), device["name"].as_str()) {
+        (Some("cuda"), name) => format!(
+            "it is a GPU trace{}: regenerate it on a machine with that GPU with \
+             `cargo run --release --bin lecture -- --device cuda`",
+            name.map_or(String::new(), |n| format!(" ({n})"))
+        ),
+        _ => "regenerate it with `cargo run --release --bin lecture` (a GPU trace only on a machine with \
+              its GPU, adding `-- --device cuda`)"
+            .into(),
+    }
 }
 
-/// Writes bytes to `path` atomically, creating the parent folder if needed.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .suffix(".partial")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io(dir, e))?;
-    tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.as_file().sync_all().map_err(|e| Error::io(tmp.path(), e))?;
-    // If we die before this line the temporary file is removed (or left as `.tmp-*.partial`),
-    // and `path` is untouched.
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
-}
-
+/// Writes the trace as pretty JSON, atomically: an interrupted write leaves the previous file.
 pub fn save(path: &Path, trace: &Trace) -> Result<()> {
-    write_json_atomic(path, trace)
+    let mut text =
+        serde_json::to_string_pretty(trace).map_err(|e| trace_err(path, format!("cannot serialise: {e}")))?;
+    text.push('\n');
+    atomic_file::write(path, text.as_bytes())
 }

@@ -1,15 +1,22 @@
-//! The trace recorder: sections record named values with units; a run becomes one JSON document
-//! per lecture and device, with provenance. The book reads these files and nothing else.
+//! The trace: plain data. The schema (sections, named values with units, source lines and
+//! histories, provenance), reading and writing trace files, where a trace came from, how long a
+//! history may be, the hash of a section's source, and the walk into a recorded value that
+//! `lecture get` and the book share. It knows nothing of tensors, devices, the lecture's sections
+//! or the book: the lecture writes traces (its recorder is `crate::lecture::SectionCtx`) and the
+//! book reads them.
 
+pub mod history;
 pub mod io;
 pub mod provenance;
-pub mod recorder;
 pub mod schema;
 pub mod source;
+pub mod validate;
+pub mod walk;
 
-pub use io::{load, parse, save};
-pub use recorder::{IntoValue, SectionCtx};
+pub use crate::json::{json_number, number_from_json};
+pub use io::{load, save};
 pub use schema::{
-    DeviceInfo, GitInfo, HostInfo, Provenance, SCHEMA_VERSION, SectionRecord, Trace, Unit, ValueRecord, json_number,
-    number_from_json,
+    BuildInfo, DeviceInfo, GitInfo, HostInfo, Provenance, RunInfo, SCHEMA_VERSION, SectionRecord, State, Step, Trace,
+    Unit, ValueRecord,
 };
+pub use walk::walk;

@@ -1,120 +1,89 @@
-//! Where a trace came from: device, host, OS, commit, compiler, time, seed and command line.
+//! Where a trace came from: the host (its facts are read by `crate::host`; the device's by the
+//! lecture's runner), and what a run decides: time, seed, commit, compiler, build and command line.
 
 use std::path::Path;
 use std::process::Command;
 
-use super::schema::{GitInfo, HostInfo};
-
-/// First value of `key` in a file of `key<sep>value` lines (/proc/cpuinfo uses ':', os-release
-/// '=' with optional quotes).
-fn file_field(path: &str, sep: char, key: &str) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines().find_map(|line| {
-        let (k, v) = line.split_once(sep)?;
-        (k.trim() == key).then(|| v.trim().trim_matches('"').to_string())
-    })
-}
-
-fn proc_field(path: &str, key: &str) -> Option<String> {
-    file_field(path, ':', key)
-}
+use super::schema::{BuildInfo, GitInfo, HostInfo, RunInfo};
+use crate::host;
 
 pub fn host() -> HostInfo {
     HostInfo {
-        cpu_model: proc_field("/proc/cpuinfo", "model name").unwrap_or_else(|| std::env::consts::ARCH.to_string()),
-        logical_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        simd: simd_features(),
+        cpu_model: host::cpu_model(),
+        logical_cores: host::logical_cores(),
+        simd: host::simd_features(),
     }
 }
 
-/// Total host memory in bytes (from /proc/meminfo).
-pub fn host_memory_bytes() -> Option<u64> {
-    let kib: u64 = proc_field("/proc/meminfo", "MemTotal")?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
-}
-
-#[cfg(target_arch = "x86_64")]
-fn simd_features() -> Vec<String> {
-    let mut out = Vec::new();
-    macro_rules! probe {
-        ($($f:tt),*) => {$(
-            if std::arch::is_x86_feature_detected!($f) {
-                out.push($f.to_string());
-            }
-        )*};
+/// The provenance a run gives each section it records.
+pub fn run(seed: u64, root: &Path) -> RunInfo {
+    RunInfo {
+        recorded_at: now(),
+        seed,
+        git: git(root),
+        rustc: rustc(),
+        build: build(),
+        command_line: std::env::args().collect(),
     }
-    probe!(
-        "sse4.2",
-        "avx",
-        "avx2",
-        "fma",
-        "f16c",
-        "avx512f",
-        "avx512bw",
-        "avx512vl",
-        "avx512bf16",
-        "avx512fp16"
-    );
-    out
 }
 
-#[cfg(target_arch = "aarch64")]
-fn simd_features() -> Vec<String> {
-    let mut out = Vec::new();
-    if std::arch::is_aarch64_feature_detected!("neon") {
-        out.push("neon".into());
-    }
-    if std::arch::is_aarch64_feature_detected!("bf16") {
-        out.push("bf16".into());
-    }
-    out
-}
-
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn simd_features() -> Vec<String> {
-    Vec::new()
-}
-
-pub fn os() -> String {
-    let pretty = file_field("/etc/os-release", '=', "PRETTY_NAME");
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .ok()
-        .map(|s| s.trim().to_string());
-    let mut parts = vec![pretty.unwrap_or_else(|| std::env::consts::OS.to_string())];
-    if let Some(k) = kernel {
-        parts.push(format!("kernel {k}"));
-    }
-    parts.push(std::env::consts::ARCH.to_string());
-    parts.join(", ")
-}
-
-/// Commit and dirty flag of the tree at `root`, asked of git at run time; falls back to the
-/// commit embedded at build time when there is no git or no repository (e.g. a copied tree).
+/// The commit the code that ran came from, and whether the tree had uncommitted changes.
 pub fn git(root: &Path) -> GitInfo {
-    let run = |args: &[&str]| -> Option<String> {
+    let ask = |args: &[&str]| -> Option<String> {
         let out = Command::new("git").arg("-C").arg(root).args(args).output().ok()?;
         out.status
             .success()
             .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
     };
-    if let Some(commit) = run(&["rev-parse", "HEAD"]) {
-        // Ignore the trace folder itself: writing a trace should not make the next run "dirty".
-        let dirty = run(&["status", "--porcelain", "--", ".", ":(exclude)trace"]).map(|s| !s.is_empty());
-        return GitInfo {
-            commit: Some(commit),
-            dirty,
-            source: "git".into(),
-        };
-    }
     let built = env!("LECTURE_BUILD_COMMIT");
-    GitInfo {
-        commit: (!built.is_empty()).then(|| built.to_string()),
-        dirty: None,
-        source: "build".into(),
+    let built = (!built.is_empty()).then_some(built);
+    // Ignore the trace folder itself: writing a trace should not make the next run "dirty".
+    let dirty = || ask(&["status", "--porcelain", "--", ".", ":(exclude)trace"]).map(|s| !s.is_empty());
+    decide_git(ask(&["rev-parse", "HEAD"]), built, dirty)
+}
+
+/// The commit embedded at build time wins whenever the tree at run time has no git or another
+/// HEAD: a binary carried to another machine runs inside a copy whose `.git` may say anything.
+/// Uncommitted changes are only asserted when the tree's HEAD is the commit that was built.
+fn decide_git(at_run: Option<String>, built: Option<&str>, dirty: impl FnOnce() -> Option<bool>) -> GitInfo {
+    match (at_run, built) {
+        (Some(head), Some(built)) if head != built => GitInfo {
+            commit: Some(built.to_string()),
+            dirty: None,
+            source: "build".into(),
+        },
+        (Some(head), Some(_)) => GitInfo {
+            commit: Some(head),
+            dirty: dirty(),
+            source: "git".into(),
+        },
+        // Built without git (a source archive), run in a repository: its HEAD is the best guess,
+        // but whether it is what was built is unknown, and so is cleanliness.
+        (Some(head), None) => GitInfo {
+            commit: Some(head),
+            dirty: None,
+            source: "git".into(),
+        },
+        (None, built) => GitInfo {
+            commit: built.map(str::to_string),
+            dirty: None,
+            source: "build".into(),
+        },
+    }
+}
+
+/// How this binary was compiled (Cargo's facts, captured by build.rs).
+pub fn build() -> BuildInfo {
+    BuildInfo {
+        profile: env!("LECTURE_BUILD_PROFILE").to_string(),
+        opt_level: env!("LECTURE_BUILD_OPT_LEVEL").to_string(),
+        debug_assertions: cfg!(debug_assertions),
+        target_arch: env!("LECTURE_BUILD_TARGET_ARCH").to_string(),
+        target_features: env!("LECTURE_BUILD_TARGET_FEATURES")
+            .split(',')
+            .filter(|f| !f.is_empty())
+            .map(str::to_string)
+            .collect(),
     }
 }
 
@@ -124,4 +93,42 @@ pub fn rustc() -> String {
 
 pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_commit_wins_when_the_tree_says_otherwise() {
+        let dirty = || Some(true);
+        let git = |at_run: Option<&str>, built| decide_git(at_run.map(str::to_string), built, dirty);
+        let same = git(Some("aaa"), Some("aaa"));
+        assert_eq!(
+            (same.commit.as_deref(), same.dirty, same.source.as_str()),
+            (Some("aaa"), Some(true), "git")
+        );
+        // A copied tree whose .git holds another commit: the build's, cleanliness unknown.
+        let other = git(Some("bbb"), Some("aaa"));
+        assert_eq!(
+            (other.commit.as_deref(), other.dirty, other.source.as_str()),
+            (Some("aaa"), None, "build")
+        );
+        let no_git = git(None, Some("aaa"));
+        assert_eq!((no_git.commit.as_deref(), no_git.dirty), (Some("aaa"), None));
+        // Built outside git (a source archive) but run in a repository.
+        let unbuilt = git(Some("ccc"), None);
+        assert_eq!((unbuilt.commit.as_deref(), unbuilt.dirty), (Some("ccc"), None));
+        assert_eq!(git(None, None).commit, None);
+    }
+
+    #[test]
+    fn the_build_facts_are_cargos() {
+        let b = build();
+        assert_eq!(b.target_arch, std::env::consts::ARCH);
+        assert!(["0", "1", "2", "3", "s", "z"].contains(&b.opt_level.as_str()), "{b:?}");
+        assert_eq!(b.debug_assertions, cfg!(debug_assertions));
+        #[cfg(target_arch = "x86_64")]
+        assert!(b.target_features.iter().any(|f| f == "sse2"), "{b:?}");
+    }
 }

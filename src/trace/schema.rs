@@ -1,12 +1,22 @@
 //! The trace document: what a run measured, with units and provenance. Serialized as JSON, one
 //! file per lecture and device. Field names are part of the format; changing them means a new
 //! `SCHEMA_VERSION`.
+//!
+//! What the device decides is trace-wide (`provenance`: device, host, OS). What a run decides is
+//! per section (`SectionRecord::run`: time, seed, commit, compiler, build, command line): a run of
+//! one section (`lecture --section ID`) rewrites its own section's and no other.
+//!
+//! Every `record` call of a section is kept in order (`SectionRecord::steps`), and a value the
+//! section records as a history keeps its earlier states (`ValueRecord::history`): enough to step
+//! through the section as it ran.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 /// Bump when the format changes incompatibly; loading refuses other versions.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: provenance split into trace-wide (device) and per-section run facts (`run`, with the build);
+/// values carry `token`, `timed` and `history`; sections carry `steps`.
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -19,18 +29,13 @@ pub struct Trace {
     pub sections: Vec<SectionRecord>,
 }
 
+/// What the device decides: rewritten by every run, whole or partial.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Provenance {
     pub device: DeviceInfo,
     pub host: HostInfo,
     pub os: String,
-    pub git: GitInfo,
-    pub rustc: String,
-    /// RFC 3339, UTC.
-    pub created_at: String,
-    pub seed: u64,
-    pub command_line: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -39,7 +44,7 @@ pub struct DeviceInfo {
     /// "cpu" or "cuda".
     pub kind: String,
     pub name: String,
-    /// File-name form of the device, e.g. "cpu", "nvidia-h200".
+    /// File-name form of the device, e.g. "cpu-intel-r-xeon-r-processor", "nvidia-h200".
     pub slug: String,
     pub memory_bytes: Option<u64>,
     /// Why the run is not on a GPU, when it is not.
@@ -58,14 +63,62 @@ pub struct HostInfo {
     pub simd: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// What a run decides, kept with each section it recorded. Every section of one run carries the
+/// same `RunInfo`, so equal values mean one run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(deny_unknown_fields)]
+pub struct RunInfo {
+    /// When the run started, RFC 3339, UTC.
+    pub recorded_at: String,
+    pub seed: u64,
+    pub git: GitInfo,
+    /// The compiler that built the binary.
+    pub rustc: String,
+    pub build: BuildInfo,
+    pub command_line: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash)]
 #[serde(deny_unknown_fields)]
 pub struct GitInfo {
     pub commit: Option<String>,
-    /// Uncommitted changes in the tree at run time (unknown without git).
+    /// Uncommitted changes in the tree at run time; null when unknown (no git, or the tree is not
+    /// the one the binary was built from).
     pub dirty: Option<bool>,
     /// "git" (asked at run time) or "build" (embedded when the binary was built).
     pub source: String,
+}
+
+/// How the binary that ran was compiled (from Cargo, at build time).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(deny_unknown_fields)]
+pub struct BuildInfo {
+    /// Cargo's `PROFILE`: "release" or "debug" (profiles inheriting from `dev`).
+    pub profile: String,
+    /// "0" to "3", "s" or "z".
+    pub opt_level: String,
+    pub debug_assertions: bool,
+    pub target_arch: String,
+    /// Target features the code was compiled for (not what the CPU has: see `HostInfo::simd`).
+    pub target_features: Vec<String>,
+}
+
+impl BuildInfo {
+    /// Whether the build was optimised enough for its timings to describe the machine: not at
+    /// `opt-level` 0, nor a `debug` profile at level 1.
+    pub fn is_optimised(&self) -> bool {
+        !(self.opt_level == "0" || (self.profile == "debug" && self.opt_level == "1"))
+    }
+
+    /// "release, opt-level 3" and, where they are on, "with debug assertions".
+    pub fn describe(&self) -> String {
+        let assertions = if self.debug_assertions {
+            ", with debug assertions"
+        } else {
+            ""
+        };
+        format!("{} profile, opt-level {}{assertions}", self.profile, self.opt_level)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -77,25 +130,63 @@ pub struct SectionRecord {
     pub source_file: String,
     /// Line of that file where the function starts.
     pub source_line: u32,
-    /// SHA-256 of the function's source text: the book refuses to show values whose code changed.
+    /// SHA-256 of the function's tokens: the book refuses to show values whose code changed.
     pub source_hash: String,
     pub wall_time_s: f64,
-    pub recorded_at: String,
-    pub git_commit: Option<String>,
+    /// The run that recorded this section.
+    pub run: RunInfo,
     pub values: IndexMap<String, ValueRecord>,
+    /// Every record call, in order: the value's name and which of its states it recorded (an
+    /// index into `history` followed by the final state). Each state of each value appears once.
+    pub steps: Vec<Step>,
 }
+
+/// One record call: `[name, state]`, state indexing the value's `history ++ [final]`.
+pub type Step = (String, usize);
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ValueRecord {
+    /// The final state (what `{{value}}` and `lecture get` show).
     pub value: serde_json::Value,
     pub unit: Unit,
-    /// Line in `source_file` that recorded the value.
+    /// Line in `source_file` that recorded the value; 0 when a helper outside the section's
+    /// function recorded it.
     pub line: u32,
+    /// Index, in the function's token stream (`trace::source`), of the first token on `line`:
+    /// places the value again after the code is reformatted. Absent when `line` is 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<usize>,
+    /// Present (true) when the value depends on a clock: every value with unit s, FLOP/s or
+    /// bytes/s, and what the section derives from them (MFU, measured ratios, the sweep).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub timed: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<Vec<usize>>,
+    /// Earlier states, oldest first, for a value recorded as a history (at most
+    /// `trace::history::MAX_HISTORY` − 1 of them survive).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<State>,
+}
+
+/// An earlier state of a value recorded as a history.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct State {
+    pub value: serde_json::Value,
+    pub line: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Vec<usize>>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !b
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
@@ -118,6 +209,13 @@ pub enum Unit {
     None,
 }
 
+impl Unit {
+    /// A time or a rate: a value in this unit was measured with a clock unless said otherwise.
+    pub fn is_timed(self) -> bool {
+        matches!(self, Unit::Seconds | Unit::FlopPerSec | Unit::BytesPerSec)
+    }
+}
+
 impl Trace {
     pub fn section(&self, id: &str) -> Option<&SectionRecord> {
         self.sections.iter().find(|s| s.id == id)
@@ -127,29 +225,98 @@ impl Trace {
     pub fn value(&self, section: &str, name: &str) -> Option<&ValueRecord> {
         self.section(section)?.values.get(name)
     }
-}
 
-/// A JSON number for a float; non-finite values (which JSON cannot hold) become the strings
-/// "NaN", "inf" and "-inf" so that a diverged loss is recorded as what it was.
-pub fn json_number(x: f64) -> serde_json::Value {
-    match serde_json::Number::from_f64(x) {
-        Some(n) => serde_json::Value::Number(n),
-        None if x.is_nan() => serde_json::Value::from("NaN"),
-        None if x > 0.0 => serde_json::Value::from("inf"),
-        None => serde_json::Value::from("-inf"),
+    /// When the newest of its sections was recorded (RFC 3339); `None` for a trace without
+    /// sections.
+    pub fn created_at(&self) -> Option<&str> {
+        let parsed = |s: &str| chrono::DateTime::parse_from_rfc3339(s).ok();
+        self.sections
+            .iter()
+            .map(|s| s.run.recorded_at.as_str())
+            .max_by(|a, b| parsed(a).cmp(&parsed(b)).then_with(|| a.cmp(b)))
     }
 }
 
-/// Reads a number recorded by `json_number` back.
-pub fn number_from_json(v: &serde_json::Value) -> Option<f64> {
-    match v {
-        serde_json::Value::Number(n) => n.as_f64(),
-        serde_json::Value::String(s) => match s.as_str() {
-            "NaN" => Some(f64::NAN),
-            "inf" => Some(f64::INFINITY),
-            "-inf" => Some(f64::NEG_INFINITY),
-            _ => None,
-        },
-        _ => None,
+impl ValueRecord {
+    /// How many states the value has: its history and the final one.
+    pub fn num_states(&self) -> usize {
+        self.history.len() + 1
+    }
+
+    /// State `k` of `history ++ [final]`, as a `State`.
+    pub fn state(&self, k: usize) -> Option<State> {
+        match k.cmp(&self.history.len()) {
+            std::cmp::Ordering::Less => Some(self.history[k].clone()),
+            std::cmp::Ordering::Equal => Some(State {
+                value: self.value.clone(),
+                line: self.line,
+                token: self.token,
+                dtype: self.dtype.clone(),
+                shape: self.shape.clone(),
+            }),
+            std::cmp::Ordering::Greater => None,
+        }
+    }
+}
+
+impl SectionRecord {
+    /// Checks that `steps` lists every state of every value exactly once, each value's states in
+    /// order; says what is wrong otherwise.
+    pub fn check_steps(&self) -> Result<(), String> {
+        let mut next: IndexMap<&str, usize> = self.values.keys().map(|k| (k.as_str(), 0)).collect();
+        for (i, (name, state)) in self.steps.iter().enumerate() {
+            let Some(expected) = next.get_mut(name.as_str()) else {
+                return Err(format!("steps[{i}] names `{name}`, which the section does not record"));
+            };
+            let count = self.values[name.as_str()].num_states();
+            if *state != *expected || *state >= count {
+                return Err(format!(
+                    "steps[{i}] is state {state} of `{name}`, expected state {expected} of its {count}"
+                ));
+            }
+            *expected += 1;
+        }
+        match next
+            .iter()
+            .find(|(name, seen)| **seen != self.values[**name].num_states())
+        {
+            Some((name, seen)) => Err(format!(
+                "steps list {seen} of the {} state(s) of `{name}`",
+                self.values[*name].num_states()
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_is_optimised_from_opt_level_2_or_a_release_profile_at_1() {
+        let build = |profile: &str, opt_level: &str| BuildInfo {
+            profile: profile.into(),
+            opt_level: opt_level.into(),
+            debug_assertions: profile == "debug",
+            target_arch: "x86_64".into(),
+            target_features: vec![],
+        };
+        for (profile, level) in [("debug", "0"), ("release", "0"), ("debug", "1")] {
+            assert!(!build(profile, level).is_optimised(), "{profile} {level}");
+        }
+        for (profile, level) in [
+            ("release", "3"),
+            ("debug", "3"),
+            ("release", "1"),
+            ("debug", "2"),
+            ("release", "s"),
+        ] {
+            assert!(build(profile, level).is_optimised(), "{profile} {level}");
+        }
+        assert_eq!(
+            build("debug", "0").describe(),
+            "debug profile, opt-level 0, with debug assertions"
+        );
     }
 }

@@ -3,17 +3,27 @@
 
 use plotters::prelude::SeriesLabelPosition;
 
-use super::ChartData;
 use super::plot::{Axis, LineChart, Reference, Scale, Series, line_chart};
+use super::{ChartData, MAX_POINTS, MAX_SERIES};
 use crate::book::problem::Cause;
 
-/// The items of a recorded list.
+/// The items of a recorded list (at most a chart's points).
 fn len(data: &ChartData, name: &str) -> Result<usize, Cause> {
-    let value = data.value(name)?;
-    value
-        .as_array()
-        .map(Vec::len)
-        .ok_or_else(|| data.bad(name, "expected a list".into()))
+    data.list(name, MAX_POINTS).map(Vec::len)
+}
+
+/// At most `MAX_SERIES` lines, said of the value `name` that makes them.
+fn bounded(data: &ChartData, name: &str, series: Vec<Series>) -> Result<Vec<Series>, Cause> {
+    if series.len() > MAX_SERIES {
+        return Err(data.bad(
+            name,
+            format!(
+                "{} series, more than the {MAX_SERIES} lines a chart draws",
+                series.len()
+            ),
+        ));
+    }
+    Ok(series)
 }
 
 /// A loss list as (step, loss) points, steps counted from 1.
@@ -71,6 +81,7 @@ pub fn matmul_throughput(data: &ChartData) -> Result<String, Cause> {
             scale: Scale::Log10,
         },
     );
+    let series = bounded(data, "throughput_sweep", series)?;
     for s in &series {
         // A dtype without a known peak has no line; the chapter says why.
         if let Ok(peak) = data.number(&format!("sweep_peaks.{}.flop_per_sec", s.name)) {
@@ -127,6 +138,12 @@ pub fn train_losses(data: &ChartData) -> Result<String, Cause> {
         .value("longer_runs")?
         .as_object()
         .ok_or_else(|| data.bad("longer_runs", "expected an object of runs".into()))?;
+    if runs.len() > MAX_SERIES {
+        return Err(data.bad(
+            "longer_runs",
+            format!("{} runs, more than the {MAX_SERIES} lines a chart draws", runs.len()),
+        ));
+    }
     let mut series = Vec::new();
     for run in runs.keys() {
         let lr = data.number(&format!("longer_runs.{run}.lr"))?;

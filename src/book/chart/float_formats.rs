@@ -4,8 +4,8 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::ChartData;
 use super::plot::{FG, PALETTE, Scale, drawing, svg, text_style, tick};
+use super::{ChartData, MAX_ROWS};
 use crate::book::format::{Format, format_value};
 use crate::book::problem::Cause;
 use crate::trace::{Unit, json_number};
@@ -22,14 +22,22 @@ struct Layout {
     mantissa: u32,
 }
 
+/// The widest field a format here can have (float64's mantissa has 52 bits).
+const MAX_BITS: u32 = 64;
+
 fn layouts(data: &ChartData) -> Result<Vec<Layout>, Cause> {
-    let list = data
-        .value("bit_layouts")?
-        .as_array()
-        .ok_or_else(|| data.bad("bit_layouts", "expected a list".into()))?;
+    let list = data.list("bit_layouts", MAX_ROWS)?;
     let field = |i: usize, key: &str| -> Result<u32, Cause> {
         let at = format!("bit_layouts.{i}.{key}");
-        u32::try_from(data.number(&at)? as i64).map_err(|_| data.bad(&at, "expected a bit count".into()))
+        let bits = data.number(&at)?;
+        if bits.fract() == 0.0 && (0.0..=MAX_BITS as f64).contains(&bits) {
+            Ok(bits as u32)
+        } else {
+            Err(data.bad(
+                &at,
+                format!("expected a bit count, a whole number from 0 to {MAX_BITS}; found {bits}"),
+            ))
+        }
     };
     (0..list.len())
         .map(|i| {
@@ -178,6 +186,15 @@ fn ranges(data: &ChartData) -> Result<Vec<Range>, Cause> {
         .collect();
     if names.is_empty() {
         return Err(data.bad("*_info", "no format tables recorded".into()));
+    }
+    if names.len() > MAX_ROWS {
+        return Err(data.bad(
+            "*_info",
+            format!(
+                "{} format tables, more than the {MAX_ROWS} rows a chart draws",
+                names.len()
+            ),
+        ));
     }
     names
         .iter()

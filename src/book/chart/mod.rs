@@ -21,15 +21,18 @@ mod curves;
 mod float_formats;
 pub mod plot;
 
+use std::cell::Cell;
 use std::path::Path;
 
 use serde_json::Value;
 
-use super::directive::Address;
+use super::address::{Address, StateChoice};
 use super::html::escape;
 use super::problem::Cause;
+use super::render::older_code_mark;
+use super::sections::Section;
 use super::traces::Traces;
-use crate::trace::{SectionRecord, Trace, number_from_json};
+use crate::trace::{Trace, number_from_json};
 
 /// A chart the book can draw.
 pub struct ChartDef {
@@ -83,11 +86,21 @@ pub const CHARTS: &[ChartDef] = &[
     },
 ];
 
+/// The most a chart draws. Chart data is input like any trace value: a list of a billion points
+/// or a bit width of four billion fails the build with the value's name instead of drawing
+/// without bound.
+pub const MAX_POINTS: usize = 20_000;
+/// Lines in one line chart.
+pub const MAX_SERIES: usize = 16;
+/// Rows in one row chart (one per float format).
+pub const MAX_ROWS: usize = 32;
+
 /// One section's values, for a chart to read.
 pub struct ChartData<'t> {
     pub path: &'t Path,
-    pub trace: &'t Trace,
-    pub section: &'t SectionRecord,
+    pub section: &'t Section<'t>,
+    /// Set when the chart read a value a clock decided (the page's provenance box needs to know).
+    pub timed: Cell<bool>,
 }
 
 impl ChartData<'_> {
@@ -96,11 +109,16 @@ impl ChartData<'_> {
         let mut parts = name_path.split('.');
         let name = parts.next().unwrap_or_default().to_string();
         let address = Address {
-            section: self.section.id.clone(),
+            section: self.section.record.id.clone(),
             name,
             path: parts.map(String::from).collect(),
+            state: StateChoice::Last,
         };
-        Traces::resolve(self.path, self.trace, &address).map(|r| r.value)
+        let found = self.section.resolve(self.path, &address)?;
+        if found.record.timed {
+            self.timed.set(true);
+        }
+        Ok(found.value)
     }
 
     /// A number (non-finite ones included).
@@ -109,27 +127,42 @@ impl ChartData<'_> {
         number_from_json(value).ok_or_else(|| self.bad(name_path, format!("expected a number, found `{value}`")))
     }
 
-    /// A list of numbers.
+    /// A list of numbers, at most [`MAX_POINTS`].
     pub fn numbers(&self, name_path: &str) -> Result<Vec<f64>, Cause> {
-        let value = self.value(name_path)?;
-        let items = value
-            .as_array()
-            .ok_or_else(|| self.bad(name_path, "expected a list of numbers".into()))?;
+        let items = self.list(name_path, MAX_POINTS)?;
         items
             .iter()
             .map(|v| number_from_json(v).ok_or_else(|| self.bad(name_path, format!("`{v}` is not a number"))))
             .collect()
     }
 
+    /// A list of at most `max` items.
+    pub fn list(&self, name_path: &str, max: usize) -> Result<&Vec<Value>, Cause> {
+        let items = self
+            .value(name_path)?
+            .as_array()
+            .ok_or_else(|| self.bad(name_path, "expected a list".into()))?;
+        if items.len() > max {
+            return Err(self.bad(
+                name_path,
+                format!(
+                    "a list of {} items, more than the {max} points or rows a chart draws",
+                    items.len()
+                ),
+            ));
+        }
+        Ok(items)
+    }
+
     /// Names of this section's values, in recording order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.section.values.keys().map(String::as_str)
+        self.section.record.values.keys().map(String::as_str)
     }
 
     pub fn bad(&self, name_path: &str, msg: String) -> Cause {
         Cause::BadValue {
             trace: self.path.to_path_buf(),
-            address: format!("{}.{name_path}", self.section.id),
+            address: format!("{}.{name_path}", self.section.record.id),
             msg,
         }
     }
@@ -140,22 +173,29 @@ pub fn find(id: &str) -> Option<&'static ChartDef> {
 }
 
 /// The chart as a captioned figure.
-pub fn render(id: &str, path: &Path, trace: &Trace) -> Result<String, Cause> {
+pub fn render(id: &str, path: &Path, trace: &Trace, traces: &mut Traces) -> Result<String, Cause> {
     let def = find(id).ok_or_else(|| Cause::UnknownChart {
         id: id.to_string(),
         known: CHARTS.iter().map(|c| c.id).collect::<Vec<_>>().join(", "),
     })?;
-    let section = Traces::section(path, trace, def.section)?;
-    let svg = (def.draw)(&ChartData { path, trace, section }).map_err(|cause| match cause {
+    let section = traces.section(path, trace, def.section)?;
+    let data = ChartData {
+        path,
+        section: &section,
+        timed: Cell::new(false),
+    };
+    let svg = (def.draw)(&data).map_err(|cause| match cause {
         Cause::Chart { msg, .. } => Cause::Chart {
             id: id.to_string(),
             msg,
         },
         other => other,
     })?;
+    traces.quote(path, def.section, data.timed.get());
     let device = &trace.provenance.device;
+    let mark = section.older_code.as_ref().map_or(String::new(), older_code_mark);
     Ok(format!(
-        "<figure class=\"lecture-chart\" id=\"chart-{id}\">{svg}<figcaption>{} <span class=\"lecture-muted\">Drawn from section <code>{}</code> of the {} trace.</span></figcaption></figure>",
+        "<figure class=\"lecture-chart\" id=\"chart-{id}\">{svg}<figcaption>{} <span class=\"lecture-muted\">Drawn from section <code>{}</code> of the {} trace.</span>{mark}</figcaption></figure>",
         escape(def.caption),
         escape(def.section),
         escape(&device.slug),

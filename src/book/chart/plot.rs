@@ -4,6 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::{MAX_POINTS, MAX_SERIES};
 use crate::book::format::{Format, format_value};
 use crate::book::problem::Cause;
 use crate::trace::{Unit, json_number};
@@ -23,6 +24,9 @@ pub const PALETTE: [RGBColor; 6] = [
 ];
 
 pub const FONT: &str = "sans-serif";
+
+/// The most SVG one chart may become: a backstop behind the limits on its data.
+const MAX_SVG_BYTES: usize = 4 << 20;
 
 pub fn text_style(size: u32) -> TextStyle<'static> {
     (FONT, size).into_font().color(&FG)
@@ -49,8 +53,9 @@ pub fn svg(
         draw(&root)?;
         root.present().map_err(chart_error)?;
     }
-    // One line, so the markdown HTML block it sits in is not ended by a line break.
-    let out = out.replace('\n', "").replace(FG_HEX, "currentColor");
+    // One line, so the markdown HTML block it sits in is not ended by a line break (markdown
+    // also ends lines at a carriage return, which a label from a trace may hold).
+    let out = out.replace(['\n', '\r'], "").replace(FG_HEX, "currentColor");
     let size = format!("width=\"{width}\" height=\"{height}\"");
     let attrs = format!(
         "class=\"lecture-chart-svg\" role=\"img\" aria-label=\"{}\"",
@@ -58,6 +63,12 @@ pub fn svg(
     );
     if !out.contains(&size) {
         return Err(chart_error("unexpected SVG header from plotters"));
+    }
+    if out.len() > MAX_SVG_BYTES {
+        return Err(chart_error(format!(
+            "{} bytes of SVG, more than the {MAX_SVG_BYTES} a chart may take (labels too long?)",
+            out.len()
+        )));
     }
     Ok(out.replacen(&size, &attrs, 1))
 }
@@ -178,7 +189,8 @@ fn axis_range(lo: f64, hi: f64, scale: Scale) -> std::ops::Range<f64> {
     if lo == hi {
         return lo - 1.0..hi + 1.0;
     }
-    let pad = (hi - lo) * 0.05;
+    // Halves first: the difference of the largest floats overflows.
+    let pad = (hi / 2.0 - lo / 2.0) * 0.1;
     lo - pad..hi + pad
 }
 
@@ -225,6 +237,23 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
         return Err(chart_error("no finite points to draw"));
     }
     let (x_range, y_range) = (axis_range(x_lo, x_hi, xl), axis_range(y_lo, y_hi, yl));
+    for range in [&x_range, &y_range] {
+        if !(range.start.is_finite() && range.end.is_finite()) {
+            return Err(chart_error(format!(
+                "the values span a range too wide to draw ({:e} to {:e})",
+                range.start, range.end
+            )));
+        }
+    }
+    let points: usize = series.iter().map(|(_, p)| p.len()).sum();
+    if points > MAX_POINTS || series.len() > MAX_SERIES || references.len() > MAX_SERIES {
+        return Err(chart_error(format!(
+            "{points} points in {} series and {} reference lines: more than a chart draws \
+             ({MAX_POINTS} points, {MAX_SERIES} lines)",
+            series.len(),
+            references.len()
+        )));
+    }
     let label = format!("{} against {}", spec.y.label, spec.x.label);
     svg(spec.width, spec.height, &label, |root| {
         let mut chart = drawing(

@@ -15,11 +15,12 @@ use half::f16;
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-use super::bf16_gemm;
 use super::team::Team;
+use super::{CpuBuffer, bf16_gemm};
 
+use crate::base::layout::merged_stride;
+use crate::base::{Element, Layout};
 use crate::error::{Error, Result};
-use crate::tensor::{CpuBuffer, Element, Layout};
 
 /// One matrix inside a batched operand: where it starts and its (row, column) strides.
 #[derive(Clone, Copy)]
@@ -59,7 +60,7 @@ fn plan(la: &Layout, lb: &Layout) -> Plan {
         .iter()
         .zip(batch)
         .all(|(&s, &size)| s == 0 || size == 1);
-    if b_shared && let Some(row_stride) = merged_stride(&la.shape[..nd - 1], &la.strides[..nd - 1]) {
+    if b_shared && let Some(row_stride) = merged_stride(&la.shape[..nd - 1], &la.strides[..nd - 1], 1) {
         let rows: usize = la.shape[..nd - 1].iter().product();
         let a = Mat {
             rs: row_stride as isize,
@@ -96,21 +97,6 @@ fn plan(la: &Layout, lb: &Layout) -> Plan {
         }
     }
     Plan { m, n, k, pairs }
-}
-
-/// If the dimensions can be walked as one (each stride = next stride × next size, ignoring size-1
-/// dimensions), the stride of that single dimension.
-fn merged_stride(shape: &[usize], strides: &[usize]) -> Option<usize> {
-    let dims: Vec<(usize, usize)> = shape
-        .iter()
-        .copied()
-        .zip(strides.iter().copied())
-        .filter(|&(n, _)| n != 1)
-        .collect();
-    match dims.last() {
-        None => Some(1),
-        Some(&(_, inner)) => dims.windows(2).all(|w| w[0].1 == w[1].1 * w[1].0).then_some(inner),
-    }
 }
 
 /// Below this many multiply-adds a product runs on one thread: handing half of it to a second
@@ -236,8 +222,8 @@ fn run_in_f32<T: Element>(plan: &Plan, a: &[T], b: &[T]) -> Vec<T> {
 }
 
 pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
-    crate::device::check_bounds("matmul", la, a.len())?;
-    crate::device::check_bounds("matmul", lb, b.len())?;
+    la.check_bounds("matmul", a.len())?;
+    lb.check_bounds("matmul", b.len())?;
     let plan = plan(la, lb);
     Ok(match (a, b) {
         (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(run(&plan, x, y)),

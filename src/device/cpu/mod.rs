@@ -1,12 +1,15 @@
-//! The CPU backend: plain loops over strided data, with a fast path for contiguous operands, and
-//! matmul through the `gemm` crate.
+//! The CPU backend: host buffers (`CpuBuffer`), plain loops over strided data with a fast path
+//! for contiguous operands (each op's arithmetic is its declaration's `apply_f32`/`apply_i64`),
+//! and matmul through the `gemm` crate.
 
 pub mod bf16_gemm;
+mod buffer;
 mod matmul;
 pub mod peak;
 mod team;
 pub mod update;
 
+pub use buffer::{BufferElement, CpuBuffer};
 pub use matmul::matmul;
 
 /// The instruction set bf16 matmuls use on this thread: "avx512_bf16" (`vdpbf16ps`) or
@@ -15,8 +18,10 @@ pub fn bf16_matmul_isa() -> &'static str {
     bf16_gemm::current_kernel().name()
 }
 
+use crate::base::dtype::convert;
+use crate::base::op::ReduceWalk;
+use crate::base::{BinaryOp, DType, Element, Layout, ReduceOp, UnaryOp};
 use crate::error::{Error, Result};
-use crate::tensor::{BinaryOp, BufferElement, CpuBuffer, DType, Element, Layout, ReduceOp, UnaryOp};
 use crate::with_cpu_buffer;
 
 /// Applies `f` to every element of a strided view, producing a contiguous vector.
@@ -39,23 +44,13 @@ fn zip_map<T: Copy, R>(a: &[T], la: &Layout, b: &[T], lb: &Layout, f: impl Fn(T,
     }
 }
 
-fn needs_float(op: &'static str, dtype: DType) -> Error {
-    Error::UnsupportedDType {
-        op,
-        dtype: dtype.name(),
-        why: "this operation needs a floating-point dtype",
-    }
-}
-
 fn unary_float<T: BufferElement>(op: UnaryOp, v: &[T], layout: &Layout) -> CpuBuffer {
+    let op = op.simplified();
     T::wrap(map(v, layout, |x| T::from_f32(op.apply_f32(x.to_f32()))))
 }
 
 fn unary_int<T: BufferElement>(op: UnaryOp, v: &[T], layout: &Layout) -> Result<CpuBuffer> {
-    // Decide once whether the op is integral (it does not depend on the element).
-    if op.apply_i64(0).is_none() {
-        return Err(needs_float(op.name(), T::DTYPE));
-    }
+    op.check_dtype(T::DTYPE)?;
     // Through i64, not f64: f64 would round i64 values above 2^53 and saturate i32 overflow.
     Ok(T::wrap(map(v, layout, |x| {
         T::from_i64(op.apply_i64(x.to_i64()).unwrap_or(0))
@@ -63,7 +58,7 @@ fn unary_int<T: BufferElement>(op: UnaryOp, v: &[T], layout: &Layout) -> Result<
 }
 
 pub fn unary(op: UnaryOp, buf: &CpuBuffer, layout: &Layout) -> Result<CpuBuffer> {
-    crate::device::check_bounds(op.name(), layout, buf.len())?;
+    layout.check_bounds(op.name(), buf.len())?;
     Ok(match buf {
         CpuBuffer::F32(v) => unary_float(op, v, layout),
         CpuBuffer::F16(v) => unary_float(op, v, layout),
@@ -80,9 +75,7 @@ fn binary_float<T: BufferElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], l
 }
 
 fn binary_int<T: BufferElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Result<CpuBuffer> {
-    if op.apply_i64(1, 1).is_none() {
-        return Err(needs_float(op.name(), T::DTYPE));
-    }
+    op.check_dtype(T::DTYPE)?;
     // Through i64, not f64 (see `unary_int`): exact, and i32 overflow wraps as in PyTorch.
     Ok(T::wrap(zip_map(a, la, b, lb, |x, y| {
         T::from_i64(op.apply_i64(x.to_i64(), y.to_i64()).unwrap_or(0))
@@ -90,8 +83,8 @@ fn binary_int<T: BufferElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb:
 }
 
 pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
-    crate::device::check_bounds(op.name(), la, a.len())?;
-    crate::device::check_bounds(op.name(), lb, b.len())?;
+    la.check_bounds(op.name(), a.len())?;
+    lb.check_bounds(op.name(), b.len())?;
     Ok(match (a, b) {
         (CpuBuffer::F32(x), CpuBuffer::F32(y)) => binary_float(op, x, la, y, lb),
         (CpuBuffer::F16(x), CpuBuffer::F16(y)) => binary_float(op, x, la, y, lb),
@@ -108,37 +101,12 @@ pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layo
     })
 }
 
-/// Reduces the dimensions in `dims`. The layout is permuted so the kept dimensions come first;
-/// then each output element is one consecutive run of the walk.
+/// Reduces the dimensions in `dims` (see `ReduceOp::walk`: each output element is one
+/// consecutive run of the walk).
 pub fn reduce(op: ReduceOp, buf: &CpuBuffer, layout: &Layout, dims: &[usize]) -> Result<CpuBuffer> {
-    crate::device::check_bounds(op.name(), layout, buf.len())?;
-    let kept = (0..layout.ndim()).filter(|d| !dims.contains(d));
-    let order: Vec<usize> = kept.chain(dims.iter().copied()).collect();
-    let walk = layout.permute(&order)?;
-    let run: usize = dims.iter().map(|&d| layout.shape[d]).product();
-    if run == 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) {
-        return Err(Error::invalid(
-            op.name(),
-            format!(
-                "cannot take the {} over an empty dimension (shape {:?})",
-                op.name(),
-                layout.shape
-            ),
-        ));
-    }
-    let out_len = layout.numel().checked_div(run).unwrap_or_else(|| {
-        layout
-            .shape
-            .iter()
-            .enumerate()
-            .filter(|(d, _)| !dims.contains(d))
-            .map(|(_, &n)| n)
-            .product()
-    });
+    let ReduceWalk { walk, outputs, run } = op.walk(layout, dims, buf.len())?;
+    op.check_dtype(buf.dtype())?;
     fn go<T: BufferElement>(op: ReduceOp, v: &[T], walk: &Layout, run: usize, out_len: usize) -> Result<CpuBuffer> {
-        if !T::DTYPE.is_float() && op == ReduceOp::Mean {
-            return Err(needs_float("mean", T::DTYPE));
-        }
         let mut out = Vec::with_capacity(out_len);
         let mut idx = walk.storage_indices();
         if !T::DTYPE.is_float() {
@@ -148,7 +116,7 @@ pub fn reduce(op: ReduceOp, buf: &CpuBuffer, layout: &Layout, dims: &[usize]) ->
                 let values = idx.by_ref().take(run).map(|i| v[i].to_i64());
                 let acc = match op {
                     ReduceOp::Sum | ReduceOp::Mean => values.fold(0, i64::wrapping_add),
-                    // `run` > 0 here: empty max/min were rejected above.
+                    // `run` > 0 here: empty max/min were refused by the walk.
                     ReduceOp::Max => values.max().unwrap_or(i64::MIN),
                     ReduceOp::Min => values.min().unwrap_or(i64::MAX),
                 };
@@ -181,7 +149,7 @@ pub fn reduce(op: ReduceOp, buf: &CpuBuffer, layout: &Layout, dims: &[usize]) ->
         }
         Ok(T::wrap(out))
     }
-    with_cpu_buffer!(buf, v => go(op, v, &walk, run, out_len))
+    with_cpu_buffer!(buf, v => go(op, v, &walk, run, outputs))
 }
 
 /// A contiguous copy of a strided view (what `contiguous()` does).
@@ -199,7 +167,7 @@ pub fn cast(buf: &CpuBuffer, layout: &Layout, dtype: DType) -> CpuBuffer {
             D::wrap(map(v, layout, |x| D::from_f32(x.to_f32())))
         } else {
             // Integer to integer goes through i64 (exact, wrapping), not f64.
-            D::wrap(map(v, layout, crate::tensor::dtype::convert::<S, D>))
+            D::wrap(map(v, layout, convert::<S, D>))
         }
     }
     fn from<S: Element>(v: &[S], layout: &Layout, dtype: DType) -> CpuBuffer {
@@ -215,7 +183,7 @@ pub fn cast(buf: &CpuBuffer, layout: &Layout, dtype: DType) -> CpuBuffer {
 }
 
 pub fn triu(buf: &CpuBuffer, layout: &Layout, diagonal: i64) -> Result<CpuBuffer> {
-    crate::device::check_bounds("triu", layout, buf.len())?;
+    layout.check_bounds("triu", buf.len())?;
     let n = layout.ndim();
     let (rows, cols) = (layout.shape[n - 2], layout.shape[n - 1]);
     fn go<T: BufferElement>(v: &[T], layout: &Layout, rows: usize, cols: usize, diagonal: i64) -> CpuBuffer {

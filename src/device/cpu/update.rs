@@ -8,30 +8,13 @@
 
 use rayon::prelude::*;
 
+use super::{BufferElement, CpuBuffer};
+use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
-use crate::tensor::{BufferElement, CpuBuffer, Layout};
 
 /// Below this many elements a single thread is faster than handing out work.
 const PARALLEL_MIN: usize = 1 << 15;
 const CHUNK: usize = 1 << 14;
-
-fn range(op: &'static str, layout: &Layout, len: usize) -> Result<std::ops::Range<usize>> {
-    if !layout.is_contiguous() {
-        return Err(Error::NotContiguous {
-            op,
-            shape: layout.shape.clone(),
-            strides: layout.strides.clone(),
-        });
-    }
-    let r = layout.offset..layout.offset + layout.numel();
-    if r.end > len {
-        return Err(Error::invalid(
-            op,
-            format!("layout {layout:?} reaches past the end of its storage ({len} elements)"),
-        ));
-    }
-    Ok(r)
-}
 
 fn mismatch(op: &'static str, a: &CpuBuffer, b: &CpuBuffer) -> Error {
     Error::DTypeMismatch {
@@ -41,9 +24,12 @@ fn mismatch(op: &'static str, a: &CpuBuffer, b: &CpuBuffer) -> Error {
     }
 }
 
-/// `dst[layout] = src[layout]`; both contiguous and of one dtype (the dispatcher casts first).
+/// `dst[layout] = src[layout]`; both contiguous and of one dtype (the tensor layer casts first).
 pub fn copy_into(dst: &mut CpuBuffer, dl: &Layout, src: &CpuBuffer, sl: &Layout) -> Result<()> {
-    let (rd, rs) = (range("copy_from", dl, dst.len())?, range("copy_from", sl, src.len())?);
+    let (rd, rs) = (
+        dl.contiguous_range_in("copy_from", dst.len())?,
+        sl.contiguous_range_in("copy_from", src.len())?,
+    );
     fn go<T: BufferElement>(
         dst: &mut CpuBuffer,
         rd: std::ops::Range<usize>,
@@ -54,11 +40,11 @@ pub fn copy_into(dst: &mut CpuBuffer, dl: &Layout, src: &CpuBuffer, sl: &Layout)
         Some(())
     }
     let done = match dst.dtype() {
-        crate::tensor::DType::F32 => go::<f32>(dst, rd, src, rs),
-        crate::tensor::DType::F16 => go::<half::f16>(dst, rd, src, rs),
-        crate::tensor::DType::BF16 => go::<half::bf16>(dst, rd, src, rs),
-        crate::tensor::DType::I32 => go::<i32>(dst, rd, src, rs),
-        crate::tensor::DType::I64 => go::<i64>(dst, rd, src, rs),
+        DType::F32 => go::<f32>(dst, rd, src, rs),
+        DType::F16 => go::<half::f16>(dst, rd, src, rs),
+        DType::BF16 => go::<half::bf16>(dst, rd, src, rs),
+        DType::I32 => go::<i32>(dst, rd, src, rs),
+        DType::I64 => go::<i64>(dst, rd, src, rs),
     };
     done.ok_or_else(|| mismatch("copy_from", dst, src))
 }
@@ -85,8 +71,8 @@ fn sgd_typed<T: BufferElement>(p: &mut [T], g: &[T], lr: f32) {
 /// `param -= lr · grad`.
 pub fn sgd(param: &mut CpuBuffer, pl: &Layout, grad: &CpuBuffer, gl: &Layout, lr: f64) -> Result<()> {
     let (rp, rg) = (
-        range("sgd_update", pl, param.len())?,
-        range("sgd_update", gl, grad.len())?,
+        pl.contiguous_range_in("sgd_update", param.len())?,
+        gl.contiguous_range_in("sgd_update", grad.len())?,
     );
     let lr = lr as f32;
     match (&mut *param, grad) {
@@ -157,9 +143,9 @@ fn adagrad_f32(p: &mut [f32], s: &mut [f32], g: &[f32], lr: f32, eps: f32) {
 
 /// `sum_sq += grad²; param -= lr · grad / √(sum_sq + eps)`.
 pub fn adagrad(a: AdaGradArgs<'_>) -> Result<()> {
-    let rp = range("adagrad_update", a.param_layout, a.param.len())?;
-    let rs = range("adagrad_update", a.sum_sq_layout, a.sum_sq.len())?;
-    let rg = range("adagrad_update", a.grad_layout, a.grad.len())?;
+    let rp = a.param_layout.contiguous_range_in("adagrad_update", a.param.len())?;
+    let rs = a.sum_sq_layout.contiguous_range_in("adagrad_update", a.sum_sq.len())?;
+    let rg = a.grad_layout.contiguous_range_in("adagrad_update", a.grad.len())?;
     let (lr, eps) = (a.lr as f32, a.eps as f32);
     if a.param.dtype() != a.sum_sq.dtype() {
         return Err(mismatch("adagrad_update", a.param, a.sum_sq));

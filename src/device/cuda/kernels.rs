@@ -177,8 +177,8 @@ pub fn compile_cached(dir: &std::path::Path, file: &str, text: &str, arch: &str)
     let c = compile(file, text, arch)?;
     if let Some(cubin) = &c.cubin {
         let _ = std::fs::create_dir_all(dir);
-        let _ = crate::trace::io::write_atomic(&cubin_path, cubin);
-        let _ = crate::trace::io::write_atomic(&ptx_path, c.ptx.as_bytes());
+        let _ = crate::atomic_file::write(&cubin_path, cubin);
+        let _ = crate::atomic_file::write(&ptx_path, c.ptx.as_bytes());
     }
     Ok(c)
 }

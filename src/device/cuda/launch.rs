@@ -1,15 +1,16 @@
 //! Kernel launches as plain data. Every op first builds a [`Launch`] (kernel name, arguments, grid)
 //! from layouts and device addresses; only then is it run. Planning needs no GPU, so tests on a
 //! CPU-only machine check every plan against the parameter lists NVRTC compiled
-//! (`tests/cuda_plans.rs`), and [`super::CudaBackend::launch`] checks each launch against them again
-//! before it reaches the driver: a kernel that is missing or called with the wrong arguments is an
-//! error, never garbage.
+//! (`tests/kernels_compile.rs`), and [`super::CudaBackend::launch`] checks each launch against
+//! them again before it reaches the driver: a kernel that is missing or called with the wrong
+//! arguments is an error, never garbage.
 
 use cudarc::driver::DeviceRepr;
 
 use super::kernels::ParamSpec;
+use crate::base::layout::collapse;
+use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Layout};
 
 /// Dimensions a kernel's strided view can have (MAX_DIMS in kernels/common.cuh).
 pub const MAX_DIMS: usize = 8;
@@ -119,44 +120,12 @@ pub fn grid_for(work: usize, sm_count: u32) -> (u32, u32, u32) {
     (wanted.min(cap) as u32, 1, 1)
 }
 
-/// Merges dimensions that can be walked as one in every operand (stride[d] == stride[d+1] ×
-/// shape[d+1]) and drops size-1 dimensions. The logical row-major order of the elements, and so
-/// every element's storage position, is unchanged; kernels just do less index arithmetic.
-pub fn collapse(shape: &[usize], strides: &[&[usize]]) -> (Vec<usize>, Vec<Vec<usize>>) {
-    let keep: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] != 1).collect();
-    let mut out_shape: Vec<usize> = Vec::new();
-    let mut out_strides: Vec<Vec<usize>> = vec![Vec::new(); strides.len()];
-    for &d in &keep {
-        let mergeable = !out_shape.is_empty()
-            && strides
-                .iter()
-                .zip(&out_strides)
-                .all(|(s, o)| *o.last().unwrap_or(&0) == s[d] * shape[d]);
-        if mergeable {
-            if let Some(last) = out_shape.last_mut() {
-                *last *= shape[d];
-            }
-            for (o, s) in out_strides.iter_mut().zip(strides) {
-                if let Some(last) = o.last_mut() {
-                    *last = s[d];
-                }
-            }
-        } else {
-            out_shape.push(shape[d]);
-            for (o, s) in out_strides.iter_mut().zip(strides) {
-                o.push(s[d]);
-            }
-        }
-    }
-    (out_shape, out_strides)
-}
-
 fn to_i64(op: &'static str, v: usize) -> Result<i64> {
     i64::try_from(v).map_err(|_| Error::invalid(op, format!("{v} does not fit a 64-bit signed index")))
 }
 
 /// The `Strided` argument for a (collapsed) view.
-pub fn strided(op: &'static str, shape: &[usize], strides: &[usize], offset: usize) -> Result<StridedArg> {
+fn strided(op: &'static str, shape: &[usize], strides: &[usize], offset: usize) -> Result<StridedArg> {
     if shape.len() > MAX_DIMS {
         return Err(Error::invalid(
             op,
@@ -208,46 +177,6 @@ pub fn strided_many(op: &'static str, layouts: &[&Layout]) -> Result<Vec<Strided
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn contiguous_layouts_collapse_to_one_dimension() {
-        let (shape, strides) = collapse(&[4, 8, 16], &[&[128, 16, 1]]);
-        assert_eq!((shape, strides), (vec![512], vec![vec![1]]));
-    }
-
-    #[test]
-    fn a_transpose_does_not_collapse_but_size_one_dimensions_go() {
-        // [3, 1, 2] transposed view of a 2x3 matrix with an inserted unit dimension.
-        let (shape, strides) = collapse(&[3, 1, 2], &[&[1, 7, 3]]);
-        assert_eq!((shape, strides), (vec![3, 2], vec![vec![1, 3]]));
-    }
-
-    #[test]
-    fn broadcast_operands_collapse_only_where_both_can() {
-        // a: contiguous [2, 3, 4]; b: [3, 4] broadcast along dim 0 (stride 0).
-        let (shape, strides) = collapse(&[2, 3, 4], &[&[12, 4, 1], &[0, 4, 1]]);
-        assert_eq!(shape, vec![2, 12]);
-        assert_eq!(strides, vec![vec![12, 1], vec![0, 1]]);
-    }
-
-    #[test]
-    fn collapsing_keeps_every_storage_position() {
-        let layout = Layout {
-            shape: vec![2, 1, 3, 4],
-            strides: vec![1, 99, 8, 2],
-            offset: 5,
-        };
-        let (shape, strides) = collapse(&layout.shape, &[&layout.strides]);
-        let collapsed = Layout {
-            shape,
-            strides: strides[0].clone(),
-            offset: 5,
-        };
-        assert_eq!(
-            layout.storage_indices().collect::<Vec<_>>(),
-            collapsed.storage_indices().collect::<Vec<_>>()
-        );
-    }
 
     #[test]
     fn strided_args_mark_contiguity_and_refuse_too_many_dimensions() {

@@ -8,16 +8,18 @@
 
 pub mod alloc;
 pub mod blas;
+mod compute;
 pub mod events;
 pub mod kernels;
 pub mod launch;
 pub mod ops;
 mod props;
-mod tensor_ops;
+mod transfer;
+mod update;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::cublas::{CudaBlas, sys as blas_sys};
@@ -25,13 +27,15 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DeviceRepr, DriverEr
 use cudarc::nvrtc::Ptx;
 
 pub use alloc::{Allocator, CudaBuffer, CudaData, DeviceMem, MemoryStats};
-pub use blas::GemmMode;
+pub use blas::{F32Matmul, GemmMode};
+pub use compute::*;
 pub use props::{DeviceProps, slug};
-pub use tensor_ops::*;
+pub use transfer::*;
+pub use update::*;
 
+use crate::base::DType;
 use crate::device::probe;
 use crate::error::{Error, Result};
-use crate::tensor::DType;
 use kernels::ParamSpec;
 use launch::{Arg, Launch};
 
@@ -47,7 +51,7 @@ pub struct CudaBackend {
     functions: HashMap<String, (CudaFunction, Vec<ParamSpec>)>,
     alloc: Arc<Allocator>,
     props: DeviceProps,
-    allow_tf32: AtomicBool,
+    f32_matmul: AtomicU8,
     /// Synchronise after every launch so that a failing kernel is reported by name
     /// (CS336_CUDA_SYNC_CHECK=1; the agreement tests set it).
     check_each_launch: bool,
@@ -143,6 +147,7 @@ impl CudaBackend {
         // SAFETY: one stream only (below), so no allocation is ever used on a stream other than
         // the one it was made on; nothing has been allocated yet.
         unsafe { ctx.disable_event_tracking() };
+        alloc::keep_freed_memory(&ctx)?;
         let stream = ctx.default_stream();
         let blas = CudaBlas::new(Arc::clone(&stream))
             .map_err(|e| Error::Cuda(format!("creating the cuBLAS handle: {e:?}")))?;
@@ -179,7 +184,7 @@ impl CudaBackend {
             functions,
             alloc: Arc::new(Allocator::default()),
             props,
-            allow_tf32: AtomicBool::new(false),
+            f32_matmul: AtomicU8::new(F32Matmul::Default.to_u8()),
             check_each_launch: std::env::var("CS336_CUDA_SYNC_CHECK").is_ok_and(|v| v == "1"),
             compile_seconds,
         })
@@ -201,14 +206,14 @@ impl CudaBackend {
         self.props.sm_count
     }
 
-    /// Whether f32 matmuls use TF32 tensor cores (like `torch.backends.cuda.matmul.allow_tf32`);
-    /// off by default. Returns the previous setting.
-    pub fn set_allow_tf32(&self, on: bool) -> bool {
-        self.allow_tf32.swap(on, Ordering::SeqCst)
+    /// How f32 matmuls are done (like `torch.set_float32_matmul_precision`); FP32 without TF32
+    /// by default. Returns the previous setting.
+    pub fn set_f32_matmul(&self, mode: F32Matmul) -> F32Matmul {
+        F32Matmul::from_u8(self.f32_matmul.swap(mode.to_u8(), Ordering::SeqCst))
     }
 
-    pub fn allow_tf32(&self) -> bool {
-        self.allow_tf32.load(Ordering::SeqCst)
+    pub fn f32_matmul(&self) -> F32Matmul {
+        F32Matmul::from_u8(self.f32_matmul.load(Ordering::SeqCst))
     }
 
     /// Waits for all queued work.
@@ -216,19 +221,17 @@ impl CudaBackend {
         self.stream.synchronize().map_err(|e| driver_error("synchronising", e))
     }
 
-    /// The allocator's live and peak bytes.
+    /// The bytes the allocator counts as live.
     pub fn memory_stats(&self) -> MemoryStats {
         self.alloc.stats()
     }
 
-    pub fn reset_peak_memory(&self) {
-        self.alloc.reset_peak();
-    }
-
     /// The driver's view: (free, total) bytes of device memory, after the queued work (and so
-    /// the queued frees) has finished.
+    /// the queued frees) has finished and the pool has handed its unused memory back (it keeps
+    /// freed memory otherwise, see [`alloc::pool_settings`]).
     pub fn driver_memory(&self) -> Result<(usize, usize)> {
         self.synchronize()?;
+        alloc::release_unused(&self.ctx)?;
         self.ctx.mem_get_info().map_err(|e| driver_error("cuMemGetInfo", e))
     }
 
@@ -250,11 +253,6 @@ impl CudaBackend {
             data,
             backend: Arc::clone(self),
         })
-    }
-
-    /// Whether a kernel of this name was compiled.
-    pub fn has_kernel(&self, name: &str) -> bool {
-        self.functions.contains_key(name)
     }
 
     /// Runs a planned launch after checking it against the kernel's parameter list.

@@ -3,67 +3,30 @@
 
 use half::{bf16, f16};
 
-use super::launch::{Arg, Launch, THREADS, dtype_suffix, grid_for, strided, strided_many};
+use super::launch::{Arg, Launch, THREADS, dtype_suffix, grid_for, strided_many};
+use crate::base::op::ReduceWalk;
+use crate::base::{BinaryOp, DType, Element, Layout, ReduceOp, UnaryOp};
 use crate::error::{Error, Result};
-use crate::tensor::{BinaryOp, DType, Element, Layout, ReduceOp, UnaryOp};
-
-fn needs_float(op: &'static str, dtype: DType) -> Error {
-    Error::UnsupportedDType {
-        op,
-        dtype: dtype.name(),
-        why: "this operation needs a floating-point dtype",
-    }
-}
 
 fn n_arg(n: usize) -> Arg {
     Arg::I64(n as i64)
 }
 
-/// The kernel (without its dtype suffix) and scalar for a unary op on floats. `pow` with 2 and
-/// 0.5 runs the exact square and sqrt kernels, as the CPU backend special-cases them.
-fn unary_float_kernel(op: UnaryOp) -> (&'static str, f32) {
-    match op {
-        UnaryOp::Neg => ("neg", 0.0),
-        UnaryOp::Sqrt => ("sqrt", 0.0),
-        UnaryOp::Rsqrt => ("rsqrt", 0.0),
-        UnaryOp::Square => ("square", 0.0),
-        UnaryOp::Exp => ("exp", 0.0),
-        UnaryOp::Log => ("log", 0.0),
-        UnaryOp::Abs => ("abs", 0.0),
-        UnaryOp::AddScalar(s) => ("add_scalar", s as f32),
-        UnaryOp::MulScalar(s) => ("mul_scalar", s as f32),
-        UnaryOp::DivScalar(s) => ("div_scalar", s as f32),
-        UnaryOp::PowScalar(2.0) => ("square", 0.0),
-        UnaryOp::PowScalar(0.5) => ("sqrt", 0.0),
-        UnaryOp::PowScalar(p) => ("pow_scalar", p as f32),
-    }
-}
-
-/// Integer unary ops exist only where the result stays integral (as on the CPU backend).
-fn unary_int_kernel(op: UnaryOp) -> Option<(&'static str, i64)> {
-    let integral = |s: f64| (s.fract() == 0.0).then_some(s as i64);
-    match op {
-        UnaryOp::Neg => Some(("neg", 0)),
-        UnaryOp::Square => Some(("square", 0)),
-        UnaryOp::Abs => Some(("abs", 0)),
-        UnaryOp::AddScalar(s) => integral(s).map(|s| ("add_scalar", s)),
-        UnaryOp::MulScalar(s) => integral(s).map(|s| ("mul_scalar", s)),
-        _ => None,
-    }
-}
-
+/// `<kernel>_<dtype>` with the op's scalar (0 for ops without one): f32 for floats, i64 for
+/// integers (where the declaration keeps only integral scalars). Floats run the op's exact form
+/// (`pow` with 2 and 0.5 as `square` and `sqrt`), as the CPU backend does.
 pub fn unary(op: UnaryOp, dtype: DType, out: u64, input: u64, layout: &Layout, sm: u32) -> Result<Launch> {
+    op.check_dtype(dtype)?;
     let n = layout.numel();
     let l = strided_many(op.name(), &[layout])?[0];
-    let (name, scalar) = if dtype.is_float() {
-        let (name, s) = unary_float_kernel(op);
-        (name, Arg::F32(s))
+    let (op, scalar) = if dtype.is_float() {
+        let op = op.simplified();
+        (op, Arg::F32(op.scalar().unwrap_or(0.0) as f32))
     } else {
-        let (name, s) = unary_int_kernel(op).ok_or_else(|| needs_float(op.name(), dtype))?;
-        (name, Arg::I64(s))
+        (op, Arg::I64(op.scalar().unwrap_or(0.0) as i64))
     };
     Ok(Launch {
-        kernel: format!("{name}_{}", dtype_suffix(dtype)),
+        kernel: format!("{}_{}", op.kernel(), dtype_suffix(dtype)),
         args: vec![Arg::Ptr(out), Arg::Ptr(input), Arg::Strided(l), n_arg(n), scalar],
         grid: grid_for(n, sm),
         block: (THREADS, 1, 1),
@@ -71,13 +34,11 @@ pub fn unary(op: UnaryOp, dtype: DType, out: u64, input: u64, layout: &Layout, s
 }
 
 pub fn binary(op: BinaryOp, dtype: DType, out: u64, a: (u64, &Layout), b: (u64, &Layout), sm: u32) -> Result<Launch> {
-    if !dtype.is_float() && matches!(op, BinaryOp::Div | BinaryOp::Pow) {
-        return Err(needs_float(op.name(), dtype));
-    }
+    op.check_dtype(dtype)?;
     let n = a.1.numel();
     let ls = strided_many(op.name(), &[a.1, b.1])?;
     Ok(Launch {
-        kernel: format!("{}_{}", op.name(), dtype_suffix(dtype)),
+        kernel: format!("{}_{}", op.kernel(), dtype_suffix(dtype)),
         args: vec![
             Arg::Ptr(out),
             Arg::Ptr(a.0),
@@ -114,36 +75,24 @@ pub fn reduce_chunks(outputs: usize, run: usize, sm: u32) -> (usize, usize) {
     (run.div_ceil(chunk).max(1), chunk)
 }
 
-/// `walk` is the input's layout permuted so that the reduced dimensions come last; each of the
-/// `outputs` results reduces `run` consecutive elements of that walk. (Both are passed: with an
-/// empty run the walk has no elements, yet the kept dimensions still give outputs: a sum over an
-/// empty dimension is 0, a mean NaN.)
-#[allow(clippy::too_many_arguments)]
+/// Both passes of a reduction along `w` (see `ReduceOp::walk`).
 pub fn reduce(
     op: ReduceOp,
     dtype: DType,
     out: u64,
     partial: u64,
     input: u64,
-    walk: &Layout,
-    outputs: usize,
-    run: usize,
+    w: &ReduceWalk,
     sm: u32,
 ) -> Result<ReducePlan> {
-    if op == ReduceOp::Mean && !dtype.is_float() {
-        return Err(needs_float("mean", dtype));
-    }
+    op.check_dtype(dtype)?;
+    let (walk, outputs, run) = (&w.walk, w.outputs, w.run);
     let l = strided_many(op.name(), &[walk])?[0];
     let (chunks, chunk) = reduce_chunks(outputs, run, sm);
     let suffix = dtype_suffix(dtype);
-    let first_op = match op {
-        ReduceOp::Sum | ReduceOp::Mean => "sum",
-        ReduceOp::Max => "max",
-        ReduceOp::Min => "min",
-    };
     let grid_x = outputs.clamp(1, 1 << 30) as u32;
     let first = Launch {
-        kernel: format!("reduce_{first_op}_{suffix}"),
+        kernel: format!("{}_{suffix}", op.first_pass_kernel()),
         args: vec![
             Arg::Ptr(partial),
             Arg::Ptr(input),
@@ -253,16 +202,11 @@ pub enum Distribution {
 }
 
 pub fn random(dist: Distribution, dtype: DType, out: u64, n: usize, seed: u64, sm: u32) -> Result<Launch> {
-    if !dtype.is_float() {
-        return Err(needs_float(
-            if dist == Distribution::Normal { "randn" } else { "rand" },
-            dtype,
-        ));
-    }
     let name = match dist {
         Distribution::Normal => "randn",
         Distribution::Uniform => "rand",
     };
+    dtype.require_float(name)?;
     Ok(Launch {
         kernel: format!("{name}_{}", dtype_suffix(dtype)),
         args: vec![Arg::Ptr(out), n_arg(n), Arg::U64(seed)],
@@ -361,51 +305,6 @@ pub fn adagrad(
     })
 }
 
-/// The fused MSE loss: pass 1 writes one f64 partial sum per block into `partial` (which needs
-/// `blocks` entries), then the mean reduction's finishing kernel divides by `n`.
-pub fn mse(
-    dtype: DType,
-    out: u64,
-    partial: u64,
-    pred: (u64, &Layout),
-    target: (u64, &Layout),
-    sm: u32,
-) -> Result<(Launch, Launch, usize)> {
-    if !dtype.is_float() {
-        return Err(needs_float("mse_loss", dtype));
-    }
-    let n = pred.1.numel();
-    let ls = strided_many("mse_loss", &[pred.1, target.1])?;
-    let grid = grid_for(n, sm);
-    // The block reduction in reduce.cu needs REDUCE_THREADS threads.
-    let first = Launch {
-        kernel: format!("mse_sum_{}", dtype_suffix(dtype)),
-        args: vec![
-            Arg::Ptr(partial),
-            Arg::Ptr(pred.0),
-            Arg::Strided(ls[0]),
-            Arg::Ptr(target.0),
-            Arg::Strided(ls[1]),
-            n_arg(n),
-        ],
-        grid,
-        block: (REDUCE_THREADS, 1, 1),
-    };
-    let blocks = grid.0 as usize;
-    let finish = Launch {
-        kernel: format!("reduce_finish_mean_{}", dtype_suffix(dtype)),
-        args: vec![Arg::Ptr(out), Arg::Ptr(partial), n_arg(1), n_arg(blocks), n_arg(n)],
-        grid: (1, 1, 1),
-        block: (THREADS, 1, 1),
-    };
-    Ok((first, finish, blocks))
-}
-
-/// `strided()` re-exported for callers that plan their own views.
-pub fn strided_arg(op: &'static str, layout: &Layout) -> Result<super::launch::StridedArg> {
-    strided(op, &layout.shape, &layout.strides, layout.offset)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,10 +340,10 @@ mod tests {
         );
         assert!(unary(UnaryOp::Sqrt, DType::I32, 0, 0, &l, 1).is_err());
         assert_eq!(
-            binary(BinaryOp::Maximum, DType::I32, 0, (0, &l), (0, &l), 1)
+            binary(BinaryOp::Mul, DType::I32, 0, (0, &l), (0, &l), 1)
                 .expect("plan")
                 .kernel,
-            "maximum_i32"
+            "mul_i32"
         );
         assert!(binary(BinaryOp::Div, DType::I64, 0, (0, &l), (0, &l), 1).is_err());
     }
@@ -476,8 +375,8 @@ mod tests {
     #[test]
     fn a_reduction_over_an_empty_dimension_keeps_its_outputs() {
         // x: [3, 0] reduced over dim 1 -> 3 outputs (sum 0, mean NaN).
-        let walk = Layout::contiguous(&[3, 0]);
-        let plan = reduce(ReduceOp::Sum, DType::F32, 0, 0, 0, &walk, 3, 0, 132).expect("plan");
+        let walk = ReduceOp::Sum.walk(&Layout::contiguous(&[3, 0]), &[1], 0).expect("walk");
+        let plan = reduce(ReduceOp::Sum, DType::F32, 0, 0, 0, &walk, 132).expect("plan");
         assert_eq!((plan.outputs, plan.chunks), (3, 1));
     }
 

@@ -37,7 +37,7 @@ fn view_strides(layout: &Layout, shape: &[usize]) -> Option<Vec<usize>> {
     let mut strides = vec![0; shape.len()];
     if layout.numel() == 0 || old_shape.is_empty() {
         // Nothing to read (or one element): any row-major strides will do.
-        return Some(crate::tensor::layout::contiguous_strides(shape));
+        return Some(crate::base::layout::contiguous_strides(shape));
     }
     let mut new_d = shape.len();
     let mut chunk_stride = old_strides[old_shape.len() - 1];

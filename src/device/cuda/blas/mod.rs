@@ -9,91 +9,28 @@
 //! call; when B is shared by the whole batch and A's batch and row dimensions can be walked with
 //! one stride, the batch folds into a single taller product. Anything else is made contiguous first.
 //!
-//! Precision ([`GemmMode`]): FP32 (CUBLAS_COMPUTE_32F with the default math mode: plain FP32
-//! arithmetic, no TF32), TF32 (CUBLAS_COMPUTE_32F_FAST_TF32: FP32 inputs rounded to 10-bit
-//! mantissas on the tensor cores, FP32 accumulation), BF16/FP16 inputs with FP32 accumulation and
-//! an output in the input dtype, or in FP32 ([`GemmMode::Bf16F32Out`]).
+//! Precision ([`GemmMode`]): FP32 pedantic (CUBLAS_COMPUTE_32F_PEDANTIC: FP32 in every step,
+//! reductions included: the lecture's `fp32` row), FP32 default (CUBLAS_COMPUTE_32F with the
+//! default math mode: FP32 arithmetic, no TF32, but cuBLAS may split or reorder reductions: what
+//! PyTorch's float32 matmul does, so the figure to set against PyTorch), TF32
+//! (CUBLAS_COMPUTE_32F_FAST_TF32: FP32 inputs rounded to 10-bit mantissas on the tensor cores,
+//! FP32 accumulation), BF16/FP16 inputs with FP32 accumulation and an output in the input dtype,
+//! or in FP32 ([`GemmMode::Bf16F32Out`]). With a BF16/FP16 output cuBLAS's default math mode
+//! allows reduced-precision reductions (split-K partial sums in the output type), as PyTorch's
+//! `allow_bf16_reduced_precision_reduction` does by default; [`GemmMode::math_mode`] says which
+//! mode each call runs under, and the lecture records it.
 
 use std::ffi::c_void;
 
 use cudarc::cublas::{result as blas, sys as blas_sys};
 
+mod mode;
+
+pub use mode::{F32Matmul, GemmMode};
+
+use crate::base::Layout;
+use crate::base::layout::merged_stride;
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Layout};
-
-/// How the arithmetic is done.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum GemmMode {
-    /// FP32 inputs and output, FP32 arithmetic (no TF32).
-    Fp32,
-    /// FP32 inputs and output, TF32 tensor-core arithmetic with FP32 accumulation.
-    Tf32,
-    /// BF16 inputs and output, FP32 accumulation.
-    Bf16,
-    /// BF16 inputs, FP32 output, FP32 accumulation.
-    Bf16F32Out,
-    /// FP16 inputs and output, FP32 accumulation.
-    Fp16,
-}
-
-impl GemmMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            GemmMode::Fp32 => "fp32",
-            GemmMode::Tf32 => "tf32",
-            GemmMode::Bf16 => "bf16",
-            GemmMode::Bf16F32Out => "bf16_f32_out",
-            GemmMode::Fp16 => "fp16",
-        }
-    }
-
-    /// The mode a matmul of `dtype` tensors uses (`allow_tf32` as in
-    /// `torch.backends.cuda.matmul.allow_tf32`).
-    pub fn for_dtype(dtype: DType, allow_tf32: bool) -> Result<GemmMode> {
-        match dtype {
-            DType::F32 if allow_tf32 => Ok(GemmMode::Tf32),
-            DType::F32 => Ok(GemmMode::Fp32),
-            DType::BF16 => Ok(GemmMode::Bf16),
-            DType::F16 => Ok(GemmMode::Fp16),
-            d => Err(Error::UnsupportedDType {
-                op: "matmul",
-                dtype: d.name(),
-                why: "matmul needs float32, float16 or bfloat16",
-            }),
-        }
-    }
-
-    pub fn input_dtype(self) -> DType {
-        match self {
-            GemmMode::Fp32 | GemmMode::Tf32 => DType::F32,
-            GemmMode::Bf16 | GemmMode::Bf16F32Out => DType::BF16,
-            GemmMode::Fp16 => DType::F16,
-        }
-    }
-
-    pub fn output_dtype(self) -> DType {
-        match self {
-            GemmMode::Fp32 | GemmMode::Tf32 | GemmMode::Bf16F32Out => DType::F32,
-            GemmMode::Bf16 => DType::BF16,
-            GemmMode::Fp16 => DType::F16,
-        }
-    }
-
-    fn data_type(dtype: DType) -> blas_sys::cudaDataType {
-        match dtype {
-            DType::BF16 => blas_sys::cudaDataType::CUDA_R_16BF,
-            DType::F16 => blas_sys::cudaDataType::CUDA_R_16F,
-            _ => blas_sys::cudaDataType::CUDA_R_32F,
-        }
-    }
-
-    fn compute_type(self) -> blas_sys::cublasComputeType_t {
-        match self {
-            GemmMode::Tf32 => blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
-            _ => blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-        }
-    }
-}
 
 /// One operand as cuBLAS sees it: where its first matrix starts (in elements), whether it is
 /// stored column-major (our transpose), its leading dimension, and the distance between the
@@ -138,20 +75,6 @@ fn describe(rows: usize, cols: usize, rs: usize, cs: usize) -> Option<(bool, usi
     None
 }
 
-/// The single stride that walks all batch dimensions (size-1 dimensions ignored), if there is one.
-fn batch_stride(shape: &[usize], strides: &[usize]) -> Option<usize> {
-    let dims: Vec<(usize, usize)> = shape
-        .iter()
-        .copied()
-        .zip(strides.iter().copied())
-        .filter(|&(n, _)| n != 1)
-        .collect();
-    match dims.last() {
-        None => Some(0),
-        Some(&(_, inner)) => dims.windows(2).all(|w| w[0].1 == w[1].1 * w[1].0).then_some(inner),
-    }
-}
-
 /// Plans `a`·`b` for layouts [batch…, m, k] and [batch…, k, n] with identical batch shapes.
 pub fn plan(la: &Layout, lb: &Layout) -> std::result::Result<GemmPlan, NeedsCopy> {
     let nd = la.ndim();
@@ -160,8 +83,8 @@ pub fn plan(la: &Layout, lb: &Layout) -> std::result::Result<GemmPlan, NeedsCopy
     let batch: usize = batch_shape.iter().product();
     let a_mat = describe(m, k, la.strides[nd - 2], la.strides[nd - 1]);
     let b_mat = describe(k, n, lb.strides[nd - 2], lb.strides[nd - 1]);
-    let a_batch = batch_stride(batch_shape, &la.strides[..nd - 2]);
-    let b_batch = batch_stride(batch_shape, &lb.strides[..nd - 2]);
+    let a_batch = merged_stride(batch_shape, &la.strides[..nd - 2], 0);
+    let b_batch = merged_stride(batch_shape, &lb.strides[..nd - 2], 0);
     let (Some((a_cm, a_ld)), Some((b_cm, b_ld)), Some(a_bs), Some(b_bs)) = (a_mat, b_mat, a_batch, b_batch) else {
         return Err(NeedsCopy {
             a: a_mat.is_none() || a_batch.is_none(),
@@ -178,7 +101,7 @@ pub fn plan(la: &Layout, lb: &Layout) -> std::result::Result<GemmPlan, NeedsCopy
     // dimension: a single (batch·m)×k product.
     if batch > 1 && b_bs == 0 && !a_cm {
         let rows_shape: Vec<usize> = la.shape[..nd - 1].to_vec();
-        if let Some(row_stride) = batch_stride(&rows_shape, &la.strides[..nd - 1]) {
+        if let Some(row_stride) = merged_stride(&rows_shape, &la.strides[..nd - 1], 0) {
             let rows = batch * m;
             if let Some((false, ld)) = describe(rows, k, row_stride, la.strides[nd - 1]) {
                 let a = MatDesc {
@@ -236,12 +159,16 @@ pub unsafe fn run(handle: blas_sys::cublasHandle_t, mode: GemmMode, plan: &GemmP
     let op_second = if plan.a.col_major { CUBLAS_OP_T } else { CUBLAS_OP_N };
     let (m, n, k) = (int("n", plan.n)?, int("m", plan.m)?, int("k", plan.k)?);
     let (ld_first, ld_second, ldc) = (int("ld of B", plan.b.ld)?, int("ld of A", plan.a.ld)?, m);
-    let in_type = GemmMode::data_type(mode.input_dtype());
-    let out_type = GemmMode::data_type(mode.output_dtype());
+    let in_type = mode::data_type(mode.input_dtype());
+    let out_type = mode::data_type(mode.output_dtype());
     let (alpha, beta) = (1.0f32, 0.0f32);
     let alpha_ptr = &alpha as *const f32 as *const c_void;
     let beta_ptr = &beta as *const f32 as *const c_void;
     let algo = blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT;
+    // SAFETY: a live handle (the caller's contract).
+    unsafe { blas_sys::cublasSetMathMode(handle, mode.math_mode()) }
+        .result()
+        .map_err(|e| Error::Cuda(format!("cublasSetMathMode: {e:?}")))?;
     let status = if plan.batch == 1 {
         unsafe {
             blas::gemm_ex(
@@ -409,14 +336,5 @@ mod tests {
         // A row vector [1, k] broadcast from a 1-D tensor.
         let p = plan(&layout(&[1, 4], &[4, 1], 0), &Layout::contiguous(&[4, 5])).expect("no copy");
         assert!(!p.a.col_major && p.a.ld >= 4);
-    }
-
-    #[test]
-    fn modes_follow_dtype_and_the_tf32_switch() {
-        assert_eq!(GemmMode::for_dtype(DType::F32, false).expect("f32"), GemmMode::Fp32);
-        assert_eq!(GemmMode::for_dtype(DType::F32, true).expect("f32"), GemmMode::Tf32);
-        assert_eq!(GemmMode::for_dtype(DType::BF16, true).expect("bf16"), GemmMode::Bf16);
-        assert!(GemmMode::for_dtype(DType::I32, false).is_err());
-        assert_eq!(GemmMode::Bf16F32Out.output_dtype(), DType::F32);
     }
 }

@@ -171,24 +171,6 @@ fn floor_log2(a: f64) -> i32 {
     }
 }
 
-/// Where each bit of a format goes, for the bit-layout chart.
-#[derive(Debug, Clone, Serialize)]
-pub struct BitLayout {
-    pub name: &'static str,
-    pub sign: u32,
-    pub exponent: u32,
-    pub mantissa: u32,
-}
-
-pub fn bit_layout(fmt: &FloatFormat) -> BitLayout {
-    BitLayout {
-        name: fmt.name,
-        sign: 1,
-        exponent: fmt.exponent_bits,
-        mantissa: fmt.mantissa_bits,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,10 @@
 //! Shape, strides and offset: how a tensor's logical indices map onto its storage. Every view
 //! (`select`, `narrow`, `transpose`, `view`, broadcasting) is a new `Layout` over the same storage.
 
+mod walk;
+
+pub use walk::{StridedIndices, collapse, merged_stride};
+
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +59,36 @@ impl Layout {
             n if self.is_contiguous() => Some(self.offset..self.offset + n),
             _ => None,
         }
+    }
+
+    /// [`Layout::contiguous_range`] for an op that needs a contiguous view inside a buffer of
+    /// `len` elements: a view that is not contiguous, or that reaches past the end, is an error.
+    pub fn contiguous_range_in(&self, op: &'static str, len: usize) -> Result<std::ops::Range<usize>> {
+        let range = self.contiguous_range().ok_or_else(|| Error::NotContiguous {
+            op,
+            shape: self.shape.clone(),
+            strides: self.strides.clone(),
+        })?;
+        if range.end > len {
+            return Err(self.past_the_end(op, len));
+        }
+        Ok(range)
+    }
+
+    /// Checks that every element of this layout lies inside a buffer of `len` elements, before any
+    /// unchecked access.
+    pub fn check_bounds(&self, op: &'static str, len: usize) -> Result<()> {
+        match self.max_storage_index() {
+            Some(max) if max >= len => Err(self.past_the_end(op, len)),
+            _ => Ok(()),
+        }
+    }
+
+    fn past_the_end(&self, op: &'static str, len: usize) -> Error {
+        Error::invalid(
+            op,
+            format!("layout {self:?} reaches past the end of its storage ({len} elements)"),
+        )
     }
 
     /// Storage position of a logical index.
@@ -297,51 +331,23 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
     Ok(out)
 }
 
-/// Walks a layout in row-major logical order, yielding storage positions. An odometer over the
-/// dimensions: the innermost stride is added each step, carries adjust the outer ones.
-pub struct StridedIndices<'a> {
-    layout: &'a Layout,
-    counter: Vec<usize>,
-    next: usize,
-    remaining: usize,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl<'a> StridedIndices<'a> {
-    fn new(layout: &'a Layout) -> Self {
-        StridedIndices {
-            layout,
-            counter: vec![0; layout.ndim()],
-            next: layout.offset,
-            remaining: layout.numel(),
-        }
+    #[test]
+    fn contiguous_ranges_and_bounds_are_checked_against_the_buffer() {
+        let row = Layout::contiguous(&[2, 3]).narrow(0, 1, 1).expect("narrow");
+        assert_eq!(row.contiguous_range_in("t", 6).expect("inside"), 3..6);
+        assert!(row.contiguous_range_in("t", 5).is_err(), "past the end");
+        let t = Layout::contiguous(&[2, 3]).transpose(0, 1).expect("t");
+        assert!(matches!(
+            t.contiguous_range_in("t", 6),
+            Err(Error::NotContiguous { .. })
+        ));
+        assert!(t.check_bounds("t", 6).is_ok() && t.check_bounds("t", 5).is_err());
+        let empty = Layout::contiguous(&[2, 3]).narrow(1, 3, 0).expect("empty");
+        assert_eq!(empty.contiguous_range_in("t", 6).expect("empty"), 0..0);
+        assert!(empty.check_bounds("t", 0).is_ok());
     }
 }
-
-impl Iterator for StridedIndices<'_> {
-    type Item = usize;
-
-    fn next(&mut self) -> Option<usize> {
-        if self.remaining == 0 {
-            return None;
-        }
-        self.remaining -= 1;
-        let current = self.next;
-        let (shape, strides) = (&self.layout.shape, &self.layout.strides);
-        for d in (0..shape.len()).rev() {
-            self.counter[d] += 1;
-            self.next += strides[d];
-            if self.counter[d] < shape[d] {
-                break;
-            }
-            self.next -= strides[d] * shape[d];
-            self.counter[d] = 0;
-        }
-        Some(current)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.remaining, Some(self.remaining))
-    }
-}
-
-impl ExactSizeIterator for StridedIndices<'_> {}

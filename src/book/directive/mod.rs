@@ -1,31 +1,15 @@
-//! Finding and parsing directives in a chapter's markdown. Markdown is parsed with pulldown-cmark
-//! only to learn where code is (fenced and indented blocks, inline code) and where HTML comments
-//! are: a directive written there is text, not a directive, and is left exactly as it is.
+//! Directives in a chapter's markdown: parsing one (here), finding them outside code (`find`),
+//! and refusing those whose place cannot hold a value's HTML (`placement`).
 
-use std::ops::Range;
+mod find;
+mod placement;
 
-use pulldown_cmark::{Event, Options, Parser, Tag};
+pub use find::{Found, find};
 
+pub use super::address::{Address, StateChoice};
+use super::address::{address_of, identifier};
 use super::format::Format;
 use crate::trace::Unit;
-
-/// `SECTION.NAME` with an optional path into the recorded JSON (`.max`, `.0`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Address {
-    pub section: String,
-    pub name: String,
-    pub path: Vec<String>,
-}
-
-impl std::fmt::Display for Address {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.section, self.name)?;
-        for step in &self.path {
-            write!(f, ".{step}")?;
-        }
-        Ok(())
-    }
-}
 
 /// What an `if` tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +22,7 @@ pub enum Condition {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Directive {
-    /// `{{value SECTION.NAME[.PATH] [format=F] [unit=U] [trace=SLUG]}}`
+    /// `{{value SECTION.NAME[.PATH] [state=S] [format=F] [unit=U] [trace=SLUG]}}`
     Value {
         address: Address,
         format: Format,
@@ -51,13 +35,13 @@ pub enum Directive {
     Chart { id: String, trace: Option<String> },
     /// `{{provenance [trace=SLUG]}}`
     Provenance { trace: Option<String> },
-    /// `{{compare SECTION.NAME[.PATH] [format=F] [unit=U]}}`
+    /// `{{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}`
     Compare {
         address: Address,
         format: Format,
         unit: Option<Unit>,
     },
-    /// `{{if [not|has] SECTION.NAME[.PATH] [trace=SLUG]}}`
+    /// `{{if [not|has] SECTION.NAME[.PATH] [state=S] [trace=SLUG]}}`
     If {
         condition: Condition,
         trace: Option<String>,
@@ -76,102 +60,9 @@ impl Directive {
 }
 
 /// The directive forms, for messages.
-pub const SYNTAX: &str = "{{value SECTION.NAME[.PATH] [format=F] [unit=U] [trace=SLUG]}}, {{code SECTION}}, {{chart ID}}, \
-     {{provenance}}, {{compare SECTION.NAME[.PATH] [format=F] [unit=U]}}, {{if [not|has] SECTION.NAME}} … {{else}} … {{end}}";
-
-/// A directive found in a chapter.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Found {
-    /// Byte range of `{{…}}` in the chapter.
-    pub span: Range<usize>,
-    /// 1-based line of the chapter.
-    pub line: usize,
-    /// Byte range of the whole line (without its newline).
-    pub line_span: Range<usize>,
-    /// Whether nothing but whitespace shares its line.
-    pub standalone: bool,
-    /// The text as written, `{{…}}` included.
-    pub text: String,
-    pub parsed: Result<Directive, String>,
-}
-
-/// Markdown options as mdbook uses them, so code spans are found where mdbook will find them.
-fn options() -> Options {
-    Options::ENABLE_TABLES
-        | Options::ENABLE_FOOTNOTES
-        | Options::ENABLE_STRIKETHROUGH
-        | Options::ENABLE_TASKLISTS
-        | Options::ENABLE_HEADING_ATTRIBUTES
-        | Options::ENABLE_DEFINITION_LIST
-        | Options::ENABLE_GFM
-}
-
-/// Byte ranges where `{{` is not a directive: code blocks, inline code and HTML comments.
-fn literal_ranges(markdown: &str) -> Vec<Range<usize>> {
-    let mut ranges = Vec::new();
-    let mut html_block: Option<Range<usize>> = None;
-    for (event, range) in Parser::new_ext(markdown, options()).into_offset_iter() {
-        match event {
-            Event::Start(Tag::CodeBlock(_)) | Event::Code(_) => ranges.push(range),
-            Event::Start(Tag::HtmlBlock) => html_block = Some(range),
-            // The first line of an HTML block says whether the block is a comment.
-            Event::Html(text) => {
-                if let Some(block) = html_block.take()
-                    && text.trim_start().starts_with("<!--")
-                {
-                    ranges.push(block);
-                }
-            }
-            Event::InlineHtml(text) if text.starts_with("<!--") => ranges.push(range),
-            _ => {}
-        }
-    }
-    ranges
-}
-
-/// Every directive outside code, in order. `{{#…}}` belongs to mdbook's `links` preprocessor and
-/// `\{{` is an escaped brace pair; both are skipped.
-pub fn find(markdown: &str) -> Vec<Found> {
-    let literal = literal_ranges(markdown);
-    let in_literal = |at: usize| literal.iter().any(|r| r.contains(&at));
-    let mut found = Vec::new();
-    let mut from = 0;
-    while let Some(offset) = markdown[from..].find("{{") {
-        let start = from + offset;
-        from = start + 2;
-        let escaped = markdown[..start].ends_with('\\');
-        if escaped || in_literal(start) || markdown[start + 2..].starts_with('#') {
-            continue;
-        }
-        let line_start = markdown[..start].rfind('\n').map_or(0, |i| i + 1);
-        let line_end = markdown[start..].find('\n').map_or(markdown.len(), |i| start + i);
-        let (end, parsed) = match markdown[start..line_end].find("}}") {
-            Some(close) => {
-                let end = start + close + 2;
-                (end, parse(&markdown[start + 2..end - 2]))
-            }
-            None => (line_end, Err("not closed by `}}` on the same line".to_string())),
-        };
-        from = end;
-        let standalone = markdown[line_start..start].trim().is_empty() && markdown[end..line_end].trim().is_empty();
-        let parsed = parsed.and_then(|d| {
-            if d.is_block() && !standalone {
-                Err("this directive must stand alone on its line".to_string())
-            } else {
-                Ok(d)
-            }
-        });
-        found.push(Found {
-            span: start..end,
-            line: markdown[..start].matches('\n').count() + 1,
-            line_span: line_start..line_end,
-            standalone,
-            text: markdown[start..end].to_string(),
-            parsed,
-        });
-    }
-    found
-}
+pub const SYNTAX: &str = "{{value SECTION.NAME[.PATH] [state=first|last|K] [format=F] [unit=U] [trace=SLUG]}}, {{code SECTION}}, \
+     {{chart ID}}, {{provenance}}, {{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}, \
+     {{if [not|has] SECTION.NAME [state=S]}} … {{else}} … {{end}}";
 
 /// Parses the inside of `{{…}}`.
 pub fn parse(inner: &str) -> Result<Directive, String> {
@@ -181,15 +72,31 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
     let mut format = None;
     let mut trace = None;
     let mut unit = None;
+    let mut state = None;
     for word in words {
         match word.split_once('=') {
             Some(("format", f)) => set_once(&mut format, f.parse::<Format>()?, "format")?,
             Some(("trace", t)) => set_once(&mut trace, slug(t)?, "trace")?,
             Some(("unit", u)) => set_once(&mut unit, unit_of(u)?, "unit")?,
-            Some((key, _)) => return Err(format!("unknown option `{key}` (options: format=, unit=, trace=)")),
+            Some(("state", s)) => set_once(&mut state, StateChoice::parse(s)?, "state")?,
+            Some((key, _)) => {
+                return Err(format!(
+                    "unknown option `{key}` (options: format=, unit=, state=, trace=)"
+                ));
+            }
             None => positional.push(word),
         }
     }
+    // `state=` picks a state of the value a directive quotes; only those that quote one take it.
+    let quotes = matches!(kind, "value" | "compare" | "if");
+    if state.is_some() && !quotes {
+        return Err(format!("`{kind}` takes no state (it quotes no single value)"));
+    }
+    let parse_address = |word: &str| -> Result<Address, String> {
+        let mut address = address_of(word)?;
+        address.state = state.unwrap_or_default();
+        Ok(address)
+    };
     let allow = |format_ok: bool, trace_ok: bool| -> Result<(), String> {
         if (format.is_some() || unit.is_some()) && !format_ok {
             return Err(format!("`{kind}` takes no format or unit"));
@@ -203,7 +110,7 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
         ("value", [address]) => {
             allow(true, true)?;
             Directive::Value {
-                address: address_of(address)?,
+                address: parse_address(address)?,
                 format: format.unwrap_or(Format::Auto),
                 unit,
                 trace,
@@ -212,7 +119,7 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
         ("compare", [address]) => {
             allow(true, false)?;
             Directive::Compare {
-                address: address_of(address)?,
+                address: parse_address(address)?,
                 format: format.unwrap_or(Format::Auto),
                 unit,
             }
@@ -239,14 +146,14 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
             allow(false, true)?;
             let condition = match words {
                 [address] => Condition::Value {
-                    address: address_of(address)?,
+                    address: parse_address(address)?,
                     negate: false,
                 },
                 ["not", address] => Condition::Value {
-                    address: address_of(address)?,
+                    address: parse_address(address)?,
                     negate: true,
                 },
-                ["has", address] => Condition::Has(address_of(address)?),
+                ["has", address] => Condition::Has(parse_address(address)?),
                 _ => return Err("`if` takes `SECTION.NAME`, `not SECTION.NAME` or `has SECTION.NAME`".into()),
             };
             Directive::If { condition, trace }
@@ -281,15 +188,6 @@ fn unit_of(word: &str) -> Result<Unit, String> {
         .map_err(|_| format!("unknown unit `{word}` (units: bytes, FLOP, FLOP/s, s, ratio, count, bytes/s, none)"))
 }
 
-fn identifier(word: &str, what: &str) -> Result<String, String> {
-    let ok = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if ok {
-        Ok(word.to_string())
-    } else {
-        Err(format!("`{word}` is not a valid {what} (letters, digits and `_`)"))
-    }
-}
-
 /// A trace's file name without `.json`; no path separators, so a directive cannot leave the
 /// trace folder.
 fn slug(word: &str) -> Result<String, String> {
@@ -305,27 +203,12 @@ fn slug(word: &str) -> Result<String, String> {
     }
 }
 
-fn address_of(word: &str) -> Result<Address, String> {
-    let mut parts = word.split('.');
-    let (Some(section), Some(name)) = (parts.next(), parts.next()) else {
-        return Err(format!("`{word}` is not of the form SECTION.NAME[.PATH]"));
-    };
-    let section = identifier(section, "section id")?;
-    let name = identifier(name, "value name")?;
-    let path = parts.map(|p| identifier(p, "path step")).collect::<Result<_, _>>()?;
-    Ok(Address { section, name, path })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn addr(section: &str, name: &str, path: &[&str]) -> Address {
-        Address {
-            section: section.into(),
-            name: name.into(),
-            path: path.iter().map(|s| s.to_string()).collect(),
-        }
+        Address::new(section, name, path)
     }
 
     #[test]
@@ -422,29 +305,5 @@ mod tests {
         assert!(err("code a format=sci").contains("takes no format"));
         assert!(err("value a.b unit=furlongs").contains("unknown unit `furlongs`"));
         assert!(err("if a.b c.d").contains("`if` takes"));
-    }
-
-    #[test]
-    fn finds_directives_outside_code_only() {
-        let md = "Prose {{value a.b}} and `{{value c.d}}` inline.\n\n```text\n{{value e.f}}\n```\n\n    {{value g.h}}\n\n\
-                  <!-- {{value i.j}} -->\n\n{{code a}}\n\\{{value k.l}} and {{#include x.md}}\n";
-        let found = find(md);
-        let texts: Vec<&str> = found.iter().map(|f| f.text.as_str()).collect();
-        assert_eq!(texts, ["{{value a.b}}", "{{code a}}"]);
-        assert_eq!(found[0].line, 1);
-        assert!(!found[0].standalone);
-        assert_eq!(&md[found[0].span.clone()], "{{value a.b}}");
-        assert_eq!(found[1].line, 11);
-        assert!(found[1].standalone);
-        assert!(found[1].parsed.is_ok());
-    }
-
-    #[test]
-    fn block_directives_must_stand_alone_and_close() {
-        let found = find("See {{code a}} here.\n{{value a.b\n");
-        assert_eq!(found.len(), 2);
-        assert!(found[0].parsed.as_ref().unwrap_err().contains("stand alone"));
-        assert!(found[1].parsed.as_ref().unwrap_err().contains("not closed"));
-        assert_eq!(found[1].text, "{{value a.b");
     }
 }

@@ -4,6 +4,7 @@
 use half::{bf16, f16};
 
 use super::formats::{self, FloatFormat};
+use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DType {
@@ -43,6 +44,18 @@ impl DType {
 
     pub fn is_float(self) -> bool {
         self.float_format().is_some()
+    }
+
+    /// Refuses integer dtypes for `op`, an operation whose result is not integral.
+    pub fn require_float(self, op: &'static str) -> Result<()> {
+        if self.is_float() {
+            return Ok(());
+        }
+        Err(Error::UnsupportedDType {
+            op,
+            dtype: self.name(),
+            why: "this operation needs a floating-point dtype",
+        })
     }
 
     pub fn float_format(self) -> Option<&'static FloatFormat> {

@@ -10,6 +10,11 @@ use serde_json::Value;
 
 use crate::trace::{Unit, number_from_json};
 
+mod notation;
+
+pub use notation::plain;
+use notation::{DEFAULT_DIGITS, eng, grouped, iec, percent, sci, si, sig, with_word};
+
 /// How to write a value. Digits after a form's name set its precision: significant digits for
 /// `sci`, `eng`, `si`, `iec` and `percent`, decimals for `fixed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,9 +102,6 @@ impl fmt::Display for Format {
     }
 }
 
-/// Significant digits when a form is given without a precision (trailing zeros are then dropped).
-const DEFAULT_DIGITS: usize = 4;
-
 /// Writes `value` recorded with `unit` in form `format`.
 pub fn format_value(value: &Value, unit: Unit, format: Format) -> Result<String, String> {
     if format == Format::Json {
@@ -107,8 +109,11 @@ pub fn format_value(value: &Value, unit: Unit, format: Format) -> Result<String,
     }
     let number = match value {
         Value::Number(_) => number_from_json(value),
-        // Non-finite floats are recorded as strings; only a numeric unit says they are numbers.
-        Value::String(_) if unit != Unit::None => number_from_json(value),
+        // Non-finite floats are recorded as strings ("NaN", "inf"); a numeric unit or a number
+        // form says they are numbers (as in a list with an explicit form).
+        Value::String(_) if unit != Unit::None || !matches!(format, Format::Auto | Format::Plain) => {
+            number_from_json(value)
+        }
         _ => None,
     };
     match (number, format) {
@@ -192,6 +197,8 @@ fn format_number(x: f64, unit: Unit, format: Format) -> Result<String, String> {
         Format::Eng(n) => with_word(eng(x, n), unit),
         Format::Si(n) => si(x, n, unit),
         Format::Iec(n) => iec(x, n, unit)?,
+        // Fifteen digits before the point are already more than a float holds.
+        Format::Fixed(_) if x.abs() >= 1e15 => with_word(sci(x, None), unit),
         Format::Fixed(d) => with_word(format!("{x:.d$}"), unit),
         Format::Percent(n) => percent(x, n),
         Format::Json => plain(x),
@@ -230,185 +237,6 @@ fn count(x: f64) -> String {
     } else {
         sig(x, DEFAULT_DIGITS, true)
     }
-}
-
-/// The unit's word after a number, for forms without prefixes.
-fn with_word(text: String, unit: Unit) -> String {
-    let word = match unit {
-        Unit::Bytes if text == "1" => "byte",
-        Unit::Bytes => "bytes",
-        Unit::BytesPerSec => "bytes/s",
-        Unit::Flop => "FLOP",
-        Unit::FlopPerSec => "FLOP/s",
-        Unit::Seconds => "s",
-        Unit::Ratio | Unit::Count | Unit::None => return text,
-    };
-    format!("{text} {word}")
-}
-
-/// The unit's symbol after a prefix (`G` + `B`, `T` + `FLOP/s`).
-fn symbol(unit: Unit) -> &'static str {
-    match unit {
-        Unit::Bytes => "B",
-        Unit::BytesPerSec => "B/s",
-        Unit::Flop => "FLOP",
-        Unit::FlopPerSec => "FLOP/s",
-        Unit::Seconds => "s",
-        Unit::Ratio | Unit::Count | Unit::None => "",
-    }
-}
-
-/// Shortest decimal that reads back as `x`; integers without a fraction, very large or small
-/// numbers in exponent form.
-pub fn plain(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e16 {
-        format!("{}", x as i64)
-    } else if (1e-4..1e16).contains(&x.abs()) {
-        format!("{x}")
-    } else {
-        format!("{x:e}")
-    }
-}
-
-/// An integer with commas between groups of three digits.
-fn grouped(x: f64) -> String {
-    if x.abs() >= 1e18 {
-        return sci(x, None);
-    }
-    let digits = format!("{}", x.abs() as u64);
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if x < 0.0 { format!("-{out}") } else { out }
-}
-
-/// `x` rounded to `n` significant digits; without an explicit precision, trailing zeros go.
-fn sig(x: f64, n: usize, trim: bool) -> String {
-    if x == 0.0 {
-        return "0".into();
-    }
-    // Round first, so that 9.9996 at 4 digits becomes 10.00 and not 9.9996's decimals.
-    let rounded: f64 = format!("{x:.*e}", n - 1).parse().unwrap_or(x);
-    let magnitude = rounded.abs().log10().floor() as i64;
-    let decimals = (n as i64 - 1 - magnitude).max(0) as usize;
-    let text = format!("{rounded:.decimals$}");
-    if trim { trim_zeros(&text) } else { text }
-}
-
-fn trim_zeros(text: &str) -> String {
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        text.to_string()
-    }
-}
-
-fn digits(n: Option<usize>) -> (usize, bool) {
-    match n {
-        Some(n) => (n, false),
-        None => (DEFAULT_DIGITS, true),
-    }
-}
-
-/// Scientific notation: `6.3e24`, `1.192e-7`.
-fn sci(x: f64, n: Option<usize>) -> String {
-    let (n, trim) = digits(n);
-    let text = format!("{x:.*e}", n - 1);
-    let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
-    let mantissa = if trim {
-        trim_zeros(mantissa)
-    } else {
-        mantissa.to_string()
-    };
-    format!("{mantissa}e{exponent}")
-}
-
-/// `x` as `m · 10^e` with `e` a multiple of three and 1 ≤ |m| < 1000.
-fn split_thousands(x: f64, n: usize) -> (f64, i32) {
-    if x == 0.0 {
-        return (0.0, 0);
-    }
-    let rounded: f64 = format!("{x:.*e}", n - 1).parse().unwrap_or(x);
-    let exponent = (rounded.abs().log10().floor() as i32).div_euclid(3) * 3;
-    (rounded / 10f64.powi(exponent), exponent)
-}
-
-/// Engineering notation: `314e21`, `54.1e12`.
-fn eng(x: f64, n: Option<usize>) -> String {
-    let (n, trim) = digits(n);
-    let (mantissa, exponent) = split_thousands(x, n);
-    let mantissa = sig(mantissa, n, trim);
-    if exponent == 0 {
-        mantissa
-    } else {
-        format!("{mantissa}e{exponent}")
-    }
-}
-
-const SI_PREFIXES: [(i32, &str); 13] = [
-    (-12, "p"),
-    (-9, "n"),
-    (-6, "µ"),
-    (-3, "m"),
-    (0, ""),
-    (3, "k"),
-    (6, "M"),
-    (9, "G"),
-    (12, "T"),
-    (15, "P"),
-    (18, "E"),
-    (21, "Z"),
-    (24, "Y"),
-];
-
-/// Decimal prefixes: `80 GB`, `989.5 TFLOP/s`, `1.2 ms`. Outside the prefixes' range, scientific.
-fn si(x: f64, n: Option<usize>, unit: Unit) -> String {
-    let (digits, trim) = digits(n);
-    let (mantissa, exponent) = split_thousands(x, digits);
-    match SI_PREFIXES.iter().find(|(e, _)| *e == exponent) {
-        Some((_, prefix)) => {
-            let text = sig(mantissa, digits, trim);
-            let unit_symbol = symbol(unit);
-            if prefix.is_empty() && unit_symbol.is_empty() {
-                text
-            } else {
-                format!("{text} {prefix}{unit_symbol}")
-            }
-        }
-        None => with_word(sci(x, n), unit),
-    }
-}
-
-/// Binary prefixes for bytes: `2.25 GiB`; below 1024, bytes.
-fn iec(x: f64, n: Option<usize>, unit: Unit) -> Result<String, String> {
-    if !matches!(unit, Unit::Bytes | Unit::BytesPerSec) {
-        return Err(format!("format `iec` is for bytes, but this value's unit is {unit:?}"));
-    }
-    const PREFIXES: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
-    let (digits, trim) = digits(n);
-    let mut scaled = x;
-    let mut i = 0;
-    while scaled.abs() >= 1024.0 && i + 1 < PREFIXES.len() {
-        scaled /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        return Ok(with_word(sig(x, digits, trim), unit));
-    }
-    Ok(format!("{} {}{}", sig(scaled, digits, trim), PREFIXES[i], symbol(unit)))
-}
-
-/// A ratio as a percentage: `50%`, `1.23%`.
-fn percent(x: f64, n: Option<usize>) -> String {
-    let (n, trim) = match n {
-        Some(n) => (n, false),
-        None => (3, true),
-    };
-    format!("{}%", sig(x * 100.0, n, trim))
 }
 
 #[cfg(test)]

@@ -1,0 +1,212 @@
+//! The binary elementwise ops (`+`, `-`, `*`, `/`), one table entry each, with the fields of a
+//! unary entry (see `unary.rs`) for two operands `a` and `b`, and one derivative per operand:
+//! `grad_a` and `grad_b` name the operands they read after `g` (autograd keeps an operand only
+//! when a gradient that is wanted reads it). Operands are broadcast to one shape first; autograd
+//! sums each gradient back to its operand's shape.
+
+use super::{Accuracy, reads};
+use crate::base::DType;
+use crate::error::Result;
+
+/// The table; `$then` is a macro that receives every entry.
+macro_rules! binary_op_table {
+    ($then:ident) => {
+        $then! {
+            /// `a + b`.
+            Add => add {
+                name: "add",
+                f32: |a, b| a + b,
+                i64: |a, b| Some(a.wrapping_add(b)),
+                exact: |a, b| a + b,
+                accuracy: CorrectlyRounded,
+                grad_a: |g| Ok(g.clone()),
+                grad_b: |g| Ok(g.clone()),
+            }
+            /// `a - b`.
+            Sub => sub {
+                name: "sub",
+                f32: |a, b| a - b,
+                i64: |a, b| Some(a.wrapping_sub(b)),
+                exact: |a, b| a - b,
+                accuracy: CorrectlyRounded,
+                grad_a: |g| Ok(g.clone()),
+                grad_b: |g| g.neg(),
+            }
+            /// `a · b`.
+            Mul => mul {
+                name: "mul",
+                f32: |a, b| a * b,
+                i64: |a, b| Some(a.wrapping_mul(b)),
+                exact: |a, b| a * b,
+                accuracy: CorrectlyRounded,
+                grad_a: |g, b| g.mul(b),
+                grad_b: |g, a| g.mul(a),
+            }
+            /// `a / b`.
+            Div => div {
+                name: "div",
+                f32: |a, b| a / b,
+                i64: |_a, _b| None,
+                exact: |a, b| a / b,
+                accuracy: CorrectlyRounded,
+                grad_a: |g, b| g.div(b),
+                grad_b: |g, a, b| g.div(b)?.mul(a)?.div(b)?.neg(),
+            }
+        }
+    };
+}
+pub(crate) use binary_op_table;
+
+/// The kernel's name: the declared one, else the op's name.
+macro_rules! kernel_name {
+    ($name:literal $kernel:literal) => {
+        $kernel
+    };
+    ($name:literal) => {
+        $name
+    };
+}
+
+/// Everything the ops themselves are, from the table.
+macro_rules! define_binary_ops {
+    ($(
+        $(#[$meta:meta])*
+        $variant:ident => $method:ident {
+            name: $name:literal,
+            $(kernel: $kernel:literal,)?
+            f32: |$fa:ident, $fb:ident| $f32:expr,
+            i64: |$ia:ident, $ib:ident| $i64:expr,
+            exact: |$ea:ident, $eb:ident| $exact:expr,
+            accuracy: $accuracy:ident,
+            grad_a: |$ga:ident $(, $gas:ident)*| $grad_a:expr,
+            grad_b: |$gb:ident $(, $gbs:ident)*| $grad_b:expr $(,)?
+        }
+    )*) => {
+        /// A binary elementwise op.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum BinaryOp {
+            $($(#[$meta])* $variant,)*
+        }
+
+        impl BinaryOp {
+            /// Every op once.
+            pub const ALL: &'static [BinaryOp] = &[$(BinaryOp::$variant),*];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(BinaryOp::$variant => $name,)*
+                }
+            }
+
+            /// The CUDA kernel, without its dtype suffix.
+            pub fn kernel(self) -> &'static str {
+                match self {
+                    $(BinaryOp::$variant => kernel_name!($name $($kernel)?),)*
+                }
+            }
+
+            /// The arithmetic on floats, in f32.
+            #[inline]
+            pub fn apply_f32(self, a: f32, b: f32) -> f32 {
+                match self {
+                    $(BinaryOp::$variant => {
+                        let ($fa, $fb) = (a, b);
+                        $f32
+                    })*
+                }
+            }
+
+            /// The arithmetic on integers, exact and wrapping; `None` when the op needs a float
+            /// dtype (which does not depend on the elements).
+            #[inline]
+            pub fn apply_i64(self, a: i64, b: i64) -> Option<i64> {
+                match self {
+                    $(BinaryOp::$variant => {
+                        let ($ia, $ib) = (a, b);
+                        $i64
+                    })*
+                }
+            }
+
+            /// The exact value `apply_f32` approximates.
+            pub fn exact(self, a: f64, b: f64) -> f64 {
+                match self {
+                    $(BinaryOp::$variant => {
+                        let ($ea, $eb) = (a, b);
+                        $exact
+                    })*
+                }
+            }
+
+            pub fn accuracy(self) -> Accuracy {
+                match self {
+                    $(BinaryOp::$variant => Accuracy::$accuracy,)*
+                }
+            }
+
+            /// Which operands autograd keeps, given which gradients are wanted: an operand is kept
+            /// when a wanted gradient reads it.
+            pub fn saves(self, need: [bool; 2]) -> [bool; 2] {
+                match self {
+                    $(BinaryOp::$variant => [
+                        (need[0] && reads!(a: $($gas)*)) || (need[1] && reads!(a: $($gbs)*)),
+                        (need[0] && reads!(b: $($gas)*)) || (need[1] && reads!(b: $($gbs)*)),
+                    ],)*
+                }
+            }
+        }
+    };
+}
+
+binary_op_table!(define_binary_ops);
+
+impl BinaryOp {
+    /// Whether integer tensors take this op (the result stays integral).
+    pub fn integral(self) -> bool {
+        self.apply_i64(1, 1).is_some()
+    }
+
+    /// Refuses an integer dtype when the result would not be integral.
+    pub fn check_dtype(self, dtype: DType) -> Result<()> {
+        if self.integral() {
+            return Ok(());
+        }
+        dtype.require_float(self.name())
+    }
+
+    /// FLOPs for `outputs` output elements.
+    pub fn flops(self, outputs: usize) -> u64 {
+        super::elementwise_flops(outputs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operands_are_kept_only_for_the_gradients_that_read_them() {
+        assert_eq!(BinaryOp::Add.saves([true, true]), [false, false]);
+        assert_eq!(BinaryOp::Mul.saves([true, false]), [false, true]);
+        assert_eq!(BinaryOp::Mul.saves([false, true]), [true, false]);
+        assert_eq!(BinaryOp::Div.saves([true, false]), [false, true]);
+        assert_eq!(BinaryOp::Div.saves([false, true]), [true, true]);
+    }
+
+    #[test]
+    fn names_and_kernels_are_distinct() {
+        for (i, a) in BinaryOp::ALL.iter().enumerate() {
+            for b in &BinaryOp::ALL[i + 1..] {
+                assert!(a.name() != b.name() && a.kernel() != b.kernel(), "{a:?} and {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn division_is_for_floats() {
+        assert!(BinaryOp::Div.check_dtype(DType::I32).is_err());
+        assert!(BinaryOp::Div.check_dtype(DType::F16).is_ok());
+        assert!(BinaryOp::Mul.check_dtype(DType::I64).is_ok());
+        assert_eq!(BinaryOp::Sub.apply_i64(i64::MIN, 1), Some(i64::MAX));
+    }
+}

@@ -1,0 +1,86 @@
+//! Every op, declared once. An elementwise op is one entry in a table (`unary.rs`, `binary.rs`):
+//! its name, its CUDA kernel, its f32 arithmetic (the CPU backend's body), its integer arithmetic
+//! (absent for ops whose result is not integral), the exact value it approximates, how closely,
+//! and its derivative. Each layer reads the part it runs from that one entry:
+//! - here: the op enums, `ALL` (the list tests iterate), names, kernel names, the arithmetic;
+//! - the CPU backend calls `apply_f32`/`apply_i64`; the CUDA backend launches `<kernel>_<dtype>`
+//!   (defined by one line in `kernels/elementwise.cu`: `tests/kernels_compile.rs` compiles every
+//!   kernel a declared op can launch, on a machine without a GPU);
+//! - the tensor layer gets a method per op (`Tensor::sqrt`), so does autograd (`Var::sqrt`), and
+//!   autograd's backward runs the declared derivative.
+//!
+//! FLOPs: an elementwise op counts one per output element, a reduction one per input element.
+
+mod binary;
+mod reduce;
+mod unary;
+
+pub use binary::BinaryOp;
+pub use reduce::{ReduceOp, ReduceWalk};
+pub use unary::UnaryOp;
+pub(crate) use {binary::binary_op_table, unary::unary_op_table};
+
+/// How closely an op's f32 arithmetic follows the exact value it declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accuracy {
+    /// One IEEE-754 operation (+ − × ÷ √, negation): correctly rounded, so every backend gives
+    /// the same bits.
+    CorrectlyRounded,
+    /// Two IEEE-754 operations (`1/√x`): within one unit in the last place, and the same bits on
+    /// every backend (each rounds both steps the same way).
+    TwoRoundings,
+    /// A math-library function (`powf`): within one unit in the last place of the exact value on
+    /// the CPU; CUDA's library lands a few units away from the CPU's.
+    MathLibrary,
+}
+
+/// Which tensor an op's derivative reads, and so what autograd keeps for the backward pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saves {
+    Nothing,
+    /// The op's input (`x`).
+    Input,
+    /// The op's output (`y`).
+    Output,
+}
+
+/// A scalar as an integer operand, when it is one (`x + 2.0` stays integral, `x + 0.5` does not).
+pub fn integral(s: f64) -> Option<i64> {
+    (s.fract() == 0.0).then_some(s as i64)
+}
+
+/// FLOPs of an elementwise op with `outputs` output elements.
+pub fn elementwise_flops(outputs: usize) -> u64 {
+    outputs as u64
+}
+
+/// What a unary derivative of the form `|g, x|`, `|g, y|` or `|g|` keeps for backward.
+macro_rules! saves {
+    () => {
+        $crate::base::op::Saves::Nothing
+    };
+    (x) => {
+        $crate::base::op::Saves::Input
+    };
+    (y) => {
+        $crate::base::op::Saves::Output
+    };
+}
+pub(crate) use saves;
+
+/// Whether a binary derivative's parameter list (after `g`) names operand `a` or `b`.
+macro_rules! reads {
+    ($want:ident:) => {
+        false
+    };
+    (a: a $($rest:ident)*) => {
+        true
+    };
+    (b: b $($rest:ident)*) => {
+        true
+    };
+    ($want:ident: $other:ident $($rest:ident)*) => {
+        $crate::base::op::reads!($want: $($rest)*)
+    };
+}
+pub(crate) use reads;

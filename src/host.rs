@@ -1,0 +1,163 @@
+//! Facts about the host machine, read from the OS: CPU model, cores, SIMD extensions, memory and
+//! operating system. The trace's provenance records them, and the CPU device reports its memory.
+
+/// First value of `key` in a file of `key<sep>value` lines (/proc/cpuinfo uses ':', os-release
+/// '=' with optional quotes).
+fn file_field(path: &str, sep: char, key: &str) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().find_map(|line| {
+        let (k, v) = line.split_once(sep)?;
+        (k.trim() == key).then(|| v.trim().trim_matches('"').to_string())
+    })
+}
+
+/// The CPU's model name, or the architecture where the OS does not say.
+pub fn cpu_model() -> String {
+    cpu_model_name().unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// The CPU's model as the OS names it: Linux's `model name` (x86), else the board's device-tree
+/// model or the ARM part number (aarch64 Linux has no `model name`); macOS's brand string.
+fn cpu_model_name() -> Option<String> {
+    let named = |s: String| Some(s.trim().trim_end_matches('\0').to_string()).filter(|s| !s.is_empty());
+    if cfg!(target_os = "macos") {
+        let out = std::process::Command::new("sysctl")
+            .args(["-n", "machdep.cpu.brand_string"])
+            .output()
+            .ok()?;
+        return named(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    let field = |key| file_field("/proc/cpuinfo", ':', key).and_then(named);
+    field("model name")
+        .or_else(|| std::fs::read_to_string("/proc/device-tree/model").ok().and_then(named))
+        .or_else(|| {
+            let (implementer, part) = (field("CPU implementer")?, field("CPU part")?);
+            Some(format!(
+                "{} implementer {implementer} part {part}",
+                std::env::consts::ARCH
+            ))
+        })
+}
+
+/// The CPU's name for file names: `cpu-` and its model lowercased, every run of other characters
+/// than a–z and 0–9 turned into one `-`; `cpu-<arch>` where no model can be read.
+pub fn cpu_slug() -> String {
+    slug_of(cpu_model_name().as_deref(), std::env::consts::ARCH)
+}
+
+fn slug_of(model: Option<&str>, arch: &str) -> String {
+    let words = |text: &str| {
+        text.to_lowercase()
+            .split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit()))
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join("-")
+    };
+    let name = model
+        .map(words)
+        .filter(|w| !w.is_empty())
+        .unwrap_or_else(|| words(arch));
+    format!("cpu-{name}")
+}
+
+pub fn logical_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Total host memory in bytes (from /proc/meminfo).
+pub fn memory_bytes() -> Option<u64> {
+    let kib: u64 = file_field("/proc/meminfo", ':', "MemTotal")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// SIMD extensions the CPU reports and that matter for the kernels here.
+#[cfg(target_arch = "x86_64")]
+pub fn simd_features() -> Vec<String> {
+    let mut out = Vec::new();
+    macro_rules! probe {
+        ($($f:tt),*) => {$(
+            if std::arch::is_x86_feature_detected!($f) {
+                out.push($f.to_string());
+            }
+        )*};
+    }
+    probe!(
+        "sse4.2",
+        "avx",
+        "avx2",
+        "fma",
+        "f16c",
+        "avx512f",
+        "avx512bw",
+        "avx512vl",
+        "avx512bf16",
+        "avx512fp16"
+    );
+    out
+}
+
+/// SIMD extensions the CPU reports and that matter for the kernels here.
+#[cfg(target_arch = "aarch64")]
+pub fn simd_features() -> Vec<String> {
+    let mut out = Vec::new();
+    if std::arch::is_aarch64_feature_detected!("neon") {
+        out.push("neon".into());
+    }
+    if std::arch::is_aarch64_feature_detected!("bf16") {
+        out.push("bf16".into());
+    }
+    out
+}
+
+/// SIMD extensions the CPU reports and that matter for the kernels here.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub fn simd_features() -> Vec<String> {
+    Vec::new()
+}
+
+/// The OS's name, its kernel version and the architecture, e.g. "Ubuntu 24.04, kernel 6.8.0, x86_64".
+pub fn os() -> String {
+    let pretty = file_field("/etc/os-release", '=', "PRETTY_NAME");
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|s| s.trim().to_string());
+    let mut parts = vec![pretty.unwrap_or_else(|| std::env::consts::OS.to_string())];
+    if let Some(k) = kernel {
+        parts.push(format!("kernel {k}"));
+    }
+    parts.push(std::env::consts::ARCH.to_string());
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_slugs_are_the_model_in_file_name_form() {
+        assert_eq!(
+            slug_of(Some("Intel(R) Xeon(R) Processor"), "x86_64"),
+            "cpu-intel-r-xeon-r-processor"
+        );
+        assert_eq!(
+            slug_of(Some("AMD EPYC 7B13 64-Core Processor"), "x86_64"),
+            "cpu-amd-epyc-7b13-64-core-processor"
+        );
+        assert_eq!(slug_of(Some("Apple M2 Pro"), "aarch64"), "cpu-apple-m2-pro");
+        assert_eq!(slug_of(Some("  --Ünïcode ©  "), "x86_64"), "cpu-n-code");
+        assert_eq!(slug_of(None, "aarch64"), "cpu-aarch64");
+        assert_eq!(slug_of(Some("(R)"), "x86_64"), "cpu-r");
+        assert_eq!(slug_of(Some("©"), "x86_64"), "cpu-x86-64");
+        let here = cpu_slug();
+        assert!(here.starts_with("cpu-") && here.len() > 4, "{here}");
+        assert!(
+            here[4..]
+                .split('-')
+                .all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric()))
+        );
+    }
+}

@@ -1,0 +1,70 @@
+//! Data loading: token ids in a memory-mapped file, batches cut from random positions, and pinned
+//! memory on a GPU.
+
+use super::SectionCtx;
+use super::training::{message_in, temp_dir};
+use crate::atomic_file;
+use crate::data::{self, TokenFile};
+use crate::error::Result;
+use crate::trace::Unit;
+
+/// Token ids live in a file; a memory map reads only the pages a batch touches.
+pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
+    let dir = temp_dir()?;
+    let path = dir.path().join("data.npy");
+    let orig_data: Vec<i32> = (1..=10).collect();
+    data::write_tokens(&path, &orig_data)?;
+    let data = TokenFile::open(&path)?;
+    cx.record("data", data.to_vec(), Unit::None)?;
+    cx.record("equal_to_original", data.to_vec() == orig_data, Unit::None)?;
+
+    // A batch of B sequences of length L, starting at random positions.
+    let (batch_size, sequence_length) = (2, 4);
+    let batch = data::get_batch(&data, batch_size, sequence_length, &mut cx.rng, &cx.device)?;
+    cx.record_tensor("x", &batch.inputs)?;
+    cx.record("starts", batch.starts.clone(), Unit::None)?;
+    let rows = batch.inputs.to_vec::<i64>()?;
+    let consecutive = rows
+        .chunks(sequence_length)
+        .all(|r| r.windows(2).all(|w| w[1] == w[0] + 1));
+    cx.record("rows_consecutive", consecutive, Unit::None)?;
+    if cx.device.is_cpu() {
+        cx.record(
+            "pinned_memory",
+            "not applicable: the batch already lives in host memory",
+            Unit::None,
+        )?;
+    }
+    if let Some(gpu) = cx.device.cuda().cloned() {
+        // get_batch staged the batch in pinned (page-locked) host memory and copied it
+        // asynchronously. Why: the GPU reads pinned memory directly, while ordinary (pageable)
+        // memory must first be copied by the driver into a pinned buffer of its own.
+        cx.record(
+            "pinned_memory",
+            "staged in pinned host memory, copied to the GPU asynchronously",
+            Unit::None,
+        )?;
+        let bytes = 256usize << 20;
+        let pageable = crate::bench::cuda::bench_host_to_device(&gpu.0, bytes, false, 1, 5)?;
+        let pinned = crate::bench::cuda::bench_host_to_device(&gpu.0, bytes, true, 1, 5)?;
+        cx.record("h2d_bytes", bytes, Unit::Bytes)?;
+        cx.record("h2d_pageable_bytes_per_sec", pageable.bytes_per_sec, Unit::BytesPerSec)?;
+        cx.record("h2d_pinned_bytes_per_sec", pinned.bytes_per_sec, Unit::BytesPerSec)?;
+        cx.record_timed(
+            "pinned_over_pageable",
+            pinned.bytes_per_sec / pageable.bytes_per_sec,
+            Unit::Ratio,
+        )?;
+    }
+
+    // Bad input: 10 bytes is not a whole number of int32 tokens; a sequence longer than the data.
+    let odd = dir.path().join("odd.npy");
+    atomic_file::write(&odd, &[0u8; 10])?;
+    let err = TokenFile::open(&odd).err().map(|e| message_in(dir.path(), &e));
+    cx.record("odd_length_error", err.unwrap_or_else(|| "no error".into()), Unit::None)?;
+    let err = data::get_batch(&data, batch_size, 10, &mut cx.rng, &cx.device)
+        .err()
+        .map(|e| message_in(dir.path(), &e));
+    cx.record("too_short_error", err.unwrap_or_else(|| "no error".into()), Unit::None)?;
+    Ok(())
+}

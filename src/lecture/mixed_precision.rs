@@ -1,0 +1,112 @@
+//! Mixed-precision training: float32, pure bfloat16, and bfloat16 compute on float32 master
+//! weights, trained on the same data from the same start.
+
+use serde_json::json;
+
+use super::training::{Batches, LinearData, Precision, train};
+use super::{SectionCtx, record};
+use crate::error::Result;
+use crate::nn::{Cruncher, Module, ParamOptions};
+use crate::optim::Sgd;
+use crate::tensor::{DType, Tensor};
+use crate::trace::Unit;
+
+/// The lecture's claim, measured: pure bf16 training loses small updates to rounding, while bf16
+/// compute on fp32 master weights tracks fp32.
+pub fn mixed_precision_training(cx: &mut SectionCtx) -> Result<()> {
+    let (d, num_layers, b, lr, steps) = (32, 2, 32, 0.01, 300);
+    cx.record(
+        "setup",
+        json!({"dim": d, "num_layers": num_layers, "batch_size": b, "lr": lr, "steps": steps, "optimizer": "sgd"}),
+        Unit::None,
+    )?;
+    // Unit-scale targets: true weights ~ N(0, 1/D), so y = x @ true_w ~ N(0, 1).
+    let true_w = Tensor::randn(&[d], DType::F32, &mut cx.rng)?
+        .div_scalar((d as f64).sqrt())?
+        .to_device(&cx.device)?;
+    let data = LinearData {
+        true_w,
+        device: cx.device.clone(),
+        batch_size: b,
+    };
+    let (init_rng, data_rng) = (cx.rng.fork(), cx.rng.fork());
+    // The same initial weights (rounded to bf16 where the run keeps bf16 weights) and batches.
+    let run = |precision: Precision, lr: f64| {
+        let options = ParamOptions {
+            dtype: precision.param_dtype(),
+            device: data.device.clone(),
+            ..ParamOptions::default()
+        };
+        let model = Cruncher::with_options(d, num_layers, &options, &mut init_rng.clone())?;
+        let mut batches = Batches::copy_of(&data_rng);
+        train_watching_the_last_update(&model, lr, &data, &mut batches, steps, precision)
+    };
+    let tail_mean = |l: &[f64]| l[l.len().saturating_sub(20)..].iter().sum::<f64>() / l.len().clamp(1, 20) as f64;
+    for (name, precision) in [
+        ("fp32", Precision::Fp32),
+        ("bf16", Precision::Bf16),
+        ("mixed", Precision::Mixed),
+    ] {
+        let r = run(precision, lr)?;
+        cx.record(&format!("losses_{name}"), r.losses.clone(), Unit::None)?;
+        // Mean of the last 20 steps: single-batch losses are noisy.
+        cx.record(&format!("final_loss_{name}"), tail_mean(&r.losses), Unit::None)?;
+        // Fraction of weights the last update left unchanged (lost to rounding, in bf16).
+        cx.record(&format!("updates_lost_{name}"), r.updates_lost, Unit::Ratio)?;
+    }
+
+    // A 5× larger learning rate: updates are larger than bf16's spacing for longer, and all
+    // three runs go further before the precision of the forward pass limits them.
+    let high_lr = 5.0 * lr;
+    let mut high = serde_json::Map::new();
+    for (name, precision) in [
+        ("fp32", Precision::Fp32),
+        ("bf16", Precision::Bf16),
+        ("mixed", Precision::Mixed),
+    ] {
+        let r = run(precision, high_lr)?;
+        high.insert(
+            name.into(),
+            json!({"final_loss": tail_mean(&r.losses), "updates_lost": r.updates_lost}),
+        );
+    }
+    record!(cx, high_lr, Unit::None)?;
+    cx.record("high_lr_results", serde_json::Value::Object(high), Unit::None)?;
+    Ok(())
+}
+
+struct PrecisionRun {
+    losses: Vec<f64>,
+    /// Fraction of parameter elements whose last update did not change them.
+    updates_lost: f64,
+}
+
+/// SGD for `steps` steps in `precision`, and how many parameters the last update left unchanged.
+fn train_watching_the_last_update(
+    model: &Cruncher,
+    lr: f64,
+    data: &LinearData,
+    batches: &mut Batches,
+    steps: u64,
+    precision: Precision,
+) -> Result<PrecisionRun> {
+    let mut optimizer = Sgd::new(model, lr)?;
+    let last = steps.saturating_sub(1);
+    let mut losses = train(model, &mut optimizer, data, batches, 0..last, precision)?;
+    let before: Vec<Tensor> = model
+        .state_dict()
+        .iter()
+        .map(|(_, p)| p.deep_clone())
+        .collect::<Result<_>>()?;
+    losses.extend(train(model, &mut optimizer, data, batches, last..steps, precision)?);
+    let (mut same, mut total) = (0usize, 0usize);
+    for ((_, after), before) in model.state_dict().iter().zip(&before) {
+        let (a, b) = (after.to_vec_f64()?, before.to_vec_f64()?);
+        same += a.iter().zip(&b).filter(|(x, y)| x == y).count();
+        total += a.len();
+    }
+    Ok(PrecisionRun {
+        losses,
+        updates_lost: same as f64 / total.max(1) as f64,
+    })
+}

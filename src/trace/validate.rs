@@ -1,0 +1,184 @@
+//! Checks a trace file passes beyond its schema, each naming the place that is wrong: no JSON
+//! object repeats a key (a parse into a map would silently keep the last), no section id appears
+//! twice, and a value recorded with a unit holds numbers. Optional fields (such as
+//! `memory_bytes`) may still be null: the schema says which fields are optional.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use super::schema::{Trace, Unit};
+use crate::json::number_from_json;
+
+/// The first key that an object of `text` (valid JSON) repeats, with its place.
+pub fn duplicate_keys(text: &str) -> Result<(), String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    Unique { at: "" }.deserialize(&mut de).map_err(|e| e.to_string())
+}
+
+/// Section ids held once; values with a unit hold numbers.
+pub fn contents(trace: &Trace) -> Result<(), String> {
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for (i, section) in trace.sections.iter().enumerate() {
+        if let Some(j) = first.insert(&section.id, i) {
+            return Err(format!(
+                "duplicate section `{}` (sections[{j}] and sections[{i}]); a trace holds each section once",
+                section.id
+            ));
+        }
+        for (name, record) in &section.values {
+            if let Some(bad) = misfit(&record.value, record.unit) {
+                let unit = serde_json::to_value(record.unit).unwrap_or_default();
+                let unit = unit.as_str().unwrap_or("?");
+                return Err(format!(
+                    "value `{}.{name}` (at `sections[{i}].values.{name}.value`) has unit {unit} but holds `{bad}`: \
+                     a value with a unit is a number, or a list or object of numbers{}",
+                    section.id,
+                    if finite_only(record.unit) {
+                        ""
+                    } else {
+                        " (\"NaN\", \"inf\" and \"-inf\" stand for the non-finite ones)"
+                    }
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Bytes, FLOP and counts are finite quantities; times, rates and ratios may be measured as
+/// infinite or NaN (a rate over no time, a diverged loss ratio).
+fn finite_only(unit: Unit) -> bool {
+    matches!(unit, Unit::Bytes | Unit::Flop | Unit::Count)
+}
+
+/// The first part of `value` that a value of `unit` cannot hold.
+fn misfit(value: &Value, unit: Unit) -> Option<&Value> {
+    match value {
+        _ if unit == Unit::None => None,
+        Value::Number(_) => None,
+        Value::String(_) if !finite_only(unit) && number_from_json(value).is_some() => None,
+        Value::Array(items) => items.iter().find_map(|v| misfit(v, unit)),
+        Value::Object(map) => map.values().find_map(|v| misfit(v, unit)),
+        other => Some(other),
+    }
+}
+
+/// Walks a JSON document, refusing an object that repeats a key. `at` is the place in the
+/// document, written as in the schema's own messages (`sections[2].values.bytes`).
+struct Unique<'a> {
+    at: &'a str,
+}
+
+impl Unique<'_> {
+    fn child(&self, step: &str) -> String {
+        if self.at.is_empty() {
+            step.to_string()
+        } else if step.starts_with('[') {
+            format!("{}{step}", self.at)
+        } else {
+            format!("{}.{step}", self.at)
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Unique<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Unique<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0usize;
+        while seq
+            .next_element_seed(Unique {
+                at: &self.child(&format!("[{i}]")),
+            })?
+            .is_some()
+        {
+            i += 1;
+        }
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                let place = if self.at.is_empty() {
+                    "the top level".to_string()
+                } else {
+                    format!("`{}`", self.at)
+                };
+                return Err(A::Error::custom(format!("duplicate key `{key}` in {place}")));
+            }
+            map.next_value_seed(Unique { at: &self.child(&key) })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_keys_are_named_with_their_place() {
+        assert_eq!(duplicate_keys(r#"{"a": [1, {"b": 2}], "c": {"d": null}}"#), Ok(()));
+        let err = duplicate_keys(r#"{"a": [1, {"b": 2, "b": 3}]}"#).unwrap_err();
+        assert!(err.starts_with("duplicate key `b` in `a[1]`"), "{err}");
+        let err = duplicate_keys(r#"{"x": 1, "x": 1}"#).unwrap_err();
+        assert!(err.starts_with("duplicate key `x` in the top level"), "{err}");
+        // Deep nesting meets serde_json's recursion limit, not the stack's.
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(duplicate_keys(&deep).unwrap_err().contains("recursion limit"));
+    }
+
+    #[test]
+    fn values_with_units_hold_numbers() {
+        use serde_json::json;
+        assert_eq!(misfit(&json!(3), Unit::Bytes), None);
+        assert_eq!(misfit(&json!([1, [2.5, 3]]), Unit::Count), None);
+        assert_eq!(misfit(&json!("inf"), Unit::FlopPerSec), None);
+        assert_eq!(misfit(&json!("inf"), Unit::Flop), Some(&json!("inf")));
+        assert_eq!(misfit(&json!({"a": true}), Unit::Seconds), Some(&json!(true)));
+        assert_eq!(misfit(&json!(null), Unit::Ratio), Some(&Value::Null));
+        assert_eq!(misfit(&json!("nan"), Unit::Seconds), Some(&json!("nan")));
+        assert_eq!(misfit(&json!(["x", null]), Unit::None), None);
+    }
+}

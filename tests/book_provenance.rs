@@ -1,0 +1,124 @@
+//! The provenance box of a page tells where the numbers the page quotes came from: the device
+//! (trace-wide), and the run of each quoted section (a partial run re-records some sections, so
+//! one trace may hold several runs); timings from an unoptimised build are marked.
+
+mod common;
+
+use common::{Workspace, fresh_trace, provenance_box, section_mut};
+
+#[test]
+fn one_run_is_one_line_and_mixed_runs_are_listed_with_their_sections() {
+    let ws = Workspace::new();
+    let mut trace = fresh_trace().clone();
+    // `tensor_storage` recorded again by another run: another seed, commit and time.
+    let run = &mut section_mut(&mut trace, "tensor_storage").run;
+    run.seed = 7;
+    run.git.commit = Some("1234567890abcdef".into());
+    run.git.dirty = Some(false);
+    run.recorded_at = "2031-02-03T04:05:06Z".into();
+    let path = ws.write_trace("cpu", &trace);
+
+    // The box comes first on the page and still describes what the page quotes after it.
+    let one = ws
+        .build_chapter(&path, "{{provenance}}\n\nA {{value tensors_memory.bytes}}.\n")
+        .expect("builds");
+    let one = provenance_box(&one);
+    assert!(
+        one.contains(", seed 0, ") && one.contains("release profile, opt-level"),
+        "{one}"
+    );
+    assert!(
+        !one.contains("<ul>") && !one.contains("seed 7"),
+        "one run, one line: {one}"
+    );
+
+    let both = ws
+        .build_chapter(
+            &path,
+            "{{provenance}}\n\nA {{value tensors_memory.bytes}}, B {{value tensor_storage.index}}.\n",
+        )
+        .expect("builds");
+    let both = provenance_box(&both);
+    assert!(
+        both.contains("The sections quoted on this page come from 2 runs"),
+        "{both}"
+    );
+    let items: Vec<&str> = both.split("<li>").skip(1).collect();
+    assert_eq!(items.len(), 2, "{both}");
+    assert!(
+        items[0].contains(", seed 0, ") && items[0].contains("<code>tensors_memory</code>"),
+        "{}",
+        items[0]
+    );
+    assert!(
+        items[1].contains("<code>1234567890</code> on 2031-02-03 04:05 UTC, seed 7")
+            && items[1].contains("<code>tensor_storage</code>")
+            && !items[1].contains("tensors_memory"),
+        "{}",
+        items[1]
+    );
+
+    // A page that quotes nothing describes the whole trace: every run, every section.
+    let none = ws.build_chapter(&path, "Prose.\n\n{{provenance}}\n").expect("builds");
+    let none = provenance_box(&none);
+    assert!(none.contains("Its sections come from 2 runs"), "{none}");
+    assert!(none.contains("<code>mixed_precision_training</code>"), "{none}");
+}
+
+#[test]
+fn timings_from_an_unoptimised_build_are_marked_on_the_pages_that_quote_them() {
+    let ws = Workspace::new();
+    let mut trace = fresh_trace().clone();
+    let build = &mut section_mut(&mut trace, "tensor_operations_flops").run.build;
+    build.profile = "debug".into();
+    build.opt_level = "0".into();
+    build.debug_assertions = true;
+    let path = ws.write_trace("cpu", &trace);
+    let warning = |chapter: &str| -> Option<String> {
+        let html = ws
+            .build_chapter(&path, &format!("{chapter}\n\n{{{{provenance}}}}\n"))
+            .expect("builds");
+        let found = provenance_box(&html);
+        let at = found.find("<p class=\"lecture-warning\">")?;
+        Some(found[at..].to_string())
+    };
+    let w = warning("{{value tensor_operations_flops.actual_flop_per_sec}}").expect("a measured speed");
+    assert!(
+        w.contains("Unoptimised build")
+            && w.contains("<code>tensor_operations_flops</code>")
+            && w.contains("debug profile, opt-level 0, with debug assertions")
+            && w.contains("cargo run --release --bin lecture"),
+        "{w}"
+    );
+    for quoting in [
+        "{{value tensor_operations_flops.mfu}}",
+        "{{value tensor_operations_flops.throughput_sweep.0.flop_per_sec unit=FLOP/s}}",
+        "{{code tensor_operations_flops}}",
+        "{{chart matmul_throughput}}",
+    ] {
+        assert!(warning(quoting).is_some(), "{quoting} shows timings");
+    }
+    for quoting in [
+        // Arithmetic and datasheet figures of the same section: no clock involved.
+        "{{value tensor_operations_flops.total_flops}}",
+        "{{value tensor_operations_flops.h100_flop_per_sec}}",
+        // A timing from another section, recorded by an optimised build.
+        "{{value gradients_flops.backward_time}}",
+    ] {
+        assert_eq!(warning(quoting), None, "{quoting}");
+    }
+
+    // `lecture` says so after a run that leaves such timings in the trace, naming the sections.
+    let said = cs336::lecture::run::unoptimised_warning(&trace).expect("a warning");
+    assert!(
+        said.contains("1 section(s) (tensor_operations_flops)") && said.contains("debug profile, opt-level 0"),
+        "{said}"
+    );
+    assert_eq!(cs336::lecture::run::unoptimised_warning(fresh_trace()), None);
+
+    // The whole book from that trace: the compute chapter says so, the memory chapter does not.
+    ws.build_real_book(&path).expect("the book builds");
+    let page = |name: &str| std::fs::read_to_string(ws.out_dir().join(name)).expect("page");
+    assert!(provenance_box(&page("tensor_operations_flops.html")).contains("Unoptimised build"));
+    assert!(!page("tensors_memory.html").contains("Unoptimised build"));
+}

@@ -1,0 +1,69 @@
+//! The `lecture` binary as a separate process: runs with a time limit (a hang is a failure, not a
+//! stuck test), and its output as text.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// `lecture` with `args`; the book, when built, goes to `html` (mdbook's own override of
+/// `build-dir`), never into the repository.
+pub fn lecture_cmd(args: &[&str], html: Option<&Path>) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lecture"));
+    cmd.args(args).env("NO_COLOR", "1");
+    if let Some(dir) = html {
+        cmd.env("MDBOOK_BUILD__BUILD_DIR", dir);
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
+}
+
+/// Waits for `child` at most `limit`; kills it and panics when it takes longer.
+pub fn finish(mut child: Child, limit: Duration, what: &str) -> Output {
+    let start = Instant::now();
+    loop {
+        match child.try_wait().expect("wait") {
+            Some(_) => return child.wait_with_output().expect("output"),
+            None if start.elapsed() > limit => {
+                child.kill().ok();
+                let out = child.wait_with_output().expect("output");
+                panic!(
+                    "`{what}` still ran after {limit:?} (killed): {}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Runs `lecture` to the end, at most `limit`.
+pub fn run_lecture(args: &[&str], html: Option<&Path>, limit: Duration) -> Output {
+    let child = lecture_cmd(args, html).spawn().expect("spawn lecture");
+    finish(child, limit, &args.join(" "))
+}
+
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A failure with a message (never a panic or an abort) whose stderr holds every `expect`.
+pub fn assert_clean_failure(o: &Output, expect: &[&str]) -> String {
+    let (out, err) = text(o);
+    assert!(!o.status.success(), "should fail: {out}{err}");
+    assert_eq!(o.status.code(), Some(1), "an error exit, not a crash: {out}{err}");
+    assert!(!err.contains("panicked"), "a panic instead of an error: {err}");
+    for e in expect {
+        assert!(err.contains(e), "stderr lacks `{e}`: {err}");
+    }
+    err
+}
+
+pub fn assert_success(o: &Output) -> String {
+    let (out, err) = text(o);
+    assert!(o.status.success(), "should succeed: {out}{err}");
+    out
+}

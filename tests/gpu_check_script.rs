@@ -1,0 +1,213 @@
+//! The GPU check's scripts, rehearsed without a GPU: `.ci/gpu-check` run against stand-in
+//! binaries and a stand-in `python3` that record the environment they were started with, and
+//! `.ci/gpu-prepare` refusing machines it cannot build for. What is checked: our binaries get the
+//! CUDA libraries' folders (PyTorch's wheels first) on their loader path while PyTorch keeps the
+//! environment it came with; the steps' time limits fit the documented device call with 30 s to
+//! spare; the log ends with the final status line.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn write_exe(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+fn script(name: &str) -> String {
+    std::fs::read_to_string(Path::new(ROOT).join(".ci").join(name)).expect("read the script")
+}
+
+/// The documented device call's timeout, wherever the call is written.
+fn documented_timeouts(text: &str) -> Vec<u64> {
+    text.match_indices("timeout_s=")
+        .map(|(i, m)| {
+            let digits: String = text[i + m.len()..].chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().expect("a number after timeout_s=")
+        })
+        .collect()
+}
+
+#[test]
+fn step_limits_fit_the_documented_call() {
+    let check = script("gpu-check");
+    let limits: Vec<u64> = check
+        .lines()
+        .filter_map(|l| l.strip_prefix("LIMIT_"))
+        .map(|l| {
+            l.split('=')
+                .nth(1)
+                .expect("NAME=SECONDS")
+                .trim()
+                .parse()
+                .expect("seconds")
+        })
+        .collect();
+    assert_eq!(limits.len(), 5, "one limit per timed step");
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README");
+    let documented: Vec<u64> = [check.as_str(), script("gpu-prepare").as_str(), readme.as_str()]
+        .iter()
+        .flat_map(|t| documented_timeouts(t))
+        .collect();
+    assert!(
+        documented.len() >= 3,
+        "the call is documented in the script, gpu-prepare and the README"
+    );
+    assert!(
+        documented.iter().all(|&t| t == documented[0]),
+        "one documented timeout: {documented:?}"
+    );
+    let timeout = documented[0];
+    assert!(
+        timeout <= 300,
+        "the device call leaves room for a rerun within 15 minutes: {timeout}"
+    );
+    let sum: u64 = limits.iter().sum();
+    assert!(
+        sum + 30 <= timeout,
+        "steps {limits:?} add up to {sum} s, not 30 s under {timeout}"
+    );
+    // Every timed step uses its limit.
+    for name in ["LECTURE", "INVARIANTS", "AGREEMENT", "BENCH", "TORCH"] {
+        assert!(
+            check.contains(&format!("timeout \"$LIMIT_{name}\"")),
+            "LIMIT_{name} is not used"
+        );
+    }
+}
+
+#[test]
+fn our_binaries_get_the_library_path_and_pytorch_keeps_its_own() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = dir.path();
+    let calls = t.join("calls.log");
+    std::fs::create_dir_all(t.join(".ci")).expect("mkdir");
+    std::fs::write(t.join(".ci/gpu-check"), script("gpu-check")).expect("copy");
+    // Stand-in binaries: each notes its loader path; the lecture also writes a trace.
+    let note = format!(
+        "echo \"$(basename \"$0\") LD=${{LD_LIBRARY_PATH:-}}\" >> {}\n",
+        calls.display()
+    );
+    for b in [
+        "cuda_bench",
+        "cuda_agreement",
+        "invariants_foundation",
+        "training_invariants",
+    ] {
+        write_exe(&t.join(".gpu").join(b), &format!("#!/bin/sh\n{note}"));
+    }
+    write_exe(
+        &t.join(".gpu/lecture"),
+        &format!("#!/bin/sh\n{note}mkdir -p \"$4/lecture_02\" && echo '{{}}' > \"$4/lecture_02/fake-gpu.json\"\n"),
+    );
+    // PyTorch's wheel folder, as `import nvidia` would report it.
+    let wheel = t.join("site-packages/nvidia/cu13/lib");
+    for lib in ["libcublas.so.13", "libcublasLt.so.13", "libnvrtc.so.13", "libcuda.so.1"] {
+        write_exe(&wheel.join(lib), "");
+    }
+    let fake = t.join("fakebin");
+    write_exe(
+        &fake.join("python3"),
+        &format!(
+            "#!/bin/sh\nif [ \"$1\" = - ]; then echo {}; exit 0; fi\necho \"python3 $(basename \"$1\") LD=${{LD_LIBRARY_PATH:-}}\" >> {}\n",
+            wheel.display(),
+            calls.display()
+        ),
+    );
+    write_exe(&fake.join("nvidia-smi"), "#!/bin/sh\necho 'NVIDIA Stand-in, 0 MiB'\n");
+    write_exe(&fake.join("ldd"), "#!/bin/sh\necho 'linux-vdso.so.1'\n");
+    let out = t.join("out");
+    let status = Command::new("bash")
+        .arg(t.join(".ci/gpu-check"))
+        .env(
+            "PATH",
+            format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default()),
+        )
+        .env("OUT", &out)
+        .env("LD_LIBRARY_PATH", "/as/started")
+        .env("TMPDIR", t)
+        .output()
+        .expect("bash runs");
+    let log = std::fs::read_to_string(out.join("gpu-check.log")).expect("the log");
+    let calls = std::fs::read_to_string(&calls).expect("the binaries ran");
+    let ld_of = |who: &str| -> String {
+        let line = calls
+            .lines()
+            .find(|l| l.starts_with(who))
+            .unwrap_or_else(|| panic!("{who} never ran:\n{log}"));
+        line.split_once("LD=").expect("LD=").1.to_string()
+    };
+    let wheel = wheel.display().to_string();
+    for ours in [
+        "lecture",
+        "cuda_bench",
+        "cuda_agreement",
+        "invariants_foundation",
+        "training_invariants",
+    ] {
+        assert_eq!(ld_of(ours), format!("{wheel}:/as/started"), "{ours}");
+    }
+    assert_eq!(
+        ld_of("python3 torch_matmul_gpu.py"),
+        "/as/started",
+        "PyTorch must keep its own loader path"
+    );
+    assert_eq!(ld_of("python3 gpu_summary.py"), "/as/started");
+    // The log is complete: its last line is the verdict, written right before the script exits.
+    let last = log
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .expect("a non-empty log");
+    assert!(last.starts_with("gpu-check: "), "last line: {last}");
+    assert!(
+        status.status.success(),
+        "every stand-in step succeeded, so the check passes:\n{log}"
+    );
+}
+
+#[test]
+fn gpu_prepare_refuses_what_it_cannot_carry() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = dir.path().join("fakebin");
+    // A PATH with the shell tools the script needs up to its checks, but no `strip`.
+    std::fs::create_dir_all(&fake).expect("mkdir");
+    for tool in ["dirname", "uname"] {
+        let real = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {tool}"))
+            .output()
+            .expect("sh");
+        let real = String::from_utf8_lossy(&real.stdout).trim().to_string();
+        std::os::unix::fs::symlink(&real, fake.join(tool)).expect("link");
+    }
+    // The shell itself by its full path: the PATH given to the script holds only the stand-ins.
+    let bash = Command::new("sh")
+        .arg("-c")
+        .arg("command -v bash")
+        .output()
+        .expect("sh");
+    let bash = String::from_utf8_lossy(&bash.stdout).trim().to_string();
+    let run = |path: &Path| {
+        Command::new(&bash)
+            .arg(Path::new(ROOT).join(".ci/gpu-prepare"))
+            .env("PATH", path)
+            .output()
+            .expect("bash runs")
+    };
+    let out = run(&fake);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("`strip`"), "{err}");
+    // On another architecture it refuses before anything else.
+    std::fs::remove_file(fake.join("uname")).expect("rm");
+    write_exe(&fake.join("uname"), "#!/bin/sh\necho aarch64\n");
+    let out = run(&fake);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("aarch64") && err.contains("x86_64"),
+        "{err}"
+    );
+}
