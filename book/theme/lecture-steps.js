@@ -1,11 +1,12 @@
-// Stepping through a section's code, and presenter mode (see "Stepping" in book/src/how_this_book_is_made.md).
+// Stepping through a section's code, and presenter mode (README: "Stepping through a section").
 //
 // The preprocessor (src/book/code_view.rs) writes each code view as a static page: every value
 // beside the line that recorded it, which is what a reader without JavaScript gets. A view that
-// can be stepped through also carries `data-lecture-steps`: one entry per record call, in the
-// order the section ran, `[slot, text]` or `[slot, text, full text]`, where `slot` is the
-// `data-slot` of the element that shows the value. This script only ever sets text
-// (`textContent`, text nodes, `title`): trace strings never become markup.
+// can be stepped through also holds `<script type="application/json" class="lecture-steps-data">`:
+// one entry per record call, in the order the section ran, `[slot, text]` or
+// `[slot, text, full text]`, where `slot` is the `data-slot` of the element that shows the value.
+// This script only ever sets text (`textContent`, text nodes, `title`): trace strings never become
+// markup (the rules are in src/book/html.rs).
 //
 // Keys, while a view is in step mode: ← / → previous and next step, Home / End first and last,
 // Escape leaves presenter mode, then step mode. `p` toggles presenter mode. With step mode off,
@@ -20,9 +21,13 @@
 
     // Steps as the page carries them, or null when they are malformed (the view stays static).
     function readSteps(view) {
+        const data = view.querySelector(':scope > script.lecture-steps-data');
+        if (data === null) {
+            return null;
+        }
         let steps;
         try {
-            steps = JSON.parse(view.getAttribute('data-lecture-steps'));
+            steps = JSON.parse(data.textContent);
         } catch (e) {
             return null;
         }

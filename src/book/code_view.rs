@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::format::{Format, compact_with, format_value, plain};
-use super::html::escape;
+use super::html::{escape, escape_script_json};
 use super::render::older_code_mark;
 use super::sections::Section;
 use crate::trace::{SectionRecord, Trace, Unit, json_number, number_from_json};
@@ -46,18 +46,8 @@ pub fn render(trace: &Trace, section: &Section) -> String {
         }
     }
     let device = &trace.provenance.device;
-    // What stepping needs (`book/theme/lecture-steps.js`), as an attribute: the browser decodes
-    // the escaped JSON before the script reads it, and the script sets text only.
-    let steps = if placed.steps.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " data-lecture-steps=\"{}\"",
-            escape(&steps_json(&placed.slots, &placed.steps))
-        )
-    };
     let mut html = format!(
-        "<div class=\"lecture-code\"{steps}><div class=\"lecture-code-head\"><span>{} · <code>{}</code></span><span>values from the {} trace ({})</span></div>",
+        "<div class=\"lecture-code\"><div class=\"lecture-code-head\"><span>{} · <code>{}</code></span><span>values from the {} trace ({})</span></div>",
         escape(&record.source_file),
         escape(&record.id),
         escape(&device.slug),
@@ -105,6 +95,14 @@ pub fn render(trace: &Trace, section: &Section) -> String {
             ));
         }
         html.push_str("</div>");
+    }
+    // What stepping needs (`book/theme/lecture-steps.js`), as the `html` module's notes say a
+    // script is given data; the script sets text only.
+    if !placed.steps.is_empty() {
+        html.push_str(&format!(
+            "<script type=\"application/json\" class=\"lecture-steps-data\">{}</script>",
+            escape_script_json(&steps_json(&placed.slots, &placed.steps))
+        ));
     }
     html.push_str("</div>");
     html
