@@ -98,6 +98,7 @@ struct Page {
     sidebar_visible: bool,
     menu_visible: bool,
     main_width: Option<f64>,
+    window_height: f64,
     document_saw: Vec<String>,
     views: Vec<View>,
 }
@@ -111,6 +112,10 @@ struct View {
     current: Vec<Current>,
     slots: Vec<Slot>,
     font_px: Option<f64>,
+    /// Top and bottom, in the window, of the current step's row (line number, code, values).
+    current_box: Option<[f64; 2]>,
+    /// Top and bottom, in the window, of the step bar, when it is shown.
+    bar_box: Option<[f64; 2]>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -355,6 +360,30 @@ fn check_step(page: &Page, v: &Planned, k: usize, what: &str) {
             "{what}: the value below the code is the current step"
         ),
     }
+    // Stepping keeps the current step in the window (a row taller than most of the window: its
+    // top, in the upper part); in presenter mode below the step bar, which stays in the window.
+    let [top, bottom] = view.current_box.expect("the current step's element has a box");
+    let height = page.window_height;
+    let shown = if bottom - top > 0.8 * height {
+        top >= -0.5 && top <= 0.2 * height
+    } else {
+        top >= -0.5 && bottom <= height + 0.5
+    };
+    assert!(
+        shown,
+        "{what}: the current step ({top}..{bottom} px) is in the window (0..{height} px)"
+    );
+    if page.presenting {
+        let [bar_top, bar_bottom] = view.bar_box.expect("the step bar is shown");
+        assert!(
+            bar_top >= -0.5 && bar_bottom <= page.window_height,
+            "{what}: the step bar ({bar_top}..{bar_bottom} px) is in the window"
+        );
+        assert!(
+            top >= bar_bottom - 0.5,
+            "{what}: the current step ({top} px) is below the step bar ({bar_bottom} px)"
+        );
+    }
     let recorded: BTreeSet<_> = v.steps[..k].iter().map(Expected::key).collect();
     for slot in &view.slots {
         assert_eq!(
@@ -485,7 +514,9 @@ fn every_code_view_steps_with_the_keyboard_and_presents() {
         ("gradients.html?step=1", "gradients 1"),
         ("gradients.html?step=2", "gradients 2"),
     ] {
-        plan.push(json!({ "name": label, "url": url, "actions": [{ "observe": label }] }));
+        let mut actions = vec![json!({ "observe": label })];
+        actions.extend(screenshot(&format!("{}-1280x800.png", label.replace(' ', "-step-"))));
+        plan.push(json!({ "name": label, "url": url, "actions": actions }));
     }
     // mdBook's ←/→ turn the page outside step mode only.
     plan.push(

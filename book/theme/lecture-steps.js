@@ -65,6 +65,8 @@
         this.number = number;
         this.steps = steps;
         this.current = 0;
+        // The grid row of the current step (`rowOf`), null when none.
+        this.row = null;
         this.slots = new Map();
         for (const el of view.querySelectorAll('[data-slot]')) {
             // What the static page shows, to put back when step mode ends.
@@ -96,10 +98,11 @@
         this.status.className = 'lecture-steps-status';
         this.status.setAttribute('aria-live', 'polite');
         this.controls.append(
-            button('⏮', 'First step (Home)', () => this.show(1, 'nearest')),
-            button('◀', 'Previous step (←)', () => this.show(this.current - 1, 'nearest')),
-            button('▶', 'Next step (→)', () => this.show(this.current + 1, 'nearest')),
-            button('⏭', 'Last step (End)', () => this.show(count, 'nearest')),
+            // Characters every font has (the media-control symbols are missing from many).
+            button('« First', 'First step (Home)', () => this.show(1, 'nearest')),
+            button('‹ Back', 'Previous step (←)', () => this.show(this.current - 1, 'nearest')),
+            button('Next ›', 'Next step (→)', () => this.show(this.current + 1, 'nearest')),
+            button('Last »', 'Last step (End)', () => this.show(count, 'nearest')),
             this.status,
         );
         const present = button('Present', 'Presenter mode (p; Escape leaves)', () => {
@@ -138,6 +141,7 @@
         this.toggle.textContent = 'Step through';
         this.controls.hidden = true;
         this.current = 0;
+        this.row = null;
         if (active === this) {
             active = null;
         }
@@ -175,8 +179,9 @@
         const now = this.slots.get(this.steps[step - 1][0]);
         let where = 'below the code';
         let name = '';
-        if (now) {
-            const row = rowOf(now.el);
+        const row = now ? rowOf(now.el) : null;
+        this.row = row;
+        if (row) {
             for (const part of row.parts) {
                 part.classList.add('lecture-step-current');
             }
@@ -187,11 +192,12 @@
             }
             const label = now.el.querySelector('.lecture-lv-name');
             name = label ? label.textContent : '';
-            if (scroll) {
-                scrollIntoViewIfNeeded(row.code, scroll);
-            }
         }
+        // The status first: a longer one can wrap and move the lines below it.
         this.status.textContent = 'step ' + step + ' of ' + count + ' · ' + where + (name ? ' · ' + name : '');
+        if (scroll) {
+            this.reveal(scroll);
+        }
         setUrlStep(this.number === 1 ? String(step) : this.number + '.' + step);
     };
 
@@ -210,12 +216,37 @@
         }
     }
 
-    function scrollIntoViewIfNeeded(el, block) {
-        const box = el.getBoundingClientRect();
-        if (box.top < 0 || box.bottom > window.innerHeight) {
-            el.scrollIntoView({ block: block });
+    // Scrolls the window, if the current step's row (line number, code, values) is not all in
+    // it, to show the row below what sticks to the top of the window (mdBook's menu bar, or in
+    // presenter mode the step bar): `how` is 'nearest' (the least scrolling) or 'center';
+    // 'open' (a step opened from the URL) centers the row even when it is in the window, so the
+    // lines after it show too.
+    Stepper.prototype.reveal = function (how) {
+        const parts = this.row ? this.row.parts : [this.view];
+        const boxes = parts.map(el => el.getBoundingClientRect());
+        const top = Math.min(...boxes.map(b => b.top));
+        const bottom = Math.max(...boxes.map(b => b.bottom));
+        const above = root.classList.contains('lecture-presenting')
+            ? this.view.querySelector('.lecture-steps-bar')
+            : document.getElementById('mdbook-menu-bar');
+        const inset = above ? above.getBoundingClientRect().height : 0;
+        const height = window.innerHeight;
+        if (how !== 'open' && top >= inset && bottom <= height) {
+            return;
         }
-    }
+        let by;
+        if (bottom - top > height - inset) {
+            // Taller than the room: its top.
+            by = top - inset;
+        } else if (how === 'center' || how === 'open') {
+            by = (top + bottom) / 2 - (inset + height) / 2;
+        } else if (top < inset) {
+            by = top - inset;
+        } else {
+            by = bottom - height;
+        }
+        window.scrollBy(0, by);
+    };
 
     function setUrlStep(value) {
         let url;
@@ -238,15 +269,20 @@
         }
     }
 
+    // Entering or leaving presenter mode reflows the page at once (no sliding sidebar: mdBook's
+    // transition would move the lines after the current one was scrolled into view), and keeps
+    // the current step in view.
     function setPresenting(on) {
+        root.classList.add('lecture-switching');
         root.classList.toggle('lecture-presenting', on);
         for (const b of document.querySelectorAll('.lecture-present-button')) {
             b.setAttribute('aria-pressed', on ? 'true' : 'false');
+            b.textContent = on ? 'Stop presenting' : 'Present';
         }
-        if (on && active) {
-            const current = active.view.querySelector('[aria-current="step"]');
-            scrollIntoViewIfNeeded(current || active.view, 'center');
+        if (active) {
+            active.reveal('center');
         }
+        requestAnimationFrame(() => root.classList.remove('lecture-switching'));
     }
 
     // The code view closest to the top of the window, for `p` when no view is being stepped.
@@ -336,7 +372,23 @@
         const number = match[1] ? Number(match[1]) : 1;
         const stepper = steppers.find(s => s.number === number);
         if (stepper) {
-            stepper.enter(Number(match[2]), 'center');
+            stepper.enter(Number(match[2]), 'open');
+            // Fonts and images that arrive later move the lines: once they are in, bring the step
+            // back into view, unless the reader has stepped or left step mode since.
+            const opened = stepper.current;
+            const settle = () => {
+                if (active === stepper && stepper.current === opened) {
+                    stepper.reveal('open');
+                }
+            };
+            if (document.fonts) {
+                document.fonts.ready.then(settle);
+            }
+            if (document.readyState === 'complete') {
+                settle();
+            } else {
+                window.addEventListener('load', settle, { once: true });
+            }
         }
     }
 })();

@@ -58,7 +58,8 @@ function serve(root) {
 }
 
 // What the page shows: the step-mode state of every code view, each value slot with its line,
-// name, text and whether it is hidden, and presenter mode's effects.
+// name, text and whether it is hidden, where the marked line and the step bar are in the window
+// (top and bottom, CSS pixels), and presenter mode's effects.
 function observe() {
     const visible = el => {
         if (!el) {
@@ -97,6 +98,13 @@ function observe() {
         });
         const grid = view.querySelector('.lecture-code-grid');
         const status = view.querySelector('.lecture-steps-status');
+        const box = (...els) => {
+            const boxes = els.filter(Boolean).map(el => el.getBoundingClientRect());
+            return boxes.length ? [Math.min(...boxes.map(r => r.top)), Math.max(...boxes.map(r => r.bottom))] : null;
+        };
+        // The current step's row: line number, code and values.
+        const marked = view.querySelectorAll('.lecture-step-current');
+        const bar = view.querySelector('.lecture-steps-bar');
         return {
             section: head ? head.textContent : null,
             stepping: view.classList.contains('lecture-stepping'),
@@ -105,6 +113,8 @@ function observe() {
             current: current,
             slots: slots,
             font_px: grid ? parseFloat(getComputedStyle(grid).fontSize) : null,
+            current_box: box(...marked),
+            bar_box: bar && visible(bar) ? box(bar) : null,
         };
     });
     return {
@@ -114,6 +124,7 @@ function observe() {
         sidebar_visible: visible(document.getElementById('mdbook-sidebar')),
         menu_visible: visible(document.getElementById('mdbook-menu-bar')),
         main_width: document.querySelector('main') ? document.querySelector('main').getBoundingClientRect().width : null,
+        window_height: window.innerHeight,
         document_saw: window.__documentSaw || [],
         views: views,
     };
@@ -145,6 +156,7 @@ async function run(browser, origin, scenario, report) {
     const load = async () => {
         if (scenario.javascript !== false) {
             await page.evaluate(probeDocumentKeys);
+            await page.evaluate(() => document.fonts.ready.then(() => undefined));
         }
     };
     await page.goto(`${origin}/${scenario.url}`, { waitUntil: 'load' });
