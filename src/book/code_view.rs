@@ -3,11 +3,13 @@
 //! each code line is its own `<code class="lang-rust">`, which highlight.js colours (not
 //! `language-rust`: mdbook would take that for a runnable block inside a `<pre>`).
 
+use std::collections::HashMap;
+
 use super::format::{Format, compact_with, format_value, plain};
-use super::html::escape;
+use super::html::{escape, escape_script_json};
 use super::render::older_code_mark;
 use super::sections::Section;
-use crate::trace::{Trace, Unit, json_number, number_from_json};
+use crate::trace::{SectionRecord, Trace, Unit, json_number, number_from_json};
 
 /// Longest value text shown beside code; the full text is in the tooltip.
 const MAX_SHOWN_CHARS: usize = 44;
@@ -34,27 +36,15 @@ pub fn render(trace: &Trace, section: &Section) -> String {
         };
         Some(placed as usize).filter(|&i| i < lines.len())
     };
-    let mut beside: Vec<Vec<(String, String)>> = vec![Vec::new(); lines.len()];
+    let placed = place(record, row);
+    let mut beside: Vec<Vec<usize>> = vec![Vec::new(); lines.len()];
     let mut elsewhere = Vec::new();
-    for (name, value) in &record.values {
-        let mut rows: Vec<(Option<usize>, String)> = Vec::new();
-        let states = value.history.iter().map(|s| (&s.value, s.line, s.token));
-        for (v, line, token) in states.chain([(&value.value, value.line, value.token)]) {
-            let at = row(line, token);
-            let text = shown_value(v, value.unit);
-            match rows.iter_mut().find(|(r, _)| *r == at) {
-                Some(slot) => slot.1 = text,
-                None => rows.push((at, text)),
-            }
-        }
-        for (at, text) in rows {
-            match at {
-                Some(i) => beside[i].push((name.clone(), text)),
-                None => elsewhere.push((name.clone(), text)),
-            }
+    for (id, slot) in placed.slots.iter().enumerate() {
+        match slot.row {
+            Some(i) => beside[i].push(id),
+            None => elsewhere.push(id),
         }
     }
-
     let device = &trace.provenance.device;
     let mut html = format!(
         "<div class=\"lecture-code\"><div class=\"lecture-code-head\"><span>{} · <code>{}</code></span><span>values from the {} trace ({})</span></div>",
@@ -86,7 +76,7 @@ pub fn render(trace: &Trace, section: &Section) -> String {
             ));
         } else {
             html.push_str(&format!("<code class=\"lang-rust\">{}</code>", escape(line)));
-            html.push_str(&values_cell(&beside[i]));
+            html.push_str(&values_cell(&placed.slots, &beside[i]));
         }
     }
     html.push_str("</div>");
@@ -95,22 +85,103 @@ pub fn render(trace: &Trace, section: &Section) -> String {
             Some(_) => "<div class=\"lecture-code-foot\">Recorded by helpers outside this function: ",
             None => "<div class=\"lecture-code-foot\">Recorded values: ",
         });
-        html.push_str(
-            &elsewhere
-                .iter()
-                .map(|(n, v)| format!("{} = {}", escape(n), escape(v)))
-                .collect::<Vec<_>>()
-                .join("; "),
-        );
+        // The separators are drawn by CSS between the values shown, so stepping can hide some.
+        for &id in &elsewhere {
+            let slot = &placed.slots[id];
+            html.push_str(&format!(
+                "<span class=\"lecture-foot-value\" data-slot=\"{id}\"><span class=\"lecture-lv-name\">{}</span> = {}</span>",
+                escape(&slot.name),
+                escape(&slot.text)
+            ));
+        }
         html.push_str("</div>");
+    }
+    // What stepping needs (`book/theme/lecture-steps.js`), as the `html` module's notes say a
+    // script is given data; the script sets text only.
+    if !placed.steps.is_empty() {
+        html.push_str(&format!(
+            "<script type=\"application/json\" class=\"lecture-steps-data\">{}</script>",
+            escape_script_json(&steps_json(&placed.slots, &placed.steps))
+        ));
     }
     html.push_str("</div>");
     html
 }
 
-fn values_cell(values: &[(String, String)]) -> String {
+/// Where a value is shown: beside a row of the code (`None`: below it), under its name. Several
+/// states recorded at one row share a slot, which shows the last of them.
+struct Slot {
+    row: Option<usize>,
+    name: String,
+    text: String,
+}
+
+/// The slots of a section's values, and for each record call (`steps`) the slot it fills and the
+/// text of the state it recorded.
+struct Placed {
+    slots: Vec<Slot>,
+    steps: Vec<(usize, String)>,
+}
+
+fn place(record: &SectionRecord, row: impl Fn(u32, Option<usize>) -> Option<usize>) -> Placed {
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut states: HashMap<(&str, usize), (usize, String)> = HashMap::new();
+    for (name, value) in &record.values {
+        let first = slots.len();
+        let finals = [(&value.value, value.line, value.token)];
+        let all = value.history.iter().map(|s| (&s.value, s.line, s.token)).chain(finals);
+        for (k, (v, line, token)) in all.enumerate() {
+            let at = row(line, token);
+            let text = shown_value(v, value.unit);
+            let id = match slots[first..].iter().position(|s| s.row == at) {
+                Some(i) => first + i,
+                None => {
+                    slots.push(Slot {
+                        row: at,
+                        name: name.clone(),
+                        text: String::new(),
+                    });
+                    slots.len() - 1
+                }
+            };
+            slots[id].text.clone_from(&text);
+            states.insert((name.as_str(), k), (id, text));
+        }
+    }
+    // A loaded trace's steps name every state once (`SectionRecord::check_steps`); anything else
+    // is left out rather than shown at the wrong place.
+    let steps = record
+        .steps
+        .iter()
+        .filter_map(|(name, k)| states.get(&(name.as_str(), *k)).cloned());
+    Placed {
+        slots,
+        steps: steps.collect(),
+    }
+}
+
+/// `[[slot, text], …]`, one per step, with the full text third where the shown one is shortened
+/// (beside code; below it values are shown whole, as on the static page).
+fn steps_json(slots: &[Slot], steps: &[(usize, String)]) -> String {
+    let entries = steps.iter().map(|(slot, text)| {
+        let short = if slots[*slot].row.is_some() {
+            shorten(text)
+        } else {
+            text.clone()
+        };
+        if short == *text {
+            serde_json::json!([slot, short])
+        } else {
+            serde_json::json!([slot, short, text])
+        }
+    });
+    serde_json::Value::Array(entries.collect()).to_string()
+}
+
+fn values_cell(slots: &[Slot], ids: &[usize]) -> String {
     let mut cell = String::from("<span class=\"lecture-lv\">");
-    for (name, text) in values {
+    for &id in ids {
+        let Slot { name, text, .. } = &slots[id];
         let short = shorten(text);
         let title = if short == *text {
             String::new()
@@ -118,7 +189,7 @@ fn values_cell(values: &[(String, String)]) -> String {
             format!(" title=\"{}\"", escape(text))
         };
         cell.push_str(&format!(
-            "<span{title}><span class=\"lecture-lv-name\">{}</span> = {}</span>",
+            "<span data-slot=\"{id}\"{title}><span class=\"lecture-lv-name\">{}</span> = {}</span>",
             escape(name),
             escape(&short)
         ));

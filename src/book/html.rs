@@ -9,10 +9,10 @@
 //!
 //! # What JavaScript on the book's pages must respect
 //!
-//! The book ships no script of its own yet; mdbook's are safe with it as it is (its search shows
-//! result bodies escaped, but a page's headings as HTML: so no directive may sit in a heading,
-//! see `directive::placement`). A script of ours (a stepping view of a section's values, say)
-//! must keep trace strings as text in the browser too:
+//! mdbook's scripts are safe with the book as it is (its search shows result bodies escaped, but a
+//! page's headings as HTML: so no directive may sit in a heading, see `directive::placement`).
+//! The book's own script, `book/theme/lecture-steps.js` (stepping through a code view), and any
+//! script of ours after it must keep trace strings as text in the browser too:
 //! - read them with `textContent` or `getAttribute` (which give the decoded text) and write them
 //!   back with `textContent`, `setAttribute` on a non-URL attribute, or `createTextNode`; never
 //!   with `innerHTML`, `outerHTML`, `insertAdjacentHTML`, `document.write` or a template string

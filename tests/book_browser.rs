@@ -1,0 +1,726 @@
+//! The book in a real browser: headless Chromium, driven by puppeteer-core
+//! (`tests/browser/drive.js`), opens the book built from the committed CPU trace and steps through
+//! every code view with the keyboard, checking at each step the line marked `aria-current="step"`,
+//! which values are shown and hidden and what they read; `?step=` links; mdBook's ←/→ chapter keys
+//! outside step mode; presenter mode on and off; the page without JavaScript; that nothing is
+//! loaded from the network; and a GPU trace recorded by older code (no histories, no tokens).
+//!
+//! Needs Debian's `chromium` (or `CS336_CHROMIUM`), `node`, and puppeteer-core installed under the
+//! target folder (`.ci/browser-test-env` does both; `CS336_PUPPETEER` names another copy). Without
+//! them the tests say they skipped and why; with `CS336_REQUIRE_BROWSER=1` (CI) a skip is a
+//! failure. `CS336_SCREENSHOTS=DIR` also saves screenshots of presenter mode there.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::ROOT;
+use cs336::book::BuildOptions;
+use cs336::book::format::{Format, format_value};
+use cs336::trace::source::{FunctionSource, function_source};
+use cs336::trace::{self, SectionRecord, Trace};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/drive.js");
+const CPU_TRACE: &str = "trace/lecture_02/cpu-intel-r-xeon-r-processor.json";
+const GPU_TRACE: &str = "trace/lecture_02/nvidia-h200.json";
+/// Longest value text shown beside code (`src/book/code_view.rs`).
+const MAX_SHOWN_CHARS: usize = 44;
+
+struct Tools {
+    node: PathBuf,
+    chromium: PathBuf,
+    puppeteer: PathBuf,
+}
+
+/// Chromium, node and puppeteer-core, or None (after saying what is missing).
+fn tools() -> Option<Tools> {
+    let on_path = |name: &str| {
+        std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).map(|d| d.join(name)).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .find(|p| p.is_file())
+    };
+    let chromium = std::env::var_os("CS336_CHROMIUM")
+        .map(PathBuf::from)
+        .or_else(|| on_path("chromium"))
+        .or_else(|| on_path("chromium-browser"));
+    let node = on_path("node");
+    // CARGO_TARGET_TMPDIR is `<target>/tmp`.
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().map(Path::to_path_buf);
+    let puppeteer = std::env::var_os("CS336_PUPPETEER")
+        .map(PathBuf::from)
+        .or_else(|| target.map(|t| t.join("browser-test/node_modules/puppeteer-core")));
+    let missing: Vec<&str> = [
+        (chromium.is_none(), "chromium (apt-get install -y chromium)"),
+        (node.is_none(), "node"),
+        (
+            !puppeteer.as_ref().is_some_and(|p| p.join("package.json").is_file()),
+            "puppeteer-core (.ci/browser-test-env installs it under the target folder)",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(gone, what)| gone.then_some(what))
+    .collect();
+    if missing.is_empty() {
+        return Some(Tools {
+            node: node?,
+            chromium: chromium?,
+            puppeteer: puppeteer?,
+        });
+    }
+    let msg = format!("browser tests skipped: missing {}", missing.join(", "));
+    if std::env::var("CS336_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {
+        panic!("{msg}; CS336_REQUIRE_BROWSER=1 makes that a failure");
+    }
+    // Straight to the terminal, past the test harness's capture, so a passing run shows the skip.
+    let _ = writeln!(std::io::stderr().lock(), "{msg}");
+    None
+}
+
+#[derive(Debug, Deserialize)]
+struct Report {
+    observations: BTreeMap<String, Page>,
+    errors: Vec<String>,
+    outside: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Page {
+    path: String,
+    search: String,
+    presenting: bool,
+    sidebar_visible: bool,
+    menu_visible: bool,
+    main_width: Option<f64>,
+    window_height: f64,
+    document_saw: Vec<String>,
+    views: Vec<View>,
+}
+
+#[derive(Debug, Deserialize)]
+struct View {
+    section: Option<String>,
+    stepping: bool,
+    bar: bool,
+    status: Option<String>,
+    current: Vec<Current>,
+    slots: Vec<Slot>,
+    font_px: Option<f64>,
+    /// Top and bottom, in the window, of the current step's row (line number, code, values).
+    current_box: Option<[f64; 2]>,
+    /// Top and bottom, in the window, of the step bar, when it is shown.
+    bar_box: Option<[f64; 2]>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Current {
+    value: String,
+    line: Option<u32>,
+    tag: String,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+struct Slot {
+    line: Option<u32>,
+    name: Option<String>,
+    text: String,
+    title: Option<String>,
+    hidden: bool,
+    current: bool,
+}
+
+impl Slot {
+    fn key(&self) -> (Option<u32>, String) {
+        (self.line, self.name.clone().unwrap_or_default())
+    }
+}
+
+/// Runs the plan's scenarios in one browser; fails on a JavaScript error or a request that left
+/// the local server.
+fn drive(tools: &Tools, book: &Path, plan: &Value) -> BTreeMap<String, Page> {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let plan_file = dir.path().join("plan.json");
+    std::fs::write(&plan_file, plan.to_string()).expect("plan written");
+    let out = Command::new(&tools.node)
+        .arg(DRIVER)
+        .arg(&tools.puppeteer)
+        .arg(&tools.chromium)
+        .arg(book)
+        .arg(&plan_file)
+        .output()
+        .expect("node starts");
+    assert!(
+        out.status.success(),
+        "drive.js failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("drive.js report: {e}\n{}", String::from_utf8_lossy(&out.stdout)));
+    assert!(report.errors.is_empty(), "JavaScript errors: {:#?}", report.errors);
+    assert!(
+        report.outside.is_empty(),
+        "requests off the machine: {:#?}",
+        report.outside
+    );
+    report.observations
+}
+
+/// One step as the page must show it: the line marked (None: the value is shown below the code),
+/// the value's name and, where it is a number the test can format, its text.
+#[derive(Debug, Clone)]
+struct Expected {
+    line: Option<u32>,
+    name: String,
+    text: Option<String>,
+}
+
+impl Expected {
+    fn key(&self) -> (Option<u32>, String) {
+        (self.line, self.name.clone())
+    }
+}
+
+/// The steps of `record` as a code view shows them: each state beside the line of today's code
+/// that recorded it, found by its token where today's code is the code that ran, else by its
+/// offset from the function's first line. Without the function (it moved since a GPU trace
+/// recorded it) every value is below the code.
+fn expected_steps(record: &SectionRecord, code: Option<&FunctionSource>, current: bool) -> Vec<Expected> {
+    record
+        .steps
+        .iter()
+        .map(|(name, k)| {
+            let value = &record.values[name.as_str()];
+            let state = value.state(*k).expect("a step names a state");
+            let line = code.and_then(|code| {
+                match (current, state.token) {
+                    _ if state.line == 0 => None,
+                    (true, Some(token)) => code.line_of_token(token),
+                    _ => state
+                        .line
+                        .checked_sub(record.source_line)
+                        .map(|offset| code.start_line + offset),
+                }
+                .filter(|l| (code.start_line..=code.end_line).contains(l))
+            });
+            let text = match &state.value {
+                Value::Number(_) | Value::Bool(_) => {
+                    Some(format_value(&state.value, value.unit, Format::Auto).expect("formats"))
+                }
+                _ => None,
+            }
+            .filter(|t| t.chars().count() <= MAX_SHOWN_CHARS);
+            Expected {
+                line,
+                name: name.clone(),
+                text,
+            }
+        })
+        .collect()
+}
+
+/// The section's function as its file holds it now, if it is still there.
+fn code_of(record: &SectionRecord) -> Option<FunctionSource> {
+    let text = std::fs::read_to_string(Path::new(ROOT).join(&record.source_file)).ok()?;
+    function_source(&text, &record.id).ok()
+}
+
+/// Whether the book takes `code` for the code that recorded the section (the hashes match).
+fn is_current(record: &SectionRecord, code: Option<&FunctionSource>) -> bool {
+    code.is_some_and(|c| c.hash() == record.source_hash)
+}
+
+/// A code view of a page: its number on the page (from 1) and what its steps must show.
+struct Planned {
+    page: String,
+    number: usize,
+    section: String,
+    steps: Vec<Expected>,
+}
+
+/// Every code view of every page of the book in `html` (print.html and index.html repeat the
+/// chapters), with its expected steps from `trace` (or `other` for a view quoting that trace).
+fn planned_views(html: &Path, trace: &Trace, other: Option<&Trace>) -> Vec<Planned> {
+    let mut planned = Vec::new();
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(html)
+        .expect("html folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "html"))
+        .filter(|p| {
+            !["print.html", "index.html", "toc.html", "404.html"]
+                .iter()
+                .any(|n| p.ends_with(n))
+        })
+        .collect();
+    pages.sort();
+    for page in pages {
+        let text = std::fs::read_to_string(&page).expect("page");
+        let name = page.file_name().expect("name").to_string_lossy().into_owned();
+        for (i, view) in text.split("<div class=\"lecture-code\"").skip(1).enumerate() {
+            let head = view.split("<code>").nth(1).and_then(|s| s.split("</code>").next());
+            let id = head.expect("a code view names its section");
+            let (source, is_other) = match other {
+                Some(o) if view.contains(&format!("values from the {} trace", o.provenance.device.slug)) => (o, true),
+                _ => (trace, false),
+            };
+            let record = source.section(id).expect("section in trace");
+            let code = code_of(record);
+            let current = !is_other || is_current(record, code.as_ref());
+            planned.push(Planned {
+                page: name.clone(),
+                number: i + 1,
+                section: id.to_string(),
+                steps: expected_steps(record, code.as_ref(), current),
+            });
+        }
+    }
+    planned
+}
+
+fn step_query(number: usize, step: usize) -> String {
+    if number == 1 {
+        format!("?step={step}")
+    } else {
+        format!("?step={number}.{step}")
+    }
+}
+
+/// Scenarios that open each view at its first step, walk to the last with →, then press End and
+/// Home; and each page without JavaScript.
+fn walk_plan(views: &[Planned], prefix: &str) -> Vec<Value> {
+    let mut plan = Vec::new();
+    let pages: BTreeSet<&str> = views.iter().map(|v| v.page.as_str()).collect();
+    for page in pages {
+        plan.push(json!({
+            "name": format!("{page} without JavaScript"), "url": format!("{prefix}{page}"), "javascript": false,
+            "actions": [{ "observe": format!("static {prefix}{page}") }],
+        }));
+    }
+    for v in views.iter().filter(|v| !v.steps.is_empty()) {
+        let label = |what: String| format!("{prefix}{}#{} {what}", v.page, v.number);
+        let mut actions = vec![json!({ "observe": label("step 1".into()) })];
+        for k in 2..=v.steps.len() {
+            actions.push(json!({ "press": "ArrowRight" }));
+            actions.push(json!({ "observe": label(format!("step {k}")) }));
+        }
+        actions.extend([
+            json!({ "press": "ArrowRight" }),
+            json!({ "observe": label("past the end".into()) }),
+            json!({ "press": "Home" }),
+            json!({ "observe": label("home".into()) }),
+            json!({ "press": "End" }),
+            json!({ "observe": label("end".into()) }),
+        ]);
+        plan.push(json!({
+            "name": label("walk".into()),
+            "url": format!("{prefix}{}{}", v.page, step_query(v.number, 1)),
+            "actions": actions,
+        }));
+    }
+    plan
+}
+
+/// The view at step `k` (from 1) shows exactly the values recorded up to it, the value of step k
+/// as recorded, and marks its line.
+fn check_step(page: &Page, v: &Planned, k: usize, what: &str) {
+    let view = &page.views[v.number - 1];
+    let want = &v.steps[k - 1];
+    assert_eq!(view.section.as_deref(), Some(v.section.as_str()), "{what}");
+    assert!(view.stepping, "{what}: step mode on");
+    assert_eq!(page.search, step_query(v.number, k), "{what}: the URL names the step");
+    let status = view.status.as_deref().unwrap_or("");
+    assert!(
+        status.starts_with(&format!("step {k} of {} ", v.steps.len())),
+        "{what}: status {status:?}"
+    );
+    match want.line {
+        Some(line) => {
+            assert_eq!(
+                view.current.len(),
+                1,
+                "{what}: one element is the current step: {:?}",
+                view.current
+            );
+            let current = &view.current[0];
+            assert_eq!(
+                (current.value.as_str(), current.tag.as_str(), current.line),
+                ("step", "code", Some(line)),
+                "{what}: the line of step {k} ({})",
+                want.name
+            );
+        }
+        None => assert_eq!(
+            view.current.len(),
+            1,
+            "{what}: the value below the code is the current step"
+        ),
+    }
+    // Stepping keeps the current step in the window (a row taller than most of the window: its
+    // top, in the upper part); in presenter mode below the step bar, which stays in the window.
+    let [top, bottom] = view.current_box.expect("the current step's element has a box");
+    let height = page.window_height;
+    let shown = if bottom - top > 0.8 * height {
+        top >= -0.5 && top <= 0.2 * height
+    } else {
+        top >= -0.5 && bottom <= height + 0.5
+    };
+    assert!(
+        shown,
+        "{what}: the current step ({top}..{bottom} px) is in the window (0..{height} px)"
+    );
+    if page.presenting {
+        let [bar_top, bar_bottom] = view.bar_box.expect("the step bar is shown");
+        assert!(
+            bar_top >= -0.5 && bar_bottom <= page.window_height,
+            "{what}: the step bar ({bar_top}..{bar_bottom} px) is in the window"
+        );
+        assert!(
+            top >= bar_bottom - 0.5,
+            "{what}: the current step ({top} px) is below the step bar ({bar_bottom} px)"
+        );
+    }
+    let recorded: BTreeSet<_> = v.steps[..k].iter().map(Expected::key).collect();
+    for slot in &view.slots {
+        assert_eq!(
+            slot.hidden,
+            !recorded.contains(&slot.key()),
+            "{what}: `{}` beside line {:?} (hidden: {})",
+            slot.name.as_deref().unwrap_or(""),
+            slot.line,
+            slot.hidden
+        );
+    }
+    let now: Vec<&Slot> = view.slots.iter().filter(|s| s.current).collect();
+    assert_eq!(now.len(), 1, "{what}: one value is the current step's");
+    assert_eq!(now[0].key(), want.key(), "{what}: the value of step {k}");
+    if let Some(text) = &want.text {
+        assert_eq!(&now[0].text, text, "{what}: `{}` at step {k}", want.name);
+    }
+    assert!(
+        !page
+            .document_saw
+            .iter()
+            .any(|key| key.starts_with("Arrow") || key == "Home" || key == "End"),
+        "{what}: a stepping key reached mdBook's listeners: {:?}",
+        page.document_saw
+    );
+}
+
+/// Walks every view and compares with the static page.
+fn check_walks(obs: &BTreeMap<String, Page>, views: &[Planned], prefix: &str) -> usize {
+    let mut checked = 0;
+    for v in views {
+        let statics = &obs[&format!("static {prefix}{}", v.page)];
+        let view = &statics.views[v.number - 1];
+        assert!(
+            !view.bar && !view.stepping && view.current.is_empty(),
+            "{}: static without JavaScript",
+            v.page
+        );
+        assert!(
+            view.slots.iter().all(|s| !s.hidden),
+            "{}: every value shown without JavaScript",
+            v.page
+        );
+        if v.steps.is_empty() {
+            continue;
+        }
+        let label = |what: &str| format!("{prefix}{}#{} {what}", v.page, v.number);
+        for k in 1..=v.steps.len() {
+            check_step(&obs[&label(&format!("step {k}"))], v, k, &label(&format!("step {k}")));
+            checked += 1;
+        }
+        check_step(&obs[&label("past the end")], v, v.steps.len(), &label("past the end"));
+        check_step(&obs[&label("home")], v, 1, &label("home"));
+        check_step(&obs[&label("end")], v, v.steps.len(), &label("end"));
+        // At the last step every value is back at its final state: what the static page shows.
+        let end = &obs[&label("end")].views[v.number - 1];
+        let strip = |s: &[Slot]| {
+            s.iter()
+                .map(|s| (s.key(), s.text.clone(), s.title.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            strip(&end.slots),
+            strip(&view.slots),
+            "{}: the last step shows the static values",
+            label("end")
+        );
+    }
+    checked
+}
+
+fn load(path: &str) -> Trace {
+    trace::load(&Path::new(ROOT).join(path)).expect("committed trace loads")
+}
+
+fn build_book(out: &Path) -> PathBuf {
+    let options = BuildOptions {
+        trace: Some(Path::new(ROOT).join(CPU_TRACE)),
+        trace_dir: Some(Path::new(ROOT).join("trace/lecture_02")),
+        out_dir: Some(out.to_path_buf()),
+        source_root: None,
+    };
+    cs336::book::build(&Path::new(ROOT).join("book"), &options).expect("the book builds");
+    out.to_path_buf()
+}
+
+/// The chapter a page's mdBook arrow leads to (`rel="next prefetch"` or `rel="prev"`).
+fn chapter_link(html: &Path, page: &str, rel: &str) -> String {
+    let text = std::fs::read_to_string(html.join(page)).expect("page");
+    let marker = format!("rel=\"{rel}\" href=\"");
+    let at = text.find(&marker).unwrap_or_else(|| panic!("{page} links {rel}")) + marker.len();
+    text[at..].split('"').next().expect("href").to_string()
+}
+
+fn screenshot(name: &str) -> Option<Value> {
+    let dir = PathBuf::from(std::env::var_os("CS336_SCREENSHOTS")?);
+    std::fs::create_dir_all(&dir).expect("screenshot folder");
+    Some(json!({ "screenshot": dir.join(name) }))
+}
+
+#[test]
+fn every_code_view_steps_with_the_keyboard_and_presents() {
+    let Some(tools) = tools() else { return };
+    let out = tempfile::tempdir().expect("temporary folder");
+    let html = build_book(&out.path().join("html"));
+    let trace = load(CPU_TRACE);
+    let views = planned_views(&html, &trace, None);
+    let steppable = views.iter().filter(|v| !v.steps.is_empty()).count();
+    assert!(
+        steppable >= trace.sections.len().min(20),
+        "{steppable} code views to step through"
+    );
+    let find = |page: &str, number: usize| {
+        views
+            .iter()
+            .find(|v| v.page == page && v.number == number)
+            .unwrap_or_else(|| panic!("{page} has code view {number}"))
+    };
+    let flops = find("gradients.html", 2);
+    assert_eq!(flops.section, "gradients_flops");
+    let mid = flops.steps.len() / 2;
+
+    let mut plan = walk_plan(&views, "");
+    // The issue's two links, and the first step of each for a different line.
+    for (url, label) in [
+        ("tensor_slicing.html?step=3", "slicing 3"),
+        ("tensor_slicing.html?step=1", "slicing 1"),
+        ("gradients.html?step=1", "gradients 1"),
+        ("gradients.html?step=2", "gradients 2"),
+    ] {
+        let mut actions = vec![json!({ "observe": label })];
+        actions.extend(screenshot(&format!("{}-1280x800.png", label.replace(' ', "-step-"))));
+        plan.push(json!({ "name": label, "url": url, "actions": actions }));
+    }
+    // mdBook's ←/→ turn the page outside step mode only.
+    plan.push(
+        json!({ "name": "arrows in step mode", "url": format!("gradients.html?step=2.{mid}"), "actions": [
+            { "press": "ArrowRight" }, { "observe": "arrows: stepping" },
+            { "press": "Escape" }, { "observe": "arrows: left step mode" },
+            { "press": "ArrowLeft", "navigates": true }, { "observe": "arrows: previous chapter" },
+        ]}),
+    );
+    plan.push(
+        json!({ "name": "arrows without step mode", "url": "gradients.html", "actions": [
+            { "press": "ArrowRight", "navigates": true }, { "observe": "arrows: next chapter" },
+        ]}),
+    );
+    // Presenter mode, by key at a middle step and by button.
+    let mut present = vec![
+        json!({ "observe": "present: before" }),
+        json!({ "press": "p" }),
+        json!({ "observe": "present: on" }),
+    ];
+    present.extend(screenshot("presenter-gradients-1280x800.png"));
+    present.extend([
+        json!({ "press": "ArrowRight" }),
+        json!({ "observe": "present: next" }),
+        json!({ "press": "Escape" }),
+        json!({ "observe": "present: off" }),
+        json!({ "press": "Escape" }),
+        json!({ "observe": "present: step mode off" }),
+    ]);
+    plan.push(json!({ "name": "presenter", "url": format!("gradients.html?step=2.{mid}"), "viewport": [1280, 800], "actions": present }));
+    plan.push(
+        json!({ "name": "presenter button", "url": "gradients.html", "actions": [
+            { "click": ".lecture-present-button" }, { "observe": "present button: on" },
+            { "press": "p" }, { "observe": "present button: p again" },
+        ]}),
+    );
+    if let Some(shot) = screenshot("presenter-gradients-1920x1080.png") {
+        plan.push(
+            json!({ "name": "projector", "url": format!("gradients.html?step=2.{mid}"), "viewport": [1920, 1080],
+            "actions": [{ "press": "p" }, shot] }),
+        );
+        let train = find("train_loop.html", 1);
+        let shots = [
+            screenshot("presenter-train-loop-1920x1080.png"),
+            screenshot("stepping-gradients-1280x800.png"),
+        ];
+        let [Some(train_shot), Some(plain_shot)] = shots else {
+            unreachable!("CS336_SCREENSHOTS is set")
+        };
+        plan.push(
+            json!({ "name": "projector train", "url": format!("train_loop.html?step={}", train.steps.len() / 2 + 2),
+            "viewport": [1920, 1080], "actions": [{ "press": "p" }, train_shot] }),
+        );
+        plan.push(
+            json!({ "name": "stepping", "url": format!("gradients.html?step=2.{mid}"), "viewport": [1280, 800],
+            "actions": [plain_shot] }),
+        );
+    }
+
+    let obs = drive(&tools, &html, &Value::Array(plan));
+    let checked = check_walks(&obs, &views, "");
+    let total: usize = views.iter().map(|v| v.steps.len()).sum();
+    assert_eq!(checked, total);
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "browser: {steppable} code views, {checked} steps checked"
+    );
+
+    // ?step=3 and ?step=1 of tensor_slicing, ?step=1 and ?step=2 of gradients.
+    for (page, a, b) in [
+        ("tensor_slicing.html", "slicing 3", "slicing 1"),
+        ("gradients.html", "gradients 1", "gradients 2"),
+    ] {
+        let view = find(page, 1);
+        let ka: usize = a.rsplit(' ').next().and_then(|k| k.parse().ok()).expect("step");
+        let kb: usize = b.rsplit(' ').next().and_then(|k| k.parse().ok()).expect("step");
+        check_step(&obs[a], view, ka, a);
+        check_step(&obs[b], view, kb, b);
+        assert_ne!(
+            obs[a].views[0].current[0].line, obs[b].views[0].current[0].line,
+            "{a} and {b} mark different lines"
+        );
+    }
+
+    let prev = chapter_link(&html, "gradients.html", "prev");
+    let next = chapter_link(&html, "gradients.html", "next prefetch");
+    check_step(&obs["arrows: stepping"], flops, mid + 1, "→ in step mode steps");
+    let left = &obs["arrows: left step mode"];
+    assert!(
+        !left.views[1].stepping && left.views[1].current.is_empty() && left.search.is_empty(),
+        "Escape leaves step mode"
+    );
+    assert!(
+        left.views[1].slots.iter().all(|s| !s.hidden),
+        "Escape shows every value again"
+    );
+    assert_eq!(
+        obs["arrows: previous chapter"].path, prev,
+        "← outside step mode is mdBook's previous chapter"
+    );
+    assert_eq!(
+        obs["arrows: next chapter"].path, next,
+        "→ outside step mode is mdBook's next chapter"
+    );
+
+    let before = &obs["present: before"];
+    let on = &obs["present: on"];
+    let font = |p: &Page| p.views[1].font_px.expect("font size");
+    assert!(
+        !before.presenting && before.sidebar_visible && before.menu_visible,
+        "{before:?}"
+    );
+    assert!(
+        on.presenting && !on.sidebar_visible && !on.menu_visible,
+        "presenter mode hides the sidebar and menu"
+    );
+    assert!(
+        font(on) >= 1.3 * font(before),
+        "presenter mode enlarges the code: {} px → {} px",
+        font(before),
+        font(on)
+    );
+    assert!(on.main_width > before.main_width, "presenter mode widens the page");
+    check_step(on, flops, mid, "presenter mode keeps the step");
+    check_step(&obs["present: next"], flops, mid + 1, "→ steps in presenter mode");
+    let off = &obs["present: off"];
+    assert!(
+        !off.presenting && off.sidebar_visible && off.menu_visible,
+        "Escape leaves presenter mode"
+    );
+    assert_eq!(font(off), font(before));
+    check_step(off, flops, mid + 1, "leaving presenter mode keeps step mode");
+    let done = &obs["present: step mode off"];
+    assert!(
+        !done.views[1].stepping && done.search.is_empty(),
+        "a second Escape leaves step mode"
+    );
+
+    let button = &obs["present button: on"];
+    assert!(
+        button.presenting && !button.sidebar_visible,
+        "the button enters presenter mode"
+    );
+    check_step(
+        button,
+        find("gradients.html", 1),
+        1,
+        "the button starts stepping its view",
+    );
+    assert!(!obs["present button: p again"].presenting, "p leaves presenter mode");
+}
+
+#[test]
+fn a_gpu_trace_recorded_by_older_code_steps_by_line() {
+    let Some(tools) = tools() else { return };
+    let gpu = load(GPU_TRACE);
+    let older: Vec<&SectionRecord> = gpu
+        .sections
+        .iter()
+        .filter(|s| !is_current(s, code_of(s).as_ref()))
+        .collect();
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "browser: {} section(s) of {GPU_TRACE} recorded by older code",
+        older.len()
+    );
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let book = dir.path().join("book");
+    std::fs::create_dir_all(book.join("src")).expect("book folder");
+    std::fs::create_dir_all(book.join("theme")).expect("theme folder");
+    for file in ["lecture.css", "lecture-steps.js"] {
+        std::fs::copy(
+            Path::new(ROOT).join("book/theme").join(file),
+            book.join("theme").join(file),
+        )
+        .expect("theme file");
+    }
+    std::fs::write(
+        book.join("book.toml"),
+        "[book]\ntitle = \"gpu\"\n\n[output.html]\nadditional-css = [\"theme/lecture.css\"]\n\
+         additional-js = [\"theme/lecture-steps.js\"]\n",
+    )
+    .expect("book.toml");
+    std::fs::write(book.join("src/SUMMARY.md"), "# Summary\n\n- [GPU](gpu.md)\n").expect("SUMMARY.md");
+    // Every section of the GPU trace, older code or not: it has no tokens, so all are placed by line.
+    let chapter: String = gpu
+        .sections
+        .iter()
+        .map(|s| format!("{{{{code {} trace=nvidia-h200}}}}\n\n", s.id))
+        .collect();
+    std::fs::write(book.join("src/gpu.md"), chapter).expect("chapter");
+    let options = BuildOptions {
+        trace: Some(Path::new(ROOT).join(CPU_TRACE)),
+        trace_dir: Some(Path::new(ROOT).join("trace/lecture_02")),
+        out_dir: Some(dir.path().join("html")),
+        source_root: Some(PathBuf::from(ROOT)),
+    };
+    cs336::book::build(&book, &options).expect("the book builds");
+    let html = dir.path().join("html");
+    let views = planned_views(&html, &load(CPU_TRACE), Some(&gpu));
+    assert_eq!(views.len(), gpu.sections.len());
+    let page = std::fs::read_to_string(html.join("gpu.html")).expect("page");
+    assert_eq!(page.matches("class=\"lecture-older-code\"").count(), older.len());
+    let obs = drive(&tools, &html, &Value::Array(walk_plan(&views, "")));
+    let checked = check_walks(&obs, &views, "");
+    assert_eq!(checked, views.iter().map(|v| v.steps.len()).sum::<usize>());
+}

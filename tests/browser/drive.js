@@ -1,0 +1,212 @@
+// Drives headless Chromium through the built book for tests/book_browser.rs, which writes the plan
+// and checks what comes back: this script presses keys and reports what the page shows, it
+// asserts nothing itself.
+//
+//   node drive.js PUPPETEER_CORE_DIR CHROMIUM BOOK_DIR PLAN.json
+//
+// It serves BOOK_DIR on 127.0.0.1 (a port the system picks), runs each scenario of the plan in a
+// fresh page and prints one JSON object: the observations by label, the JavaScript errors the pages
+// raised, and every request that went anywhere but the local server (the book must load nothing
+// from the network).
+//
+// A scenario: { "name", "url" (relative to the book, with its query), "javascript" (default
+// true), "viewport": [w, h], "actions": [...] }, an action one of
+//   { "observe": LABEL }          what the page shows now (see `observe` below)
+//   { "press": KEY }              a key; the page must stay
+//   { "press": KEY, "navigates": true }   a key that must load another page
+//   { "click": CSS selector }     the first element it matches
+//   { "screenshot": PATH }        the window, as PNG
+'use strict';
+
+const fs = require('fs');
+const http = require('http');
+const os = require('os');
+const path = require('path');
+
+const [puppeteerDir, chromium, bookDir, planFile] = process.argv.slice(2);
+const puppeteer = require(puppeteerDir);
+const plan = JSON.parse(fs.readFileSync(planFile, 'utf8'));
+
+const types = {
+    '.html': 'text/html; charset=utf-8',
+    '.js': 'text/javascript',
+    '.css': 'text/css',
+    '.svg': 'image/svg+xml',
+    '.png': 'image/png',
+    '.woff2': 'font/woff2',
+    '.json': 'application/json',
+};
+
+function serve(root) {
+    const server = http.createServer((req, res) => {
+        const url = new URL(req.url, 'http://localhost');
+        const file = path.join(root, decodeURIComponent(url.pathname));
+        if (!file.startsWith(root)) {
+            res.writeHead(403).end();
+            return;
+        }
+        fs.readFile(file, (err, data) => {
+            if (err) {
+                res.writeHead(404).end();
+                return;
+            }
+            res.writeHead(200, { 'Content-Type': types[path.extname(file)] || 'application/octet-stream' });
+            res.end(data);
+        });
+    });
+    return new Promise(resolve => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+// What the page shows: the step-mode state of every code view, each value slot with its line,
+// name, text and whether it is hidden, where the marked line and the step bar are in the window
+// (top and bottom, CSS pixels), and presenter mode's effects.
+function observe() {
+    const visible = el => {
+        if (!el) {
+            return false;
+        }
+        const style = getComputedStyle(el);
+        const box = el.getBoundingClientRect();
+        return style.display !== 'none' && style.visibility !== 'hidden' && box.width > 0 && box.right > 0 &&
+            box.left < window.innerWidth;
+    };
+    const lineOf = el => {
+        const cell = el.closest('.lecture-lv');
+        const number = cell && cell.previousElementSibling && cell.previousElementSibling.previousElementSibling;
+        return number && number.classList.contains('lecture-ln') ? Number(number.textContent) : null;
+    };
+    const views = Array.from(document.querySelectorAll('.lecture-code')).map(view => {
+        const head = view.querySelector('.lecture-code-head code');
+        const current = Array.from(view.querySelectorAll('[aria-current]')).map(el => ({
+            value: el.getAttribute('aria-current'),
+            line: el.previousElementSibling && el.previousElementSibling.classList.contains('lecture-ln')
+                ? Number(el.previousElementSibling.textContent) : null,
+            tag: el.tagName.toLowerCase(),
+        }));
+        const slots = Array.from(view.querySelectorAll('[data-slot]')).map(el => {
+            const name = el.querySelector('.lecture-lv-name');
+            const text = el.textContent;
+            const eq = text.indexOf(' = ');
+            return {
+                line: lineOf(el),
+                name: name ? name.textContent : null,
+                text: eq >= 0 ? text.slice(eq + 3) : text,
+                title: el.getAttribute('title'),
+                hidden: el.hidden || !visible(el),
+                current: el.classList.contains('lecture-step-new'),
+            };
+        });
+        const grid = view.querySelector('.lecture-code-grid');
+        const status = view.querySelector('.lecture-steps-status');
+        const box = (...els) => {
+            const boxes = els.filter(Boolean).map(el => el.getBoundingClientRect());
+            return boxes.length ? [Math.min(...boxes.map(r => r.top)), Math.max(...boxes.map(r => r.bottom))] : null;
+        };
+        // The current step's row: line number, code and values.
+        const marked = view.querySelectorAll('.lecture-step-current');
+        const bar = view.querySelector('.lecture-steps-bar');
+        return {
+            section: head ? head.textContent : null,
+            stepping: view.classList.contains('lecture-stepping'),
+            bar: view.querySelector('.lecture-steps-bar') !== null,
+            status: status && visible(status) ? status.textContent : null,
+            current: current,
+            slots: slots,
+            font_px: grid ? parseFloat(getComputedStyle(grid).fontSize) : null,
+            current_box: box(...marked),
+            bar_box: bar && visible(bar) ? box(bar) : null,
+        };
+    });
+    return {
+        path: location.pathname.split('/').pop(),
+        search: location.search,
+        presenting: document.documentElement.classList.contains('lecture-presenting'),
+        sidebar_visible: visible(document.getElementById('mdbook-sidebar')),
+        menu_visible: visible(document.getElementById('mdbook-menu-bar')),
+        main_width: document.querySelector('main') ? document.querySelector('main').getBoundingClientRect().width : null,
+        window_height: window.innerHeight,
+        document_saw: window.__documentSaw || [],
+        views: views,
+    };
+}
+
+// Keys that reach listeners on `document` in the bubbling phase, where mdBook's are: a key that
+// step mode handles must not arrive there.
+function probeDocumentKeys() {
+    window.__documentSaw = [];
+    document.addEventListener('keydown', e => window.__documentSaw.push(e.key));
+}
+
+async function run(browser, origin, scenario, report) {
+    const page = await browser.newPage();
+    const [w, h] = scenario.viewport || [1280, 800];
+    await page.setViewport({ width: w, height: h });
+    await page.setJavaScriptEnabled(scenario.javascript !== false);
+    page.on('pageerror', e => report.errors.push(`${scenario.name}: ${e.message}`));
+    page.on('console', m => {
+        if (m.type() === 'error') {
+            report.errors.push(`${scenario.name}: console: ${m.text()}`);
+        }
+    });
+    page.on('request', r => {
+        if (!r.url().startsWith(origin) && !r.url().startsWith('data:')) {
+            report.outside.push(`${scenario.name}: ${r.url()}`);
+        }
+    });
+    const load = async () => {
+        if (scenario.javascript !== false) {
+            await page.evaluate(probeDocumentKeys);
+            await page.evaluate(() => document.fonts.ready.then(() => undefined));
+        }
+    };
+    await page.goto(`${origin}/${scenario.url}`, { waitUntil: 'load' });
+    await load();
+    for (const action of scenario.actions) {
+        if ('observe' in action) {
+            report.observations[action.observe] = await page.evaluate(observe);
+        } else if ('press' in action && action.navigates) {
+            await Promise.all([page.waitForNavigation({ waitUntil: 'load', timeout: 20000 }), page.keyboard.press(action.press)]);
+            await load();
+        } else if ('press' in action) {
+            await page.keyboard.press(action.press);
+        } else if ('click' in action) {
+            await page.click(action.click);
+        } else if ('screenshot' in action) {
+            await page.screenshot({ path: action.screenshot });
+        } else {
+            throw new Error(`unknown action ${JSON.stringify(action)}`);
+        }
+    }
+    await page.close();
+}
+
+(async () => {
+    const server = await serve(path.resolve(bookDir));
+    const origin = `http://127.0.0.1:${server.address().port}`;
+    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'cs336-chromium-'));
+    const browser = await puppeteer.launch({
+        executablePath: chromium,
+        headless: true,
+        // The machine has no network: without the background-networking flags Chromium's own
+        // services keep trying and the closed network refuses its connections.
+        args: [
+            '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+            '--disable-background-networking', '--disable-component-update', '--disable-sync',
+            `--user-data-dir=${profile}`,
+        ],
+    });
+    const report = { observations: {}, errors: [], outside: [] };
+    try {
+        for (const scenario of plan) {
+            await run(browser, origin, scenario, report);
+        }
+    } finally {
+        await browser.close();
+        server.close();
+        fs.rmSync(profile, { recursive: true, force: true });
+    }
+    process.stdout.write(JSON.stringify(report));
+})().catch(e => {
+    process.stderr.write(`${e.stack || e}\n`);
+    process.exit(1);
+});
