@@ -12,7 +12,11 @@ fn motivating_questions() {
         // Training time: 6 FLOPs per parameter per token, 70B parameters, 15T tokens, on 1024
         // H100s (datasheet bf16, dense) at 50% MFU. The section computes these products in f64,
         // in this order: each must come out to the bit.
-        assert_eq!(num(s, "total_flops"), 6.0 * 70e9 * 15e12, "{from}: total_flops = 6·70e9·15e12");
+        assert_eq!(
+            num(s, "total_flops"),
+            6.0 * 70e9 * 15e12,
+            "{from}: total_flops = 6·70e9·15e12"
+        );
         assert_eq!(num(s, "h100_flop_per_sec"), 989.5e12, "{from}: h100_flop_per_sec");
         assert_eq!(num(s, "mfu"), 0.5, "{from}: mfu");
         assert_eq!(num(s, "num_gpus"), 1024.0, "{from}: num_gpus");
@@ -268,7 +272,11 @@ fn tensor_operations_flops_napkin() {
         // Reference points and datasheet speeds, as the section states them.
         assert_eq!(num(s, "gpt3_flops"), 3.14e23, "{from}: gpt3_flops");
         assert_eq!(num(s, "gpt4_flops"), 2e25, "{from}: gpt4_flops");
-        assert_eq!(num(s, "reporting_threshold_flops"), 1e26, "{from}: reporting_threshold_flops");
+        assert_eq!(
+            num(s, "reporting_threshold_flops"),
+            1e26,
+            "{from}: reporting_threshold_flops"
+        );
         assert_eq!(num(s, "a100_flop_per_sec"), 312e12, "{from}: a100_flop_per_sec");
         assert_eq!(num(s, "h100_flop_per_sec"), 989.5e12, "{from}: h100_flop_per_sec");
         // The same H100 figure as the opening napkin math.

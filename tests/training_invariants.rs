@@ -95,13 +95,21 @@ fn check_speed(v: &Values, prefix: &str, flops: f64) {
     let name = |n: &str| format!("{prefix}{n}");
     let t = num(v, &name("actual_time"));
     let spread = val(v, &name("actual_time_spread"));
-    assert_eq!(t, stat(spread, "median_s"), "{prefix}actual_time is the spread's median");
+    assert_eq!(
+        t,
+        stat(spread, "median_s"),
+        "{prefix}actual_time is the spread's median"
+    );
     assert!(
         t > 0.0 && stat(spread, "min_s") <= t && t <= stat(spread, "max_s"),
         "{prefix}actual_time: {t} {spread}"
     );
     let rate = num(v, &name("actual_flop_per_sec"));
-    assert_eq!(rate, flops / t, "{prefix}actual_flop_per_sec = actual_num_flops / {prefix}actual_time");
+    assert_eq!(
+        rate,
+        flops / t,
+        "{prefix}actual_flop_per_sec = actual_num_flops / {prefix}actual_time"
+    );
     if v.contains_key(&name("mfu")) {
         let peak = num(v, &name("promised_flop_per_sec"));
         assert_eq!(
@@ -111,7 +119,10 @@ fn check_speed(v: &Values, prefix: &str, flops: f64) {
         );
     } else {
         assert!(
-            !val(v, &name("mfu_unavailable_reason")).as_str().unwrap_or("").is_empty(),
+            !val(v, &name("mfu_unavailable_reason"))
+                .as_str()
+                .unwrap_or("")
+                .is_empty(),
             "no {prefix}mfu and no reason"
         );
     }
@@ -126,7 +137,11 @@ fn check_sweep(v: &Values, cpu: bool) {
     } else {
         &[256, 512, 1024, 2048, 4096, 8192, 16384]
     };
-    let dtypes: &[&str] = if cpu { &["fp32", "bf16"] } else { &["fp32", "bf16", "tf32"] };
+    let dtypes: &[&str] = if cpu {
+        &["fp32", "bf16"]
+    } else {
+        &["fp32", "bf16", "tf32"]
+    };
     let expected: Vec<(u64, &str)> = sizes
         .iter()
         .flat_map(|&n| dtypes.iter().map(move |&d| (n, d)))
@@ -135,15 +150,25 @@ fn check_sweep(v: &Values, cpu: bool) {
         .iter()
         .map(|p| (p["n"].as_u64().unwrap(), p["dtype"].as_str().unwrap()))
         .collect();
-    assert_eq!(got, expected, "throughput_sweep: one point per size and dtype, in order");
+    assert_eq!(
+        got, expected,
+        "throughput_sweep: one point per size and dtype, in order"
+    );
     for p in sweep {
         let n = p["n"].as_f64().unwrap();
         let flops = p["flops"].as_f64().unwrap();
         assert_eq!(flops, 2.0 * n * n * n, "throughput_sweep point {p}: flops = 2n³");
         let median = stat(p, "median_s");
-        assert!(stat(p, "min_s") <= median && median <= stat(p, "max_s"), "throughput_sweep {p}");
+        assert!(
+            stat(p, "min_s") <= median && median <= stat(p, "max_s"),
+            "throughput_sweep {p}"
+        );
         let rate = p["flop_per_sec"].as_f64().unwrap();
-        assert_eq!(rate, flops / median, "throughput_sweep point {p}: flop_per_sec = flops / median_s");
+        assert_eq!(
+            rate,
+            flops / median,
+            "throughput_sweep point {p}: flop_per_sec = flops / median_s"
+        );
         match peaks[p["dtype"].as_str().unwrap()]["flop_per_sec"].as_f64() {
             Some(peak) => assert_eq!(
                 p["mfu"].as_f64(),
@@ -319,7 +344,10 @@ fn check_gradients_flops(v: &Values, cpu: bool) {
         let t = num(v, name);
         let spread = val(v, &format!("{name}_spread"));
         assert_eq!(t, stat(spread, "median_s"), "{name} is its spread's median");
-        assert!(t > 0.0 && stat(spread, "min_s") <= t && t <= stat(spread, "max_s"), "{name}: {spread}");
+        assert!(
+            t > 0.0 && stat(spread, "min_s") <= t && t <= stat(spread, "max_s"),
+            "{name}: {spread}"
+        );
     }
     assert_eq!(
         num(v, "measured_backward_to_forward_ratio"),
@@ -575,7 +603,10 @@ fn safetensors_file_size(tensors: &Value, metadata: &Value) -> usize {
         .iter()
         .zip(&data)
         .map(|((name, dtype, shape), bytes)| {
-            (name.as_str(), TensorView::new(*dtype, shape.clone(), bytes).expect("a tensor view"))
+            (
+                name.as_str(),
+                TensorView::new(*dtype, shape.clone(), bytes).expect("a tensor view"),
+            )
         })
         .collect();
     let meta: std::collections::HashMap<String, String> = metadata
@@ -641,7 +672,11 @@ fn check_mixed_precision_training(v: &Values) {
     );
     // With a 5× learning rate all three runs get further; bf16 and mixed then stop where the
     // bf16 forward pass they share limits them, far above float32.
-    assert_eq!(num(v, "high_lr"), 5.0 * val(v, "setup")["lr"].as_f64().unwrap(), "high_lr = 5 × lr");
+    assert_eq!(
+        num(v, "high_lr"),
+        5.0 * val(v, "setup")["lr"].as_f64().unwrap(),
+        "high_lr = 5 × lr"
+    );
     let high = val(v, "high_lr_results");
     let high_loss = |n: &str| {
         high[n]["final_loss"]
@@ -752,7 +787,9 @@ fn committed_traces_hold_the_invariants() {
         let cpu = c.trace.provenance.device.kind == "cpu";
         for id in SECTIONS {
             // A trace missing a section fails here; one set aside as older code's is skipped.
-            let Some(s) = common::section_to_check(c, id) else { continue };
+            let Some(s) = common::section_to_check(c, id) else {
+                continue;
+            };
             // Captured, and shown beside the panic when a check fails.
             eprintln!("checking {id} of {}", c.path.display());
             check(id, &s.values, cpu);

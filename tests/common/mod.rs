@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod compare;
 pub mod process;
 
 use std::path::{Path, PathBuf};
@@ -151,7 +152,11 @@ pub fn for_each_trace(id: &str, check: impl Fn(&str, &Trace, &SectionRecord)) ->
     assert!(
         n > 1,
         "no committed trace holds a current section `{id}` to check (traces: {})",
-        if paths.is_empty() { "none".to_string() } else { paths.join(", ") }
+        if paths.is_empty() {
+            "none".to_string()
+        } else {
+            paths.join(", ")
+        }
     );
     n
 }
