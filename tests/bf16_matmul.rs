@@ -124,12 +124,15 @@ fn placement() -> impl Strategy<Value = Placement> {
     ]
 }
 
+/// Where element (i, j) of a placed matrix lies in its buffer.
+type Position = dyn Fn(usize, usize) -> usize;
+
 /// A random logical rows × cols matrix (all rows equal when broadcast), written into a buffer as
 /// `how` places it, the rest of the buffer other random values; and the operand describing it.
 /// Each placement's positions are written out here, not computed from the operand.
 fn place(rows: usize, cols: usize, how: Placement, seed: u64) -> (Matrix, Vec<bf16>, Operand) {
     let mut m = Matrix::random(rows, cols, seed);
-    let (len, op, pos): (usize, Operand, Box<dyn Fn(usize, usize) -> usize>) = match how {
+    let (len, op, pos): (usize, Operand, Box<Position>) = match how {
         Placement::RowMajor => (
             rows * cols,
             Operand {

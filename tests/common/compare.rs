@@ -152,7 +152,9 @@ impl Report {
             }
             (Value::Number(x), Value::Number(y)) => {
                 let (x, y) = (x.as_f64().unwrap_or(f64::NAN), y.as_f64().unwrap_or(f64::NAN));
-                if !((x - y).abs() <= rel * x.abs().max(y.abs())) {
+                // A NaN (a number JSON cannot hold exactly) is never within.
+                let within = (x - y).abs() <= rel * x.abs().max(y.abs());
+                if !within {
                     self.differ(format!(
                         "{loc}: committed {x}, fresh {y}: more than {rel:e} apart (relative)"
                     ));
