@@ -33,6 +33,42 @@ fn check(name: &str, inputs: &[(Tensor, bool)], f: impl Fn(&[Var]) -> Result<Var
     assert!(report.passed(), "{name}: {report:?}");
 }
 
+/// `x ↦ value` in the forward pass, differentiated as `x ↦ grad_of`: the value is
+/// `grad_of(x) + (value(x) − grad_of(x))` with the bracket a constant (detached), so backward sees
+/// only `grad_of` while every evaluation returns `value`. A wrong gradient, made on purpose.
+fn wrong_gradient(
+    value: impl Fn(&Tensor) -> Result<Tensor>,
+    grad_of: impl Fn(&Var) -> Result<Var>,
+) -> impl Fn(&[Var]) -> Result<Var> {
+    move |v: &[Var]| {
+        let tracked = grad_of(&v[0])?;
+        let gap = value(v[0].value())?.sub(tracked.value())?;
+        tracked.add(&Var::constant(gap))
+    }
+}
+
+/// The negative control: gradcheck must fail a gradient that is wrong, grossly (2x for 3x²) or
+/// slightly (1% off), and say where; the same construction with the right gradient passes.
+#[test]
+fn gradcheck_fails_a_wrong_gradient() {
+    let mut r = Rng::seed(8);
+    let x = randn(&[3, 4], &mut r);
+    let run = |f: &dyn Fn(&[Var]) -> Result<Var>| {
+        gradcheck(&[(x.clone(), true)], f, STEP, ATOL, RTOL, &mut Rng::seed(7)).unwrap()
+    };
+    // Value x³, gradient of x²: 2x instead of 3x².
+    let gross = run(&wrong_gradient(|t| t.pow_scalar(3.0), |v| v.square()));
+    assert!(!gross.passed(), "x³ with the gradient of x² passed: {gross:?}");
+    assert_eq!(gross.checked, 12);
+    assert!(gross.worst.contains("input 0 element"), "{gross:?}");
+    // Value 1.01·x², gradient of x²: 1% too small everywhere, five times the relative tolerance.
+    let slight = run(&wrong_gradient(|t| t.square()?.mul_scalar(1.01), |v| v.square()));
+    assert!(!slight.passed(), "a gradient 1% off passed: {slight:?}");
+    // The construction itself is sound: with the matching gradient it passes.
+    let right = run(&wrong_gradient(|t| t.pow_scalar(3.0), |v| v.pow_scalar(3.0)));
+    assert!(right.passed(), "{right:?}");
+}
+
 #[test]
 fn matmul_2d() {
     let mut r = Rng::seed(1);

@@ -5,9 +5,12 @@
 //! summation order does (reductions, matmul). Also: the allocator's exact byte count, the
 //! out-of-memory error, TF32.
 //!
-//! Needs a GPU: without one every test says that it skipped and why, and passes. On the GPU
+//! Needs a GPU: without one every test says that it skipped and why (once on the terminal for the
+//! whole binary), and passes. On the GPU
 //! machine `.ci/gpu-check` runs this binary with CS336_CUDA_SYNC_CHECK=1 (a failing kernel is
 //! then reported by name) and CS336_REQUIRE_GPU=1 (no GPU is then a failure, not a skip).
+
+mod common;
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -34,6 +37,12 @@ fn gpu() -> Option<(Device, MutexGuard<'static, ()>)> {
                 std::env::var_os("CS336_REQUIRE_GPU").is_none(),
                 "CS336_REQUIRE_GPU is set but CUDA cannot be used: {why}"
             );
+            // Once per binary on the terminal (past the harness's capture, which takes
+            // `eprintln!`), so that a passing run shows every test here skipped; each test's
+            // own line goes to its captured output.
+            common::note_once(&format!(
+                "cuda_agreement: skipped, every test: no GPU ({why}); CS336_REQUIRE_GPU=1 makes that a failure"
+            ));
             eprintln!("skipped: no GPU ({why})");
             None
         }

@@ -96,6 +96,7 @@ fn our_binaries_get_the_library_path_and_pytorch_keeps_its_own() {
         "cuda_agreement",
         "invariants_foundation",
         "training_invariants",
+        "einops",
     ] {
         write_exe(&t.join(".gpu").join(b), &format!("#!/bin/sh\n{note}"));
     }
@@ -147,6 +148,7 @@ fn our_binaries_get_the_library_path_and_pytorch_keeps_its_own() {
         "cuda_agreement",
         "invariants_foundation",
         "training_invariants",
+        "einops",
     ] {
         assert_eq!(ld_of(ours), format!("{wheel}:/as/started"), "{ours}");
     }
@@ -210,4 +212,56 @@ fn gpu_prepare_refuses_what_it_cannot_carry() {
         !out.status.success() && err.contains("aarch64") && err.contains("x86_64"),
         "{err}"
     );
+}
+
+/// Every test binary that checks trace invariants (calls `for_each_trace` or `checkable_traces`)
+/// is carried to the GPU machine and run there on the trace just written.
+#[test]
+fn every_trace_invariant_binary_runs_on_the_gpu_trace() {
+    let mut binaries = Vec::new();
+    for entry in std::fs::read_dir(Path::new(ROOT).join("tests")).expect("tests/") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).expect("readable");
+            // A test binary of the crate's (it declares the shared test module) that reads traces.
+            let reads_traces = text.contains("for_each_trace(") || text.contains("checkable_traces(");
+            if text.contains("\nmod common;") && reads_traces {
+                binaries.push(path.file_stem().expect("a name").to_string_lossy().into_owned());
+            }
+        }
+    }
+    binaries.sort();
+    assert!(binaries.len() >= 3, "found {binaries:?}");
+    let check = script("gpu-check");
+    let list = check
+        .lines()
+        .find_map(|l| l.strip_prefix("TRACE_TESTS=("))
+        .and_then(|l| l.strip_suffix(')'))
+        .expect("gpu-check has a TRACE_TESTS=(…) line");
+    let mut run: Vec<String> = list
+        .split('"')
+        .enumerate()
+        .flat_map(|(i, part)| {
+            // Quoted parts are "binary filter"; the rest is binaries separated by spaces.
+            if i % 2 == 1 {
+                vec![part.split_whitespace().next().unwrap_or("").to_string()]
+            } else {
+                part.split_whitespace().map(String::from).collect()
+            }
+        })
+        .collect();
+    run.sort();
+    assert_eq!(run, binaries, "gpu-check's TRACE_TESTS and the tests of traces");
+    let prepare = script("gpu-prepare");
+    let copied = prepare
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("for t in "))
+        .and_then(|l| l.strip_suffix("; do"))
+        .expect("gpu-prepare's loop over the test binaries");
+    for b in &binaries {
+        assert!(
+            copied.split_whitespace().any(|c| c == b),
+            "gpu-prepare does not carry {b}"
+        );
+    }
 }

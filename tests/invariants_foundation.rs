@@ -9,15 +9,47 @@ use serde_json::json;
 #[test]
 fn motivating_questions() {
     for_each_trace("motivating_questions", |from, _, s| {
-        assert_eq!(num(s, "total_flops"), 6.0 * 70e9 * 15e12, "{from}");
-        assert_eq!(num(s, "h100_flop_per_sec"), 989.5e12, "{from}");
+        // Training time: 6 FLOPs per parameter per token, 70B parameters, 15T tokens, on 1024
+        // H100s (datasheet bf16, dense) at 50% MFU. The section computes these products in f64,
+        // in this order: each must come out to the bit.
+        assert_eq!(
+            num(s, "total_flops"),
+            6.0 * 70e9 * 15e12,
+            "{from}: total_flops = 6·70e9·15e12"
+        );
+        assert_eq!(num(s, "h100_flop_per_sec"), 989.5e12, "{from}: h100_flop_per_sec");
+        assert_eq!(num(s, "mfu"), 0.5, "{from}: mfu");
+        assert_eq!(num(s, "num_gpus"), 1024.0, "{from}: num_gpus");
+        let per_day = num(s, "h100_flop_per_sec") * num(s, "mfu") * num(s, "num_gpus") * 60.0 * 60.0 * 24.0;
+        assert_eq!(
+            num(s, "flops_per_day"),
+            per_day,
+            "{from}: flops_per_day = h100_flop_per_sec·mfu·num_gpus·86400"
+        );
+        assert_eq!(
+            num(s, "days"),
+            num(s, "total_flops") / num(s, "flops_per_day"),
+            "{from}: days = total_flops / flops_per_day"
+        );
         let days = num(s, "days");
         assert!((days - 143.93).abs() < 0.01, "{from}: days = {days}");
-        assert_eq!(num(s, "bytes_per_parameter"), 16.0, "{from}");
-        assert_eq!(num(s, "num_parameters"), 4e10, "{from}");
+        // Memory: 8 H100s of 80 GB, 16 bytes per parameter (fp32 parameters, gradients and
+        // AdamW's two moments).
+        assert_eq!(num(s, "h100_bytes"), 80e9, "{from}: h100_bytes");
+        assert_eq!(num(s, "bytes_per_parameter"), 16.0, "{from}: bytes_per_parameter");
+        assert_eq!(
+            num(s, "num_parameters"),
+            8.0 * num(s, "h100_bytes") / 16.0,
+            "{from}: num_parameters = 8·h100_bytes / bytes_per_parameter"
+        );
+        assert_eq!(num(s, "num_parameters"), 4e10, "{from}: num_parameters");
         // The same memory question for the device the run was on.
         let here = num(s, "this_device_bytes");
-        assert_eq!(num(s, "this_device_num_parameters"), here / 16.0, "{from}");
+        assert_eq!(
+            num(s, "this_device_num_parameters"),
+            here / 16.0,
+            "{from}: this_device_num_parameters = this_device_bytes / 16"
+        );
     });
 }
 
@@ -236,11 +268,33 @@ fn tensor_matmul() {
 
 #[test]
 fn tensor_operations_flops_napkin() {
-    for_each_trace("tensor_operations_flops", |from, _, s| {
-        assert_eq!(num(s, "one_week_seconds"), 604800.0, "{from}");
+    for_each_trace("tensor_operations_flops", |from, t, s| {
+        // Reference points and datasheet speeds, as the section states them.
+        assert_eq!(num(s, "gpt3_flops"), 3.14e23, "{from}: gpt3_flops");
+        assert_eq!(num(s, "gpt4_flops"), 2e25, "{from}: gpt4_flops");
+        assert_eq!(
+            num(s, "reporting_threshold_flops"),
+            1e26,
+            "{from}: reporting_threshold_flops"
+        );
+        assert_eq!(num(s, "a100_flop_per_sec"), 312e12, "{from}: a100_flop_per_sec");
+        assert_eq!(num(s, "h100_flop_per_sec"), 989.5e12, "{from}: h100_flop_per_sec");
+        // The same H100 figure as the opening napkin math.
+        if let Some(napkin) = t.section("motivating_questions") {
+            assert_eq!(
+                num(s, "h100_flop_per_sec"),
+                num(napkin, "h100_flop_per_sec"),
+                "{from}: h100_flop_per_sec in both sections"
+            );
+        }
+        assert_eq!(num(s, "one_week_seconds"), 604800.0, "{from}: one_week_seconds");
+        assert_eq!(
+            num(s, "total_flops"),
+            8.0 * num(s, "one_week_seconds") * num(s, "h100_flop_per_sec"),
+            "{from}: total_flops = 8·one_week_seconds·h100_flop_per_sec"
+        );
         let total = num(s, "total_flops");
-        assert!(close(total, 8.0 * 604800.0 * 989.5e12, 1e-12), "{from}: {total}");
-        assert!((total - 4.79e21).abs() < 0.01e21, "{from}: {total}");
+        assert!((total - 4.79e21).abs() < 0.01e21, "{from}: total_flops = {total}");
     });
 }
 

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod compare;
 pub mod process;
 
 use std::path::{Path, PathBuf};
@@ -53,32 +54,57 @@ pub fn committed_traces() -> Vec<(PathBuf, Trace)> {
     out
 }
 
+/// Writes `msg` (one line) to the terminal past the test harness's capture: libtest captures
+/// `print!` and `eprint!`, not writes to the process's stderr, so a passing run shows it too.
+pub fn terminal_note(msg: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), format!("{msg}\n").as_bytes());
+}
+
+/// [`terminal_note`], once per test binary for each distinct message (the tests of a binary
+/// share the conditions a note reports, such as a missing GPU).
+pub fn note_once(msg: &str) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if !said.iter().any(|m| m == msg) {
+        said.push(msg.to_string());
+        terminal_note(msg);
+    }
+}
+
+/// A committed trace as the invariants see it.
+pub struct Checkable {
+    pub path: PathBuf,
+    pub trace: Trace,
+    /// Sections this trace holds that older code recorded on another device (set aside, unchecked).
+    pub set_aside: Vec<String>,
+}
+
 /// The committed traces, with the sections of other devices' traces that older code recorded set
 /// aside (a GPU trace cannot be re-recorded without a GPU; the book marks such sections instead of
 /// failing, and no current invariant speaks for them). Says on the terminal which were set aside.
 /// A CPU trace is never filtered: `committed_trace.rs` fails when one is stale.
-pub fn checkable_traces() -> Vec<(PathBuf, Trace)> {
-    let mut out = committed_traces();
-    for (path, t) in &mut out {
-        if t.provenance.device.kind == "cpu" {
-            continue;
+pub fn checkable_traces() -> Vec<Checkable> {
+    let mut out = Vec::new();
+    for (path, mut t) in committed_traces() {
+        let mut set_aside = Vec::new();
+        if t.provenance.device.kind != "cpu" {
+            let (current, stale): (Vec<_>, Vec<_>) = t.sections.drain(..).partition(section_is_current);
+            t.sections = current;
+            set_aside = stale.into_iter().map(|s| s.id).collect();
         }
-        let (current, stale): (Vec<_>, Vec<_>) = t.sections.drain(..).partition(section_is_current);
-        if !stale.is_empty() {
-            let ids: Vec<&str> = stale.iter().map(|s| s.id.as_str()).collect();
-            let note = format!(
-                "note: {}: {} section(s) recorded by older code, not checked: {}\n",
+        if !set_aside.is_empty() {
+            note_once(&format!(
+                "note: {}: {} section(s) recorded by older code, not checked: {}",
                 path.display(),
-                ids.len(),
-                ids.join(", ")
-            );
-            // Once per test binary, past the harness's capture, so a passing run shows it too.
-            static SAID: std::sync::Once = std::sync::Once::new();
-            SAID.call_once(|| {
-                let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), note.as_bytes());
-            });
+                set_aside.len(),
+                set_aside.join(", ")
+            ));
         }
-        t.sections = current;
+        out.push(Checkable {
+            path,
+            trace: t,
+            set_aside,
+        });
     }
     out
 }
@@ -90,8 +116,24 @@ pub fn section_is_current(s: &SectionRecord) -> bool {
         .is_some_and(|code| code.hash() == s.source_hash)
 }
 
+/// The section `id` of a committed trace, or `None` when it was set aside as older code's. A
+/// trace that lacks the section altogether fails the test: every trace records every section (a
+/// CPU trace is re-recorded by `cargo run --release --bin lecture`, a GPU trace on its GPU).
+pub fn section_to_check<'t>(c: &'t Checkable, id: &str) -> Option<&'t SectionRecord> {
+    match c.trace.section(id) {
+        Some(s) => Some(s),
+        None if c.set_aside.iter().any(|s| s == id) => None,
+        None => panic!(
+            "{} has no section `{id}`: it is missing, not set aside; record the trace again \
+             (`cargo run --release --bin lecture` on its device)",
+            c.path.display()
+        ),
+    }
+}
+
 /// Applies `check` to the section `id` of the fresh trace and of every committed trace that has
-/// it (see [`checkable_traces`]). Returns how many traces were checked, so callers can see that something was.
+/// it (see [`checkable_traces`]; a trace missing it fails, see [`section_to_check`]). Fails unless
+/// at least one committed trace was checked besides the fresh run; returns how many traces were.
 pub fn for_each_trace(id: &str, check: impl Fn(&str, &Trace, &SectionRecord)) -> usize {
     let fresh = fresh_trace();
     let section = fresh
@@ -99,15 +141,23 @@ pub fn for_each_trace(id: &str, check: impl Fn(&str, &Trace, &SectionRecord)) ->
         .unwrap_or_else(|| panic!("fresh run has no section `{id}`"));
     check("fresh CPU run", fresh, section);
     let mut n = 1;
-    for (path, t) in checkable_traces() {
-        match t.section(id) {
-            Some(s) => {
-                check(&path.display().to_string(), &t, s);
-                n += 1;
-            }
-            None => eprintln!("note: {} has no section `{id}`; skipped", path.display()),
+    let traces = checkable_traces();
+    for c in &traces {
+        if let Some(s) = section_to_check(c, id) {
+            check(&c.path.display().to_string(), &c.trace, s);
+            n += 1;
         }
     }
+    let paths: Vec<String> = traces.iter().map(|c| c.path.display().to_string()).collect();
+    assert!(
+        n > 1,
+        "no committed trace holds a current section `{id}` to check (traces: {})",
+        if paths.is_empty() {
+            "none".to_string()
+        } else {
+            paths.join(", ")
+        }
+    );
     n
 }
 

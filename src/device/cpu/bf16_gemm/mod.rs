@@ -222,25 +222,6 @@ pub fn matmul(kernel: Bf16Kernel, p: &Problem<'_>) -> Result<Vec<bf16>> {
     })
 }
 
-/// The plain triple loop in f64, for tests: the exact product of the bf16 inputs (f64 holds every
-/// product exactly and sums them far more precisely than bf16 can show), not rounded to bf16.
-pub fn reference_f64(p: &Problem<'_>) -> Result<Vec<f64>> {
-    p.check()?;
-    let mut out = Vec::with_capacity(p.pairs.len() * p.m * p.n);
-    for (oa, ob) in p.pairs {
-        for i in 0..p.m {
-            for j in 0..p.n {
-                out.push(
-                    (0..p.k)
-                        .map(|l| p.a[oa.at(i, l)].to_f64() * p.b[ob.at(l, j)].to_f64())
-                        .sum(),
-                );
-            }
-        }
-    }
-    Ok(out)
-}
-
 impl Problem<'_> {
     fn check(&self) -> Result<()> {
         for (oa, ob) in self.pairs {
