@@ -683,12 +683,20 @@ fn check_mixed_precision_training(v: &Values) {
             .as_f64()
             .unwrap_or_else(|| panic!("high_lr_results.{n}.final_loss"))
     };
+    // Only float32 is sure to get further: where bf16 rounding limits the run, whether the larger
+    // steps help depends on how this CPU's bf16 kernel rounds (AMX and AVX512_BF16 differ), so the
+    // chapter decides that sentence from the trace instead of this test asserting it.
+    assert!(
+        high_loss("fp32") < final_loss("fp32"),
+        "high_lr_results.fp32.final_loss ({}) should be below final_loss_fp32 ({})",
+        high_loss("fp32"),
+        final_loss("fp32")
+    );
     for n in ["fp32", "bf16", "mixed"] {
         assert!(
-            high_loss(n) < final_loss(n),
-            "high_lr_results.{n}.final_loss ({}) is below final_loss_{n} ({})",
-            high_loss(n),
-            final_loss(n)
+            high_loss(n).is_finite(),
+            "high_lr_results.{n}.final_loss = {}",
+            high_loss(n)
         );
         let lost = high[n]["updates_lost"].as_f64().unwrap_or(-1.0);
         assert!((0.0..=1.0).contains(&lost), "high_lr_results.{n}.updates_lost = {lost}");
