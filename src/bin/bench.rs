@@ -31,7 +31,7 @@ enum Command {
         json: Option<std::path::PathBuf>,
     },
     /// A Cruncher training step against its own matmuls timed alone, in the same process
-    /// (goal: autograd + optimizer ≤ 25 % of the step).
+    /// (goal: autograd + optimizer ≤ 12 % of the step).
     TrainStep(TrainStep),
 }
 
@@ -140,7 +140,7 @@ fn train_step(cli: TrainStep) -> anyhow::Result<()> {
         r.matmul_flop_per_sec
     );
     println!(
-        "  overhead (step − matmuls) / step  {:.1} %   (goal ≤ 25 %)",
+        "  overhead (step − matmuls) / step  {:.1} %   (goal ≤ 12 %)",
         r.overhead_fraction * 100.0
     );
     match (r.promised_flop_per_sec, r.step_mfu) {
