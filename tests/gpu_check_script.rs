@@ -6,7 +6,7 @@
 //! spare; the log ends with the final status line.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -221,8 +221,20 @@ fn every_trace_invariant_binary_runs_on_the_gpu_trace() {
     let mut binaries = Vec::new();
     for entry in std::fs::read_dir(Path::new(ROOT).join("tests")).expect("tests/") {
         let path = entry.expect("an entry").path();
-        if path.extension().is_some_and(|e| e == "rs") {
-            let text = std::fs::read_to_string(&path).expect("readable");
+        // A test binary is a file `tests/NAME.rs` or a folder `tests/NAME/` with a `main.rs`.
+        let files: Vec<PathBuf> = if path.extension().is_some_and(|e| e == "rs") {
+            vec![path.clone()]
+        } else if path.join("main.rs").is_file() {
+            let inside = std::fs::read_dir(&path)
+                .expect("a test folder")
+                .map(|e| e.expect("an entry").path());
+            inside.filter(|p| p.extension().is_some_and(|e| e == "rs")).collect()
+        } else {
+            Vec::new()
+        };
+        if !files.is_empty() {
+            let read = |p: &PathBuf| std::fs::read_to_string(p).expect("readable");
+            let text: String = files.iter().map(read).collect::<Vec<_>>().join("\n");
             // A test binary of the crate's (it declares the shared test module) that reads traces.
             let reads_traces = text.contains("for_each_trace(") || text.contains("checkable_traces(");
             if text.contains("\nmod common;") && reads_traces {
