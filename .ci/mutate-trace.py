@@ -27,7 +27,22 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TRACE = ROOT / "trace" / "lecture_02" / "cpu-intel-r-xeon-r-processor.json"
+
+
+def newest_cpu_trace():
+    """The committed CPU trace whose newest section was recorded last: the book's default, and
+    the one the machine that recorded it last can reproduce (its values are compared with a fresh
+    run only on its own CPU)."""
+    def recorded(path):
+        t = json.loads(path.read_text())
+        if t["provenance"]["device"]["kind"] != "cpu":
+            return None
+        return max(s["run"]["recorded_at"] for s in t["sections"])
+    found = [(r, p) for p in (ROOT / "trace" / "lecture_02").glob("cpu-*.json") if (r := recorded(p))]
+    return max(found)[1] if found else None
+
+
+TRACE = newest_cpu_trace()
 
 # Test binary -> the filter selecting its tests of committed traces ("" for all).
 TESTS = {
@@ -173,7 +188,7 @@ def panic_messages(output):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("keys", nargs="*", help="values to change (default: the book's, the issue's, then the rest)")
-    parser.add_argument("--trace", type=Path, default=TRACE)
+    parser.add_argument("--trace", type=Path, default=TRACE, help="default: the newest committed CPU trace")
     parser.add_argument("--max", type=int, default=40, help="at most this many changes (default 40)")
     args = parser.parse_args()
 

@@ -15,7 +15,6 @@ use cs336::trace::source::function_source;
 use cs336::trace::{self, SectionRecord, Trace};
 use serde_json::Value;
 
-const CPU_TRACE: &str = "trace/lecture_02/cpu-intel-r-xeon-r-processor.json";
 /// Longest value text shown beside code (`src/book/code_view.rs`).
 const MAX_SHOWN_CHARS: usize = 44;
 const DATA: &str = "<script type=\"application/json\" class=\"lecture-steps-data\">";
@@ -111,7 +110,7 @@ fn expected_lines(record: &SectionRecord) -> Vec<Option<u32>> {
 
 #[test]
 fn every_code_view_carries_its_steps_in_order_beside_their_lines() {
-    let trace: Trace = trace::load(&Path::new(ROOT).join(CPU_TRACE)).expect("committed trace loads");
+    let trace: Trace = trace::load(&common::default_trace_path()).expect("committed trace loads");
     let ws = Workspace::new();
     let path = ws.write_trace("cpu", &trace);
     let chapter: String = trace
@@ -159,7 +158,7 @@ fn every_code_view_carries_its_steps_in_order_beside_their_lines() {
 /// term is added, on the line that added it.
 #[test]
 fn gradients_flops_steps_show_the_count_growing_term_by_term() {
-    let trace: Trace = trace::load(&Path::new(ROOT).join(CPU_TRACE)).expect("committed trace loads");
+    let trace: Trace = trace::load(&common::default_trace_path()).expect("committed trace loads");
     let ws = Workspace::new();
     let path = ws.write_trace("cpu", &trace);
     let html = ws.build_chapter(&path, "{{code gradients_flops}}\n").expect("builds");

@@ -29,7 +29,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 const DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/drive.js");
-const CPU_TRACE: &str = "trace/lecture_02/cpu-intel-r-xeon-r-processor.json";
 const GPU_TRACE: &str = "trace/lecture_02/nvidia-h200.json";
 /// Longest value text shown beside code (`src/book/code_view.rs`).
 const MAX_SHOWN_CHARS: usize = 44;
@@ -146,13 +145,14 @@ impl Slot {
 
 use plan::*;
 
-fn load(path: &str) -> Trace {
+/// A committed trace (a path relative to the crate root, or absolute).
+fn load(path: &Path) -> Trace {
     trace::load(&Path::new(ROOT).join(path)).expect("committed trace loads")
 }
 
 fn build_book(out: &Path) -> PathBuf {
     let options = BuildOptions {
-        trace: Some(Path::new(ROOT).join(CPU_TRACE)),
+        trace: Some(common::default_trace_path()),
         trace_dir: Some(Path::new(ROOT).join("trace/lecture_02")),
         out_dir: Some(out.to_path_buf()),
         source_root: None,
@@ -180,7 +180,7 @@ fn every_code_view_steps_with_the_keyboard_and_presents() {
     let Some(tools) = tools() else { return };
     let out = tempfile::tempdir().expect("temporary folder");
     let html = build_book(&out.path().join("html"));
-    let trace = load(CPU_TRACE);
+    let trace = load(&common::default_trace_path());
     let views = planned_views(&html, &trace, None);
     let steppable = views.iter().filter(|v| !v.steps.is_empty()).count();
     assert!(
@@ -363,7 +363,7 @@ fn every_code_view_steps_with_the_keyboard_and_presents() {
 #[test]
 fn a_gpu_trace_recorded_by_older_code_steps_by_line() {
     let Some(tools) = tools() else { return };
-    let gpu = load(GPU_TRACE);
+    let gpu = load(Path::new(GPU_TRACE));
     let older: Vec<&SectionRecord> = gpu
         .sections
         .iter()
@@ -400,14 +400,14 @@ fn a_gpu_trace_recorded_by_older_code_steps_by_line() {
         .collect();
     std::fs::write(book.join("src/gpu.md"), chapter).expect("chapter");
     let options = BuildOptions {
-        trace: Some(Path::new(ROOT).join(CPU_TRACE)),
+        trace: Some(common::default_trace_path()),
         trace_dir: Some(Path::new(ROOT).join("trace/lecture_02")),
         out_dir: Some(dir.path().join("html")),
         source_root: Some(PathBuf::from(ROOT)),
     };
     cs336::book::build(&book, &options).expect("the book builds");
     let html = dir.path().join("html");
-    let views = planned_views(&html, &load(CPU_TRACE), Some(&gpu));
+    let views = planned_views(&html, &load(&common::default_trace_path()), Some(&gpu));
     assert_eq!(views.len(), gpu.sections.len());
     let page = std::fs::read_to_string(html.join("gpu.html")).expect("page");
     assert_eq!(page.matches("class=\"lecture-older-code\"").count(), older.len());

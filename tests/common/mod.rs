@@ -75,19 +75,36 @@ pub fn note_once(msg: &str) {
 pub struct Checkable {
     pub path: PathBuf,
     pub trace: Trace,
-    /// Sections this trace holds that older code recorded on another device (set aside, unchecked).
+    /// Sections that older code recorded in a trace other than the default (set aside, unchecked).
     pub set_aside: Vec<String>,
 }
 
-/// The committed traces, with the sections of other devices' traces that older code recorded set
-/// aside (a GPU trace cannot be re-recorded without a GPU; the book marks such sections instead of
-/// failing, and no current invariant speaks for them). Says on the terminal which were set aside.
-/// A CPU trace is never filtered: `committed_trace.rs` fails when one is stale.
+/// The trace the book shows by default (`trace = "newest"` in `book/book.toml`): of the committed
+/// traces, the one whose newest section was recorded last. It must be current in every section
+/// (`committed_trace.rs`); the others need not be.
+pub fn default_trace_path() -> PathBuf {
+    let created = |t: &Trace| {
+        t.created_at()
+            .and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok())
+    };
+    committed_traces()
+        .into_iter()
+        .max_by_key(|(_, t)| created(t))
+        .map(|(p, _)| p)
+        .expect("no trace is committed under trace/")
+}
+
+/// The committed traces, with the sections that older code recorded set aside in every trace but
+/// the book's default ([`default_trace_path`]): only the trace's own device can record them again
+/// (a GPU, or another CPU model than this machine's), the book marks such sections instead of
+/// failing, and no current invariant speaks for them. Says on the terminal which were set aside.
+/// The default trace is never filtered: `committed_trace.rs` fails when it is stale.
 pub fn checkable_traces() -> Vec<Checkable> {
+    let default = default_trace_path();
     let mut out = Vec::new();
     for (path, mut t) in committed_traces() {
         let mut set_aside = Vec::new();
-        if t.provenance.device.kind != "cpu" {
+        if path != default {
             let (current, stale): (Vec<_>, Vec<_>) = t.sections.drain(..).partition(section_is_current);
             t.sections = current;
             set_aside = stale.into_iter().map(|s| s.id).collect();
