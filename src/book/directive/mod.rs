@@ -299,6 +299,15 @@ mod tests {
                 trace: None
             })
         );
+        assert_eq!(
+            parse("cite glorot_2010"),
+            Ok(Directive::Cite {
+                key: "glorot_2010".into()
+            })
+        );
+        assert_eq!(parse("references"), Ok(Directive::References));
+        assert!(!Directive::Cite { key: "k".into() }.is_block());
+        assert!(Directive::References.is_block());
         assert_eq!(parse("else"), Ok(Directive::Else));
         assert_eq!(parse("end"), Ok(Directive::End));
     }
@@ -319,5 +328,9 @@ mod tests {
         assert!(err("code a format=sci").contains("takes no format"));
         assert!(err("value a.b unit=furlongs").contains("unknown unit `furlongs`"));
         assert!(err("if a.b c.d").contains("`if` takes"));
+        assert!(err("cite").contains("`cite` got 0 argument(s)"));
+        assert!(err("cite a-b").contains("not a valid reference key"));
+        assert!(err("cite a trace=cpu").contains("takes no trace"));
+        assert!(err("references a").contains("`references` got 1 argument(s)"));
     }
 }
