@@ -15,6 +15,8 @@
 //! | `{{provenance [trace=SLUG]}}` | the device, and the run (commit, date, seed, compiler, build) of every section the page quotes |
 //! | `{{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}` | the value in every trace of the folder, device by device (CPU traces first) |
 //! | `{{if [not\|has] SECTION.NAME[.PATH] [state=S]}}` … `{{else}}` … `{{end}}` | keeps the lines of the branch that holds |
+//! | `{{cite KEY}}` | a link to a source of [`bibliography`] (`book/references.toml`), title, authors and year on hover (inline) |
+//! | `{{references}}` | every source of the bibliography, in the file's order, with the chapters that cite it |
 //!
 //! `PATH` walks into a recorded object or list: `tensors_memory.fp8_e4m3_info.max`,
 //! `tensor_slicing.row_0.1`, `optimizer.grads.layers.0.weight.0.0` (a key with dots, such as a
@@ -78,7 +80,9 @@
 //! (commit …)" beside its values.
 
 pub mod address;
+pub mod bibliography;
 pub mod chart;
+mod citations;
 pub mod code_view;
 pub mod directive;
 pub mod format;

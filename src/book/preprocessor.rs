@@ -7,6 +7,8 @@ use anyhow::Context;
 use mdbook_preprocessor::book::{Book, BookItem};
 use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
 
+use super::bibliography::{self, Bibliography};
+use super::citations;
 use super::problem::{BookError, Problem};
 use super::render::render_chapter;
 use super::traces::{TraceChoice, Traces, clean};
@@ -36,6 +38,9 @@ pub struct Settings {
     pub trace_dir: PathBuf,
     pub default: TraceChoice,
     pub source_root: PathBuf,
+    /// The bibliography `{{cite}}` and `{{references}}` read (`bibliography`, default
+    /// `references.toml` beside `book.toml`).
+    pub bibliography: PathBuf,
 }
 
 impl Settings {
@@ -53,6 +58,10 @@ impl Settings {
             .config
             .get(&key("source-root"))
             .with_context(|| format!("reading `{}` in book.toml", key("source-root")))?;
+        let bibliography: Option<String> = ctx
+            .config
+            .get(&key("bibliography"))
+            .with_context(|| format!("reading `{}` in book.toml", key("bibliography")))?;
         let resolve = |p: &Path| {
             if p.is_absolute() {
                 p.to_path_buf()
@@ -69,6 +78,7 @@ impl Settings {
             trace_dir: resolve(Path::new(dir.as_deref().unwrap_or(DEFAULT_TRACE_DIR))),
             default,
             source_root: resolve(Path::new(source_root.as_deref().unwrap_or(DEFAULT_SOURCE_ROOT))),
+            bibliography: resolve(Path::new(bibliography.as_deref().unwrap_or(bibliography::DEFAULT_FILE))),
         })
     }
 }
@@ -88,6 +98,18 @@ impl Preprocessor for LecturePreprocessor {
         let source_root = self.source_root.as_ref().unwrap_or(&settings.source_root);
         let mut traces = Traces::new(dir, default, source_root);
         let mut problems = Vec::new();
+        // A bibliography that is there must be valid; one that is not fails only the citations.
+        let bib = match settings.bibliography.exists() {
+            true => Some(Bibliography::load(&settings.bibliography)?),
+            false => None,
+        };
+        citations::render_book(
+            &mut book,
+            bib.as_ref(),
+            &settings.bibliography,
+            &ctx.config.book.src,
+            &mut problems,
+        );
         book.for_each_mut(|item| {
             let BookItem::Chapter(chapter) = item else { return };
             let Some(path) = chapter.path.clone() else { return };

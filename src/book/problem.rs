@@ -102,6 +102,16 @@ pub enum Cause {
 
     #[error("{0}")]
     Structure(String),
+
+    #[error("no entry `{key}` in the bibliography {} (keys: {known})", bibliography.display())]
+    UnknownReference {
+        key: String,
+        bibliography: PathBuf,
+        known: String,
+    },
+
+    #[error("`cite` and `references` need the bibliography {}, which does not exist", path.display())]
+    NoBibliography { path: PathBuf },
 }
 
 impl Cause {
@@ -143,6 +153,15 @@ impl Cause {
             Cause::BadValue { .. } => "use a format that fits the value, or address a part of it".into(),
             Cause::UnknownChart { .. } => "fix the chart id (charts are listed in src/book/chart/mod.rs)".into(),
             Cause::Chart { .. } => "check the section's recorded values; re-run the section if they are missing".into(),
+            Cause::UnknownReference { bibliography, .. } => format!(
+                "fix the key, or add the source to {} (title, authors, year, url, kind)",
+                bibliography.display()
+            ),
+            Cause::NoBibliography { .. } => {
+                "write the bibliography (`references.toml` beside `book.toml`, or the file `bibliography` under \
+                 [preprocessor.lecture] names)"
+                    .into()
+            }
         }
     }
 }

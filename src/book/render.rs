@@ -210,6 +210,10 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
         Directive::If { .. } | Directive::Else | Directive::End | Directive::Provenance { .. } => {
             Err(Cause::Structure("misplaced `if`/`else`/`end`/`provenance`".into()))
         }
+        // The citation pass (`citations.rs`) replaced these before this chapter was rendered.
+        Directive::Cite { .. } | Directive::References => Err(Cause::Structure(
+            "`cite`/`references` outside the book's citation pass".into(),
+        )),
     }
 }
 

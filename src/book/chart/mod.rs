@@ -19,6 +19,7 @@
 
 mod curves;
 mod float_formats;
+mod layouts;
 pub mod plot;
 
 use std::cell::Cell;
@@ -83,6 +84,21 @@ pub const CHARTS: &[ChartDef] = &[
         section: "mixed_precision_training",
         caption: "The same regression trained in float32, entirely in bfloat16, and in mixed precision (same initial weights, same batches).",
         draw: curves::mixed_precision_losses,
+    },
+    ChartDef {
+        id: "tensor_strides",
+        section: "tensor_storage",
+        caption: "The matrix as indexed (top) and the flat storage it lives in (bottom). From the highlighted element, \
+                  one step right along a row and one step down a column land where the strides say.",
+        draw: layouts::tensor_strides,
+    },
+    ChartDef {
+        id: "batch_sequence",
+        section: "tensor_matmul",
+        caption: "A batch of sequences times one weight matrix: the same product at every batch element and sequence \
+                  position (top), one of them drawn to scale (bottom). The shapes are y's as recorded; the inner size is \
+                  the value of every entry of y, a sum of that many products of ones.",
+        draw: layouts::batch_sequence,
     },
 ];
 

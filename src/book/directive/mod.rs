@@ -50,19 +50,23 @@ pub enum Directive {
     Else,
     /// `{{end}}`
     End,
+    /// `{{cite KEY}}`: a link to an entry of the bibliography (see `bibliography`).
+    Cite { key: String },
+    /// `{{references}}`: every entry of the bibliography.
+    References,
 }
 
 impl Directive {
     /// Directives that produce a block of HTML (or open and close one) stand on their own line.
     pub fn is_block(&self) -> bool {
-        !matches!(self, Directive::Value { .. })
+        !matches!(self, Directive::Value { .. } | Directive::Cite { .. })
     }
 }
 
 /// The directive forms, for messages.
 pub const SYNTAX: &str = "{{value SECTION.NAME[.PATH] [state=first|last|K] [format=F] [unit=U] [trace=SLUG]}}, {{code SECTION}}, \
      {{chart ID}}, {{provenance}}, {{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}, \
-     {{if [not|has] SECTION.NAME [state=S]}} … {{else}} … {{end}}";
+     {{if [not|has] SECTION.NAME [state=S]}} … {{else}} … {{end}}, {{cite KEY}}, {{references}}";
 
 /// Parses the inside of `{{…}}`.
 pub fn parse(inner: &str) -> Result<Directive, String> {
@@ -166,7 +170,17 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
             allow(false, false)?;
             Directive::End
         }
-        ("value" | "compare" | "code" | "chart" | "provenance" | "else" | "end", args) => {
+        ("cite", [key]) => {
+            allow(false, false)?;
+            Directive::Cite {
+                key: identifier(key, "reference key")?,
+            }
+        }
+        ("references", []) => {
+            allow(false, false)?;
+            Directive::References
+        }
+        ("value" | "compare" | "code" | "chart" | "provenance" | "else" | "end" | "cite" | "references", args) => {
             return Err(format!("`{kind}` got {} argument(s) ({})", args.len(), args.join(" ")));
         }
         _ => return Err(format!("unknown directive `{kind}`")),
@@ -285,6 +299,15 @@ mod tests {
                 trace: None
             })
         );
+        assert_eq!(
+            parse("cite glorot_2010"),
+            Ok(Directive::Cite {
+                key: "glorot_2010".into()
+            })
+        );
+        assert_eq!(parse("references"), Ok(Directive::References));
+        assert!(!Directive::Cite { key: "k".into() }.is_block());
+        assert!(Directive::References.is_block());
         assert_eq!(parse("else"), Ok(Directive::Else));
         assert_eq!(parse("end"), Ok(Directive::End));
     }
@@ -305,5 +328,9 @@ mod tests {
         assert!(err("code a format=sci").contains("takes no format"));
         assert!(err("value a.b unit=furlongs").contains("unknown unit `furlongs`"));
         assert!(err("if a.b c.d").contains("`if` takes"));
+        assert!(err("cite").contains("`cite` got 0 argument(s)"));
+        assert!(err("cite a-b").contains("not a valid reference key"));
+        assert!(err("cite a trace=cpu").contains("takes no trace"));
+        assert!(err("references a").contains("`references` got 1 argument(s)"));
     }
 }
