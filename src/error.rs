@@ -81,6 +81,10 @@ pub enum Error {
     #[error("CUDA: {0}")]
     Cuda(String),
 
+    /// `CS336_CPU_ISA` names no level, or one this CPU lacks.
+    #[error(transparent)]
+    CpuIsa(#[from] crate::device::cpu::isa::IsaError),
+
     #[error(
         "CUDA out of memory: asked for {requested} bytes ({:.3} GiB) with {free} bytes ({:.3} GiB) free of {total}",
         *requested as f64 / GIB, *free as f64 / GIB

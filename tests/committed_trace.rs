@@ -120,6 +120,45 @@ const RULES: &[Rule] = &[
     },
     Rule {
         section: "tensor_operations_flops",
+        value: "cpu_isa|cpu_isa_set_by",
+        path: &[],
+        why: Why::Machine("the instruction-set level: CS336_CPU_ISA's, else the best this CPU has"),
+    },
+    Rule {
+        section: "tensor_operations_flops",
+        value: "cpu_isa_peaks",
+        path: &["*", "loop"],
+        why: Why::Machine("the loops of the instruction-set level (CS336_CPU_ISA's, else the best this CPU has)"),
+    },
+    Rule {
+        section: "tensor_operations_flops",
+        value: "cpu_isa_peaks",
+        path: &["*", "flop_per_sec|how"],
+        why: PEAK,
+    },
+    Rule {
+        section: "tensor_operations_flops",
+        value: "bf16_promised_peak_loop",
+        path: &[],
+        why: Why::Bf16Kernel(Other::Skip, "the loop of the instruction the bf16 kernel uses"),
+    },
+    Rule {
+        section: "tensor_operations_flops",
+        value: "sweep_peaks",
+        path: &["bf16", "loop"],
+        why: Why::Bf16Kernel(Other::Skip, "the loop of the instruction the bf16 kernel uses"),
+    },
+    Rule {
+        section: "tensor_operations_flops",
+        value: "cpu_peak_formula",
+        path: &["bf16", "flop_per_instruction|instructions_per_cycle"],
+        why: Why::Bf16Kernel(
+            Other::Skip,
+            "the textbook figures of the instruction the bf16 kernel uses",
+        ),
+    },
+    Rule {
+        section: "tensor_operations_flops",
         value: "cpu_peak_formula",
         path: &["*", "flop_per_sec|physical_cores|clock_hz|assumptions"],
         why: Why::Machine("the textbook peak uses the core count and the clock read from /proc/cpuinfo"),

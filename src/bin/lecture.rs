@@ -173,6 +173,8 @@ fn run_sections(cli: &Cli, trace_dir: &Path, request: DeviceRequest) -> Result<(
             ),
         }
     }
+    // CS336_CPU_ISA names a level this CPU has, or nothing runs.
+    device::cpu::isa::from_env()?;
     let choice = device::choose(request)?;
     let path = trace_path(trace_dir, &choice.device.slug());
     // Before any section runs: the trace can be written, a partial run has a valid trace to

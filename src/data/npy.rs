@@ -3,7 +3,12 @@
 //! elements. A file is recognised by its magic bytes, not by its name (the lecture's raw int32
 //! files are called `data.npy` too).
 
-use npyz::{DType, NpyHeader, Order, TypeChar};
+use std::path::Path;
+
+pub use npyz::Order;
+use npyz::{DType, NpyHeader, TypeChar, WriterBuilder};
+
+use crate::error::{Error, Result};
 
 /// The first six bytes of every `.npy` file.
 pub const MAGIC: &[u8] = b"\x93NUMPY";
@@ -50,7 +55,7 @@ pub struct Layout {
 /// Reads and checks the header of the `.npy` file `bytes` (the whole file). A token file is a 1-D
 /// array of int32, uint16 or int64 in little-endian C order; anything else is refused with what
 /// the file holds instead.
-pub fn layout(bytes: &[u8]) -> Result<Layout, String> {
+pub fn layout(bytes: &[u8]) -> std::result::Result<Layout, String> {
     let mut rest = bytes;
     let header = NpyHeader::from_reader(&mut rest).map_err(|e| format!("not a readable .npy header: {e}"))?;
     // The reader stopped at the first element.
@@ -96,8 +101,37 @@ pub fn layout(bytes: &[u8]) -> Result<Layout, String> {
     Ok(Layout { elements, len, offset })
 }
 
+/// An array as `np.save` writes it (format 1.0 header: magic bytes, the dtype's little-endian
+/// NumPy name, the memory order, the shape; then the elements in that order), written atomically
+/// by the `npyz` crate. `values` are in the file's order already.
+pub fn save<T: npyz::AutoSerialize>(path: &Path, values: &[T], shape: &[usize], order: Order) -> Result<()> {
+    let elements: usize = shape.iter().product();
+    if elements != values.len() {
+        return Err(Error::invalid(
+            "npy::save",
+            format!(
+                "shape {shape:?} holds {elements} elements but {} were given",
+                values.len()
+            ),
+        ));
+    }
+    let shape: Vec<u64> = shape.iter().map(|&n| n as u64).collect();
+    let mut bytes = Vec::new();
+    let io = |e: std::io::Error| Error::io(path, e);
+    let mut writer = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(&shape)
+        .order(order)
+        .writer(&mut bytes)
+        .begin_nd()
+        .map_err(io)?;
+    writer.extend(values.iter()).map_err(io)?;
+    writer.finish().map_err(io)?;
+    crate::atomic_file::write(path, &bytes)
+}
+
 /// The tokens of a converted (non-int32) array, each checked to fit in int32.
-pub fn convert(elements: Elements, data: &[u8]) -> Result<Vec<i32>, String> {
+pub fn convert(elements: Elements, data: &[u8]) -> std::result::Result<Vec<i32>, String> {
     match elements {
         Elements::Int32 => Ok(data
             .chunks_exact(4)
@@ -155,6 +189,25 @@ mod tests {
         assert_eq!(
             convert(l.elements, &file[l.offset..]).expect_err("too big"),
             "token 1 is 1099511627776, outside int32"
+        );
+    }
+
+    #[test]
+    fn save_writes_what_numpy_writes() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("a.npy");
+        save(&path, &[7i32, -1, 300], &[3], Order::C).expect("written");
+        let data: Vec<u8> = [7i32, -1, 300].iter().flat_map(|x| x.to_le_bytes()).collect();
+        // Byte for byte what NumPy writes, except that npyz ends a shape tuple with ", " ("(3, )",
+        // "(2, 2, )") where NumPy writes "(3,)" and "(2, 2)": the same Python literals to
+        // `np.load`, which parses the header with `ast.literal_eval`.
+        assert_eq!(std::fs::read(&path).expect("read"), npy("<i4", false, "(3, )", &data));
+        save(&path, &[1u16, 2, 3, 4], &[2, 2], Order::Fortran).expect("written");
+        let data: Vec<u8> = [1u16, 2, 3, 4].iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(std::fs::read(&path).expect("read"), npy("<u2", true, "(2, 2, )", &data));
+        assert!(
+            save(&path, &[1u16, 2, 3], &[2, 2], Order::C).is_err(),
+            "3 values are not 2×2"
         );
     }
 

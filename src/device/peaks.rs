@@ -160,6 +160,8 @@ pub struct PromisedPeak {
     pub kind: &'static str,
     /// One sentence: which datasheet, or how the measurement was made.
     pub how: String,
+    /// For a measured peak: the loop that was timed (`cpu::peak_loops::PeakLoop::name`).
+    pub peak_loop: Option<&'static str>,
 }
 
 impl PromisedPeak {
@@ -179,6 +181,7 @@ pub fn promised(device: &crate::device::Device, mode: MathMode) -> std::result::
                 flop_per_sec: m.flop_per_sec,
                 kind: "measured",
                 how: m.method,
+                peak_loop: Some(m.peak_loop.name()),
             })
         }
         crate::device::Device::Cuda(c) => promised_by_name(&c.props().name, mode),
@@ -194,6 +197,7 @@ pub fn promised_by_name(device_name: &str, mode: MathMode) -> std::result::Resul
         flop_per_sec: entry.flop_per_sec(mode),
         kind: "datasheet",
         how: format!("{} dense {} peak, {}", entry.device, mode.name(), entry.source),
+        peak_loop: None,
     })
 }
 

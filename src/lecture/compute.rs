@@ -76,12 +76,20 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     let reduced = cx.device.bf16_matmul_reduced_precision_reduction();
     cx.record("bf16_reduced_precision_reduction", reduced, Unit::None)?;
     if cx.device.is_cpu() {
-        // Which instructions did the bfloat16 work: AVX512_BF16 dot products, or a widening to
-        // float32 (then bfloat16 cannot beat float32).
+        // Which instructions did the work. Our own code (the bfloat16 kernel, the peak loops)
+        // goes up to the level CS336_CPU_ISA allows, else the best this CPU has; the gemm crate
+        // picks its own float32 kernel, so each MFU above is against the loop of the instruction
+        // set its matmul ran with.
+        let (level, set_by) = cpu::isa::current_with_source()?;
+        cx.record("cpu_isa", level.name(), Unit::None)?;
+        cx.record("cpu_isa_set_by", isa_set_by(set_by), Unit::None)?;
+        cx.record("f32_matmul_isa", cpu::isa::f32_matmul_isa().name(), Unit::None)?;
+        // AMX tiles, AVX512_BF16 dot products, or a widening to float32 (then bfloat16 cannot
+        // beat float32).
         cx.record("bf16_matmul_isa", cpu::bf16_matmul_isa(), Unit::None)?;
-    }
-    // On a CPU, the textbook peak for comparison with the measured one.
-    if cx.device.is_cpu() {
+        // The level's own peaks, beside the ones MFU is computed against.
+        cx.record_timed("cpu_isa_peaks", level_peaks_json(level), Unit::None)?;
+        // The textbook peak for comparison with the measured one.
         cx.record("cpu_peak_formula", cpu_formula_json(), Unit::None)?;
     }
 
@@ -119,6 +127,9 @@ fn record_speed(cx: &mut SectionCtx, prefix: &str, mode: MathMode, timing: &Timi
                 Unit::FlopPerSec,
             )?;
             cx.record(&format!("{prefix}promised_peak_source"), peak.how.clone(), Unit::None)?;
+            if let Some(name) = peak.peak_loop {
+                cx.record(&format!("{prefix}promised_peak_loop"), name, Unit::None)?;
+            }
             cx.record_timed(&format!("{prefix}mfu"), peak.mfu(achieved), Unit::Ratio)
         }
         Err(why) => cx.record(&format!("{prefix}mfu_unavailable_reason"), why, Unit::None),
@@ -155,9 +166,35 @@ fn cpu_formula_json() -> serde_json::Value {
     json!({"fp32": one(MathMode::Fp32), "bf16": one(MathMode::Bf16)})
 }
 
+fn isa_set_by(source: cpu::isa::Source) -> &'static str {
+    match source {
+        cpu::isa::Source::Detected => "detected: the best this CPU has",
+        cpu::isa::Source::Env => "CS336_CPU_ISA",
+        cpu::isa::Source::Override => "a test (cpu::isa::with_isa)",
+    }
+}
+
+/// The peaks of the loops our own code runs at `level`, for float32 and bf16, named.
+fn level_peaks_json(level: cpu::isa::CpuIsa) -> serde_json::Value {
+    let one = |mode: MathMode| {
+        let peak_loop = cpu::peak::level_loop(mode, level);
+        match cpu::peak::measure(peak_loop) {
+            Ok(m) => json!({"loop": peak_loop.name(), "flop_per_sec": m.flop_per_sec, "how": m.method}),
+            Err(why) => json!({"loop": peak_loop.name(), "unavailable": why}),
+        }
+    };
+    json!({"fp32": one(MathMode::Fp32), "bf16": one(MathMode::Bf16)})
+}
+
 fn peak_json(peak: &std::result::Result<PromisedPeak, String>) -> serde_json::Value {
     match peak {
-        Ok(p) => json!({"flop_per_sec": p.flop_per_sec, "kind": p.kind, "how": p.how}),
+        Ok(p) => {
+            let mut peak = json!({"flop_per_sec": p.flop_per_sec, "kind": p.kind, "how": p.how});
+            if let Some(name) = p.peak_loop {
+                peak["loop"] = name.into();
+            }
+            peak
+        }
         Err(why) => json!({"unavailable": why}),
     }
 }

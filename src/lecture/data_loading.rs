@@ -4,8 +4,9 @@
 use super::SectionCtx;
 use super::training::{message_in, temp_dir};
 use crate::atomic_file;
+use crate::data::npy::{self, Order};
 use crate::data::{self, TokenFile};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::trace::Unit;
 
 /// Token ids live in a file; a memory map reads only the pages a batch touches.
@@ -57,6 +58,31 @@ pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
         )?;
     }
 
+    // The same tokens as NumPy's `np.save` writes them: magic bytes, a header naming the dtype,
+    // the memory order and the shape, then the elements. The loader tells the formats apart by
+    // those first bytes, not by the file's name. int32 (`<i4`) is read in place through the map;
+    // uint16 (`<u2`, enough for a GPT-2-sized vocabulary) is converted to int32: a copy in memory.
+    cx.record("raw_format", data.format().describe(), Unit::None)?;
+    let saved_i4 = dir.path().join("saved_i4.npy");
+    npy::save(&saved_i4, &orig_data, &[orig_data.len()], Order::C)?;
+    let bytes = std::fs::read(&saved_i4).map_err(|e| Error::io(&saved_i4, e))?;
+    let magic = bytes.get(..npy::MAGIC.len()).unwrap_or_default();
+    cx.record("npy_magic_bytes", magic.escape_ascii().to_string(), Unit::None)?;
+    let tokens_i4 = TokenFile::open(&saved_i4)?;
+    cx.record("npy_i4_format", tokens_i4.format().describe(), Unit::None)?;
+    cx.record("npy_i4_copied_into_memory", tokens_i4.format().converted(), Unit::None)?;
+    let saved_u2 = dir.path().join("saved_u2.npy");
+    let orig_u2: Vec<u16> = (1..=10).collect();
+    npy::save(&saved_u2, &orig_u2, &[orig_u2.len()], Order::C)?;
+    let tokens_u2 = TokenFile::open(&saved_u2)?;
+    cx.record("npy_u2_format", tokens_u2.format().describe(), Unit::None)?;
+    cx.record("npy_u2_copied_into_memory", tokens_u2.format().converted(), Unit::None)?;
+    cx.record(
+        "npy_equal_to_original",
+        tokens_i4.to_vec() == orig_data && tokens_u2.to_vec() == orig_data,
+        Unit::None,
+    )?;
+
     // Bad input: 10 bytes is not a whole number of int32 tokens; a sequence longer than the data.
     let odd = dir.path().join("odd.npy");
     atomic_file::write(&odd, &[0u8; 10])?;
@@ -66,5 +92,18 @@ pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
         .err()
         .map(|e| message_in(dir.path(), &e));
     cx.record("too_short_error", err.unwrap_or_else(|| "no error".into()), Unit::None)?;
+    // A `.npy` in Fortran (column-major) order, and one of floats, are refused.
+    let fortran = dir.path().join("fortran.npy");
+    npy::save(&fortran, &orig_data, &[2, 5], Order::Fortran)?;
+    let err = TokenFile::open(&fortran).err().map(|e| message_in(dir.path(), &e));
+    cx.record(
+        "npy_fortran_error",
+        err.unwrap_or_else(|| "no error".into()),
+        Unit::None,
+    )?;
+    let floats = dir.path().join("floats.npy");
+    npy::save(&floats, &[1.0f32, 2.0, 3.0], &[3], Order::C)?;
+    let err = TokenFile::open(&floats).err().map(|e| message_in(dir.path(), &e));
+    cx.record("npy_dtype_error", err.unwrap_or_else(|| "no error".into()), Unit::None)?;
     Ok(())
 }

@@ -71,12 +71,24 @@ pub fn device_info(choice: &DeviceChoice) -> DeviceInfo {
             slug: choice.device.slug(),
             memory_bytes: host::memory_bytes(),
             cuda_unavailable_reason: choice.cuda_unavailable_reason.clone(),
-            // Which instructions the CPU's bfloat16 matmul uses on this host.
-            details: [(
-                "bf16_matmul_isa".to_string(),
-                serde_json::json!(crate::device::cpu::bf16_matmul_isa()),
-            )]
+            // Which instructions the CPU's matmuls use on this host, and the level our own code was
+            // limited to (CS336_CPU_ISA, else the best this CPU has).
+            details: [
+                (
+                    "bf16_matmul_isa",
+                    serde_json::json!(crate::device::cpu::bf16_matmul_isa()),
+                ),
+                (
+                    "f32_matmul_isa",
+                    serde_json::json!(crate::device::cpu::isa::f32_matmul_isa().name()),
+                ),
+                (
+                    "cpu_isa",
+                    serde_json::json!(crate::device::cpu::isa::current().map_or("invalid", |l| l.name())),
+                ),
+            ]
             .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
             .collect(),
         },
         Device::Cuda(c) => {

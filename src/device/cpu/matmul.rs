@@ -248,7 +248,7 @@ pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<
                 b: y,
                 pairs: &pairs,
             };
-            CpuBuffer::BF16(bf16_gemm::matmul(bf16_gemm::current_kernel(), &problem)?)
+            CpuBuffer::BF16(bf16_gemm::matmul(bf16_gemm::current_kernel()?, &problem)?)
         }
         (x, y) if x.dtype() != y.dtype() => {
             return Err(Error::DTypeMismatch {

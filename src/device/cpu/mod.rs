@@ -4,18 +4,21 @@
 
 pub mod bf16_gemm;
 mod buffer;
+pub mod isa;
 mod matmul;
 pub mod peak;
+pub mod peak_loops;
 mod team;
 pub mod update;
 
 pub use buffer::{BufferElement, CpuBuffer};
 pub use matmul::matmul;
 
-/// The instruction set bf16 matmuls use on this thread: "avx512_bf16" (`vdpbf16ps`) or
-/// "portable-f32" (widen to f32, `gemm`, round). The trace records it next to bf16 timings.
+/// The instruction set bf16 matmuls use on this thread: "amx_bf16" (AMX tiles), "avx512_bf16"
+/// (`vdpbf16ps`) or "portable-f32" (widen to f32, `gemm`, round). The trace records it next to
+/// bf16 timings. Where `CS336_CPU_ISA` is invalid no bf16 matmul runs (it fails with the reason).
 pub fn bf16_matmul_isa() -> &'static str {
-    bf16_gemm::current_kernel().name()
+    bf16_gemm::current_kernel().map_or("none (CS336_CPU_ISA is invalid)", |k| k.name())
 }
 
 use crate::base::dtype::convert;

@@ -2,20 +2,26 @@
 //!
 //! A CPU has no datasheet figure we could look up reliably (clocks vary with load, cloud
 //! machines hide their model), so the "promised" peak is measured: every core runs a loop of
-//! independent fused multiply-adds (16 chains, enough to hide the instruction's latency) on the
-//! widest vector unit present (for bf16: the instruction the bf16 matmul uses, AMX tile products
-//! where it runs on them), and the best of several trials counts. Nothing the matmul does
+//! independent fused multiply-adds (enough chains to hide the instruction's latency, see
+//! `peak_loops.rs`) on the instruction set the matmul runs with (float32: `gemm`'s kernel; bf16:
+//! the instruction our bf16 kernel uses, AMX tile products where it runs on them), and the best of
+//! several trials counts. Nothing the matmul does
 //! can beat that loop, so an MFU against it is a real ratio ≤ 1. The textbook formula
 //! (cores × lanes × 2 × clock) is computed alongside, with its assumptions, for comparison.
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use super::bf16_gemm::{self, Bf16Kernel};
+use super::isa::{self, CpuIsa};
+use super::peak_loops::{Kernel, PORTABLE_LANES, PeakLoop};
 use crate::device::peaks::MathMode;
 
 /// A measured peak and how it was obtained.
 #[derive(Debug, Clone)]
 pub struct MeasuredPeak {
+    /// The loop that was timed.
+    pub peak_loop: PeakLoop,
     pub flop_per_sec: f64,
     pub threads: usize,
     /// The instruction in the loop, e.g. "vfmadd231ps zmm (AVX-512F)".
@@ -36,130 +42,19 @@ pub struct FormulaPeak {
     pub assumptions: String,
 }
 
-/// The loop kernels: each runs `iters` rounds of `CHAINS` independent vector instructions.
-#[cfg(target_arch = "x86_64")]
-mod kernels {
-    use std::arch::x86_64::*;
-
-    pub const CHAINS: usize = 16;
-
-    /// Opaque to the optimiser, so the loops cannot be folded (1.0·0.999 + 0.001 is a fixed
-    /// point the compiler would otherwise see through).
-    fn opaque(x: f32) -> f32 {
-        std::hint::black_box(x)
-    }
-
-    #[target_feature(enable = "avx512f")]
-    pub fn fma_avx512(iters: u64) -> f32 {
-        let (a, b) = (_mm512_set1_ps(opaque(0.999)), _mm512_set1_ps(opaque(0.001)));
-        let mut acc = [_mm512_set1_ps(opaque(1.0)); CHAINS];
-        for _ in 0..iters {
-            for c in acc.iter_mut() {
-                *c = _mm512_fmadd_ps(*c, a, b);
-            }
-        }
-        let mut sum = _mm512_setzero_ps();
-        for c in acc {
-            sum = _mm512_add_ps(sum, c);
-        }
-        _mm512_reduce_add_ps(sum)
-    }
-
-    #[target_feature(enable = "avx512bf16,avx512f")]
-    pub fn dpbf16_avx512(iters: u64) -> f32 {
-        let half = _mm512_set1_ps(opaque(0.5));
-        let (a, b) = (_mm512_cvtne2ps_pbh(half, half), _mm512_cvtne2ps_pbh(half, half));
-        let mut acc = [_mm512_set1_ps(opaque(0.0)); CHAINS];
-        for _ in 0..iters {
-            for c in acc.iter_mut() {
-                *c = _mm512_dpbf16_ps(*c, a, b);
-            }
-        }
-        let mut sum = _mm512_setzero_ps();
-        for c in acc {
-            sum = _mm512_add_ps(sum, c);
-        }
-        _mm512_reduce_add_ps(sum)
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    pub fn fma_avx2(iters: u64) -> f32 {
-        let (a, b) = (_mm256_set1_ps(opaque(0.999)), _mm256_set1_ps(opaque(0.001)));
-        let mut acc = [_mm256_set1_ps(opaque(1.0)); CHAINS];
-        for _ in 0..iters {
-            for c in acc.iter_mut() {
-                *c = _mm256_fmadd_ps(*c, a, b);
-            }
-        }
-        let mut out = [0f32; 8];
-        let mut sum = _mm256_setzero_ps();
-        for c in acc {
-            sum = _mm256_add_ps(sum, c);
-        }
-        // SAFETY: `out` has room for 8 floats; storeu has no alignment requirement.
-        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), sum) };
-        out.iter().sum()
-    }
-}
-
-/// The widest loop this CPU can run for `mode`: the kernel, the instruction's name, FLOPs per
-/// instruction and the textbook issue rate (instructions per cycle per core) for the formula.
-type Kernel = fn(u64) -> f32;
-
-#[derive(Clone, Copy)]
-struct Loop {
-    kernel: Kernel,
-    instruction: &'static str,
-    flop_per_instruction: u64,
-    per_cycle: f64,
-}
-
-#[cfg(target_arch = "x86_64")]
-fn kernel_for(mode: MathMode) -> Result<Loop, String> {
-    use super::bf16_gemm::Bf16Kernel;
-    use std::arch::is_x86_feature_detected as has;
-    let with = |kernel: Kernel, instruction, flop_per_instruction| Loop {
-        kernel,
-        instruction,
-        flop_per_instruction,
-        per_cycle: 1.0,
-    };
-    // SAFETY (each closure): the feature the kernel is compiled for was detected at run time.
-    let fp32 = || -> Result<Loop, String> {
-        if has!("avx512f") {
-            Ok(with(
-                |n| unsafe { kernels::fma_avx512(n) },
-                "vfmadd231ps zmm (AVX-512F, 16 fp32 lanes)",
-                32,
-            ))
-        } else if has!("avx2") && has!("fma") {
-            Ok(with(
-                |n| unsafe { kernels::fma_avx2(n) },
-                "vfmadd231ps ymm (AVX2+FMA, 8 fp32 lanes)",
-                16,
-            ))
-        } else {
-            Err("this CPU has neither AVX-512F nor AVX2+FMA; no FMA loop is implemented for it".into())
-        }
-    };
+/// The loop whose peak an MFU for `mode` is computed against: the instruction set the matmul
+/// actually runs with. float32 matmuls run on `gemm`'s kernel, which `CS336_CPU_ISA` cannot limit;
+/// bf16 ones on our kernel as limited (where that widens to float32, on `gemm` again).
+pub fn matmul_loop(mode: MathMode) -> Result<PeakLoop, String> {
     match mode {
-        MathMode::Fp32 => fp32(),
-        // The peak of the instruction the bf16 matmul uses: AMX tiles where it runs on them.
-        MathMode::Bf16 if Bf16Kernel::detect() == Bf16Kernel::Amx => Ok(Loop {
-            kernel: |n| super::bf16_gemm::amx_peak_loop(n).unwrap_or(f32::NAN),
-            instruction: "tdpbf16ps (AMX-BF16, a 16×32 by 32×16 bf16 tile product into 16×16 fp32 sums)",
-            flop_per_instruction: 16 * 16 * 32 * 2,
-            // One tile product every 16 cycles (Intel's optimisation manual, Sapphire Rapids).
-            per_cycle: 1.0 / 16.0,
-        }),
-        MathMode::Bf16 if has!("avx512bf16") && has!("avx512f") => Ok(with(
-            |n| unsafe { kernels::dpbf16_avx512(n) },
-            "vdpbf16ps zmm (AVX512_BF16, 32 bf16 pairs into 16 fp32 lanes)",
-            64,
-        )),
-        // Without a bf16 dot-product instruction, bf16 data is widened and multiplied on the fp32
-        // units, so their peak is the bf16 peak too.
-        MathMode::Bf16 => fp32(),
+        MathMode::Fp32 => Ok(isa::f32_matmul_isa()),
+        MathMode::Bf16 => match bf16_gemm::current_kernel().map_err(|e| e.to_string())? {
+            Bf16Kernel::Amx => Ok(PeakLoop::AmxBf16),
+            Bf16Kernel::Avx512Bf16 => Ok(PeakLoop::Avx512Bf16),
+            // Without a bf16 dot-product instruction, bf16 data is widened and multiplied on the
+            // fp32 units, so their peak is the bf16 peak too.
+            Bf16Kernel::PortableF32 => Ok(isa::f32_matmul_isa()),
+        },
         MathMode::Tf32 | MathMode::Fp16 => Err(format!(
             "no {} peak is measured on CPUs (no such matmul path here)",
             mode.name()
@@ -167,19 +62,15 @@ fn kernel_for(mode: MathMode) -> Result<Loop, String> {
     }
 }
 
-#[cfg(not(target_arch = "x86_64"))]
-fn kernel_for(mode: MathMode) -> Result<Loop, String> {
-    Err(format!(
-        "no FMA loop is implemented for {} on {}",
-        mode.name(),
-        std::env::consts::ARCH
-    ))
+/// The loop of the widest instruction our own code uses for `mode` at `level`: the level's own
+/// peak, recorded beside the one MFU is computed against.
+pub fn level_loop(mode: MathMode, level: CpuIsa) -> PeakLoop {
+    match (mode, Bf16Kernel::best_within(level)) {
+        (MathMode::Bf16, Bf16Kernel::Amx) => PeakLoop::AmxBf16,
+        (MathMode::Bf16, Bf16Kernel::Avx512Bf16) => PeakLoop::Avx512Bf16,
+        _ => level.fp32_loop(),
+    }
 }
-
-#[cfg(target_arch = "x86_64")]
-const CHAINS: u64 = kernels::CHAINS as u64;
-#[cfg(not(target_arch = "x86_64"))]
-const CHAINS: u64 = 16;
 
 /// CPU time this thread has run for: time-slicing by other processes does not count, so a
 /// trial on a busy machine still measures what a core does while it runs our loop.
@@ -218,13 +109,11 @@ fn run_threads(kernel: Kernel, threads: usize, iters: u64) -> Vec<Duration> {
     })
 }
 
-fn measure_uncached(mode: MathMode) -> Result<MeasuredPeak, String> {
-    let Loop {
-        kernel,
-        instruction,
-        flop_per_instruction,
-        ..
-    } = kernel_for(mode)?;
+fn measure_uncached(peak_loop: PeakLoop) -> Result<MeasuredPeak, String> {
+    let kernel = peak_loop
+        .kernel()
+        .ok_or_else(|| format!("this CPU cannot run the {} loop", peak_loop.name()))?;
+    let (instruction, flop_per_instruction) = (peak_loop.instruction(), peak_loop.flop_per_instruction());
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     // Calibrate to about 60 ms per trial, then keep the best of several trials.
     let probe_iters = 20_000;
@@ -233,7 +122,7 @@ fn measure_uncached(mode: MathMode) -> Result<MeasuredPeak, String> {
         .map_or(1e-6, |d| d.as_secs_f64().max(1e-6));
     let iters = ((0.06 / probe) * probe_iters as f64).max(1000.0) as u64;
     let trials = 5;
-    let flops_per_thread = iters as f64 * CHAINS as f64 * flop_per_instruction as f64;
+    let flops_per_thread = iters as f64 * peak_loop.flop_per_round() as f64;
     // Every thread's own rate (FLOPs over its CPU time), summed: all cores' peak. Two threads
     // sharing one core (SMT siblings) each see half the rate, so they add up to one core's.
     let total = |times: Vec<Duration>| {
@@ -253,26 +142,34 @@ fn measure_uncached(mode: MathMode) -> Result<MeasuredPeak, String> {
     } else {
         "wall time"
     };
+    let chains = match peak_loop {
+        PeakLoop::PortableFma => format!("{} chains of {PORTABLE_LANES} lanes of", peak_loop.chains()),
+        _ => format!("{}", peak_loop.chains()),
+    };
     Ok(MeasuredPeak {
+        peak_loop,
         flop_per_sec: best,
         threads,
         instruction,
         flop_per_instruction,
         method: format!(
-            "measured: rounds of {CHAINS} {instruction} into independent accumulators, on {threads} threads at once, {iters} rounds, timed by {clock}, best of {trials} trials"
+            "measured ({name} loop): rounds of {chains} {instruction} into independent accumulators, on {threads} threads at once, {iters} rounds, timed by {clock}, best of {trials} trials",
+            name = peak_loop.name()
         ),
     })
 }
 
-/// The measured peak for `mode`, measured once per process.
+/// The measured peak of `peak_loop`, measured once per process.
+pub fn measure(peak_loop: PeakLoop) -> Result<MeasuredPeak, String> {
+    static PEAKS: [OnceLock<Result<MeasuredPeak, String>>; PeakLoop::ALL.len()] =
+        [const { OnceLock::new() }; PeakLoop::ALL.len()];
+    let slot = PeakLoop::ALL.iter().position(|&l| l == peak_loop).unwrap_or(0);
+    PEAKS[slot].get_or_init(|| measure_uncached(peak_loop)).clone()
+}
+
+/// The measured peak an MFU for `mode` is computed against: that of [`matmul_loop`].
 pub fn measured(mode: MathMode) -> Result<MeasuredPeak, String> {
-    static FP32: OnceLock<Result<MeasuredPeak, String>> = OnceLock::new();
-    static BF16: OnceLock<Result<MeasuredPeak, String>> = OnceLock::new();
-    match mode {
-        MathMode::Fp32 => FP32.get_or_init(|| measure_uncached(mode)).clone(),
-        MathMode::Bf16 => BF16.get_or_init(|| measure_uncached(mode)).clone(),
-        other => measure_uncached(other),
-    }
+    measure(matmul_loop(mode)?)
 }
 
 /// Physical cores (distinct physical id / core id pairs in /proc/cpuinfo), else logical ones.
@@ -319,12 +216,9 @@ fn clock_hz() -> Option<f64> {
 /// assumption (AMD Zen 4 runs one 512-bit FMA per cycle on two 256-bit pipes; Intel server cores
 /// with two 512-bit FMA units manage two), which is why the measured loop is the promised peak.
 pub fn formula(mode: MathMode) -> Result<FormulaPeak, String> {
-    let Loop {
-        instruction,
-        flop_per_instruction,
-        per_cycle: ipc,
-        ..
-    } = kernel_for(mode)?;
+    let peak_loop = matmul_loop(mode)?;
+    let (instruction, flop_per_instruction) = (peak_loop.instruction(), peak_loop.flop_per_instruction());
+    let ipc = peak_loop.instructions_per_cycle();
     let clock = clock_hz().ok_or("no clock in /proc/cpuinfo")?;
     let cores = physical_cores();
     Ok(FormulaPeak {

@@ -30,6 +30,7 @@ use std::cell::Cell;
 
 use half::bf16;
 
+use super::isa::{self, CpuIsa};
 use crate::error::{Error, Result};
 
 /// Which instruction set does the work for a bf16 matmul.
@@ -65,6 +66,15 @@ impl Bf16Kernel {
 
     /// Every kernel, fastest first.
     pub const ALL: [Bf16Kernel; 3] = [Bf16Kernel::Amx, Bf16Kernel::Avx512Bf16, Bf16Kernel::PortableF32];
+
+    /// The fastest kernel our code may use at `level` (`CS336_CPU_ISA`) on this CPU.
+    pub fn best_within(level: CpuIsa) -> Bf16Kernel {
+        match level {
+            CpuIsa::Amx if amx_detected() => Bf16Kernel::Amx,
+            CpuIsa::Amx | CpuIsa::Avx512 if avx512_bf16_detected() => Bf16Kernel::Avx512Bf16,
+            _ => Bf16Kernel::PortableF32,
+        }
+    }
 
     /// The fastest kernel this CPU supports.
     pub fn detect() -> Bf16Kernel {
@@ -123,14 +133,20 @@ thread_local! {
     static OVERRIDE: Cell<Option<Bf16Kernel>> = const { Cell::new(None) };
 }
 
-/// The kernel `Tensor::matmul` uses for bf16 on this thread: the detected one, unless
-/// `with_kernel` chose another.
-pub fn current_kernel() -> Bf16Kernel {
-    OVERRIDE.with(|o| o.get()).unwrap_or_else(Bf16Kernel::detect)
+/// The kernel `Tensor::matmul` uses for bf16 on this thread: the fastest the instruction-set
+/// level allows (`CS336_CPU_ISA`, see `isa.rs`), unless `with_kernel` chose one. Fails where
+/// `CS336_CPU_ISA` names no level or one this CPU lacks.
+pub fn current_kernel() -> Result<Bf16Kernel> {
+    if let Some(kernel) = OVERRIDE.with(|o| o.get()) {
+        return Ok(kernel);
+    }
+    let level = isa::current()?;
+    Ok(Bf16Kernel::best_within(level))
 }
 
 /// Runs `f` with bf16 matmuls on this thread forced to `kernel` (tests use it to exercise both
-/// paths through the tensor layer on any CPU). Fails if the CPU cannot run `kernel`.
+/// paths through the tensor layer on any CPU), whatever `CS336_CPU_ISA` says. Fails if the CPU
+/// cannot run `kernel`.
 pub fn with_kernel<R>(kernel: Bf16Kernel, f: impl FnOnce() -> R) -> Result<R> {
     require(kernel)?;
     struct Restore(Option<Bf16Kernel>);
