@@ -14,7 +14,9 @@
 //! | `{{chart ID [trace=SLUG]}}` | a chart from [`chart::CHARTS`] |
 //! | `{{provenance [trace=SLUG]}}` | the device, and the run (commit, date, seed, compiler, build) of every section the page quotes |
 //! | `{{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}` | the value in every trace of the folder, device by device (CPU traces first) |
-//! | `{{if [not\|has] SECTION.NAME[.PATH] [state=S]}}` … `{{else}}` … `{{end}}` | keeps the lines of the branch that holds |
+//! | `{{table SECTION.NAME[.PATH] [state=S] [format=F] [unit=U] [trace=SLUG]}}` | an object, or a list of objects, as a table (never raw JSON in prose) |
+//! | `{{if CLAIM}}` … `{{else if CLAIM}}` … `{{else}}` … `{{end}}` | keeps the text of the branch whose claim holds, inside a sentence or around paragraphs ([`directive::claim`]) |
+//! | `{{assert CLAIM}}` | nothing; the build fails, naming the claim and its values, unless it holds |
 //!
 //! `PATH` walks into a recorded object or list: `tensors_memory.fp8_e4m3_info.max`,
 //! `tensor_slicing.row_0.1`, `optimizer.grads.layers.0.weight.0.0` (a key with dots, such as a
@@ -79,6 +81,7 @@
 
 pub mod address;
 pub mod chart;
+mod claims;
 pub mod code_view;
 pub mod directive;
 pub mod format;

@@ -102,6 +102,12 @@ pub enum Cause {
 
     #[error("{0}")]
     Structure(String),
+
+    #[error("claim `{claim}` cannot be decided: {msg}")]
+    Claim { claim: String, msg: String },
+
+    #[error("assertion `{claim}` does not hold: {values}")]
+    AssertFailed { claim: String, values: String },
 }
 
 impl Cause {
@@ -143,6 +149,16 @@ impl Cause {
             Cause::BadValue { .. } => "use a format that fits the value, or address a part of it".into(),
             Cause::UnknownChart { .. } => "fix the chart id (charts are listed in src/book/chart/mod.rs)".into(),
             Cause::Chart { .. } => "check the section's recorded values; re-run the section if they are missing".into(),
+            Cause::Claim { .. } => {
+                "fix the claim: its keys must hold numbers (or true/false for a bare key); guard values a device may \
+                 not record with `has KEY and …`"
+                    .into()
+            }
+            Cause::AssertFailed { .. } => {
+                "an assertion states a fact that must hold on every device: the code of the sections it reads no \
+                 longer computes it; fix the code (and run its section again), not the claim"
+                    .into()
+            }
         }
     }
 }
