@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn directives_that_quote_a_value_take_a_state() {
-        use crate::book::directive::{Condition, Directive, parse};
+        use crate::book::directive::{Claim, Directive, parse};
         use crate::book::format::Format;
         let mut first = Address::new("optimizer", "state", &["layers", "0"]);
         first.state = StateChoice::First;
@@ -148,7 +148,7 @@ mod tests {
         assert_eq!(
             parse("if has a.b state=2"),
             Ok(Directive::If {
-                condition: Condition::Has(third.clone()),
+                claim: Claim::Has(third.clone()),
                 trace: None
             })
         );

@@ -14,7 +14,9 @@
 //! | `{{chart ID [trace=SLUG]}}` | a chart from [`chart::CHARTS`] |
 //! | `{{provenance [trace=SLUG]}}` | the device, and the run (commit, date, seed, compiler, build) of every section the page quotes |
 //! | `{{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}` | the value in every trace of the folder, device by device (CPU traces first) |
-//! | `{{if [not\|has] SECTION.NAME[.PATH] [state=S]}}` … `{{else}}` … `{{end}}` | keeps the lines of the branch that holds |
+//! | `{{table SECTION.NAME[.PATH] [state=S] [format=F] [unit=U] [trace=SLUG]}}` | an object, or a list of objects, as a table (never raw JSON in prose) |
+//! | `{{if CLAIM}}` … `{{else if CLAIM}}` … `{{else}}` … `{{end}}` | keeps the text of the branch whose claim holds, inside a sentence or around paragraphs ([`directive::claim`]) |
+//! | `{{assert CLAIM}}` | nothing; the build fails, naming the claim and its values, unless it holds |
 //! | `{{cite KEY}}` | a link to a source of [`bibliography`] (`book/references.toml`), title, authors and year on hover (inline) |
 //! | `{{references}}` | every source of the bibliography, in the file's order, with the chapters that cite it |
 //!
@@ -83,6 +85,7 @@ pub mod address;
 pub mod bibliography;
 pub mod chart;
 mod citations;
+mod claims;
 pub mod code_view;
 pub mod directive;
 pub mod format;

@@ -112,6 +112,12 @@ pub enum Cause {
 
     #[error("`cite` and `references` need the bibliography {}, which does not exist", path.display())]
     NoBibliography { path: PathBuf },
+
+    #[error("claim `{claim}` cannot be decided: {msg}")]
+    Claim { claim: String, msg: String },
+
+    #[error("assertion `{claim}` does not hold: {values}")]
+    AssertFailed { claim: String, values: String },
 }
 
 impl Cause {
@@ -160,6 +166,16 @@ impl Cause {
             Cause::NoBibliography { .. } => {
                 "write the bibliography (`references.toml` beside `book.toml`, or the file `bibliography` under \
                  [preprocessor.lecture] names)"
+                    .into()
+            }
+            Cause::Claim { .. } => {
+                "fix the claim: its keys must hold numbers (or true/false for a bare key); guard values a device may \
+                 not record with `has KEY and …`"
+                    .into()
+            }
+            Cause::AssertFailed { .. } => {
+                "an assertion states a fact that must hold on every device: the code of the sections it reads no \
+                 longer computes it; fix the code (and run its section again), not the claim"
                     .into()
             }
         }

@@ -7,8 +7,9 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::chart;
+use super::claims::{self, Branches};
 use super::code_view;
-use super::directive::{self, Address, Condition, Directive, Found};
+use super::directive::{self, Address, Directive, Found};
 use super::format::{Format, format_value};
 use super::html::{escape, escape_inline};
 use super::problem::Cause;
@@ -20,22 +21,13 @@ use crate::trace::{Trace, Unit};
 /// A problem at a line of the chapter, with the directive as written.
 pub type Located = (usize, String, Cause);
 
-/// An open `if`: whether its branch is being kept, and whether `else` was seen.
-struct Open {
-    line: usize,
-    text: String,
-    keep: bool,
-    in_else: bool,
-}
-
 /// Renders `markdown`; on failure returns every problem found.
 pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec<Located>> {
     let mut edits: Vec<(Range<usize>, String)> = Vec::new();
     let mut problems = Vec::new();
-    let mut open: Vec<Open> = Vec::new();
+    let mut branches = Branches::default();
     // Where the text being dropped (an untaken branch) started.
     let mut dropping_from: Option<usize> = None;
-    let active = |open: &[Open]| open.iter().all(|o| o.keep != o.in_else);
     // Provenance boxes wait for the quotes of the whole chapter.
     let mut provenance_boxes: Vec<(Found, Option<String>)> = Vec::new();
     traces.take_quotes();
@@ -45,42 +37,20 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
             Ok(d) => d,
             Err(msg) => {
                 problems.push((found.line, found.text.clone(), Cause::Malformed(msg.clone())));
+                // A malformed `if` still opens a branch, so its `end` is not reported as stray.
+                branches.open_unparsed(&found);
                 continue;
             }
         };
-        let was_active = active(&open);
+        let was_active = branches.active();
         match directive {
-            Directive::If { condition, trace } => {
-                let keep = if was_active {
-                    condition_holds(condition, trace.as_deref(), traces).unwrap_or_else(|cause| {
-                        problems.push((found.line, found.text.clone(), cause));
-                        false
-                    })
-                } else {
-                    false
-                };
-                open.push(Open {
-                    line: found.line,
-                    text: found.text.clone(),
-                    keep,
-                    in_else: false,
-                });
-            }
-            Directive::Else => match open.last_mut() {
-                Some(o) if !o.in_else => o.in_else = true,
-                _ => problems.push((
-                    found.line,
-                    found.text.clone(),
-                    Cause::Structure("`{{else}}` without an open `{{if}}`".into()),
-                )),
-            },
-            Directive::End => {
-                if open.pop().is_none() {
-                    problems.push((
-                        found.line,
-                        found.text.clone(),
-                        Cause::Structure("`{{end}}` without an open `{{if}}`".into()),
-                    ));
+            Directive::If { .. }
+            | Directive::ElseIf { .. }
+            | Directive::Else
+            | Directive::End
+            | Directive::Assert { .. } => {
+                if let Err(cause) = branches.step(directive, &found, traces) {
+                    problems.push((found.line, found.text.clone(), cause));
                 }
             }
             _ if !was_active => continue,
@@ -97,9 +67,14 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
                 continue;
             }
         }
-        // An if/else/end line: remove it, and any untaken branch it opens or closes.
-        let line = whole_line(markdown, &found);
-        let now_active = active(&open);
+        // An if/else/end/assert: remove it (its line when it stands alone, else the directive),
+        // and any untaken branch it opens or closes.
+        let line = if found.standalone {
+            whole_line(markdown, &found)
+        } else {
+            found.span.clone()
+        };
+        let now_active = branches.active();
         match (was_active, now_active, dropping_from) {
             (true, false, _) => dropping_from = Some(line.start),
             (false, true, Some(from)) => {
@@ -121,13 +96,7 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
             Err(cause) => problems.push((found.line, found.text.clone(), cause)),
         }
     }
-    for o in open {
-        problems.push((
-            o.line,
-            o.text,
-            Cause::Structure("this `{{if}}` is never closed by `{{end}}`".into()),
-        ));
-    }
+    problems.extend(branches.unclosed());
     if !problems.is_empty() {
         return Err(problems);
     }
@@ -160,27 +129,6 @@ fn apply(markdown: &str, mut edits: Vec<(Range<usize>, String)>) -> String {
     out
 }
 
-fn condition_holds(condition: &Condition, slug: Option<&str>, traces: &mut Traces) -> Result<bool, Cause> {
-    let path = traces.path(slug)?;
-    let trace = traces.load(&path)?;
-    match condition {
-        Condition::Has(address) => match traces.resolve(&path, &trace, address) {
-            Ok(_) => Ok(true),
-            Err(Cause::MissingValue { .. } | Cause::MissingPath { .. } | Cause::MissingState { .. }) => Ok(false),
-            Err(other) => Err(other),
-        },
-        Condition::Value { address, negate } => {
-            let value = traces.resolve(&path, &trace, address)?.value;
-            let b = value.as_bool().ok_or_else(|| Cause::BadValue {
-                trace: path.clone(),
-                address: address.to_string(),
-                msg: format!("`if` needs true or false, found `{value}`"),
-            })?;
-            Ok(b != *negate)
-        }
-    }
-}
-
 fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Cause> {
     match directive {
         Directive::Value {
@@ -207,19 +155,30 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
             chart::render(id, &path, &trace, traces)
         }
         Directive::Compare { address, format, unit } => compare(traces, address, *format, *unit),
-        Directive::If { .. } | Directive::Else | Directive::End | Directive::Provenance { .. } => {
-            Err(Cause::Structure("misplaced `if`/`else`/`end`/`provenance`".into()))
-        }
         // The citation pass (`citations.rs`) replaced these before this chapter was rendered.
         Directive::Cite { .. } | Directive::References => Err(Cause::Structure(
             "`cite`/`references` outside the book's citation pass".into(),
+        )),
+        Directive::Table {
+            address,
+            format,
+            unit,
+            trace,
+        } => claims::table(traces, address, *format, *unit, trace.as_deref()),
+        Directive::If { .. }
+        | Directive::ElseIf { .. }
+        | Directive::Else
+        | Directive::End
+        | Directive::Assert { .. }
+        | Directive::Provenance { .. } => Err(Cause::Structure(
+            "misplaced `if`/`else`/`end`/`assert`/`provenance`".into(),
         )),
     }
 }
 
 /// The value as text, formatted, escaped for markdown, marked as measured. `unit` gives a unit to
 /// a number inside a recorded object (the record's unit covers the whole record).
-fn value(
+pub(super) fn value(
     traces: &mut Traces,
     path: &Path,
     trace: &Trace,
@@ -233,6 +192,13 @@ fn value(
         address: address.to_string(),
         msg,
     };
+    let holds_object = |v: &serde_json::Value| v.as_array().is_some_and(|items| items.iter().any(|i| i.is_object()));
+    if found.value.is_object() || holds_object(found.value) {
+        return Err(bad(format!(
+            "it is an object (or a list of objects), which prose cannot show as raw JSON: quote one field (`{address}.FIELD`) or show \
+             it whole with `{{{{table {address}}}}}`"
+        )));
+    }
     let unit = match (unit, found.record.unit) {
         (None, recorded) => recorded,
         (Some(given), Unit::None) => given,

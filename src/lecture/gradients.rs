@@ -40,7 +40,8 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     cx.record("B", b, Unit::Count)?;
     cx.record("D", d, Unit::Count)?;
     cx.record("K", k, Unit::Count)?;
-    // Drawn where they are used (on a GPU, w1 alone is 4 GiB: the host would take seconds).
+    // Drawn where they are used (on a GPU, w1 alone is 4 GiB: drawn on the host it would have to
+    // cross the bus as well).
     let x = Tensor::randn_on(&[b, d], DType::F32, &cx.device, &mut cx.rng)?;
     let w1 = Var::parameter(Tensor::randn_on(&[d, d], DType::F32, &cx.device, &mut cx.rng)?);
     let w2 = Var::parameter(Tensor::randn_on(&[d, k], DType::F32, &cx.device, &mut cx.rng)?);
@@ -108,8 +109,8 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     )?;
 
     // Time both passes in turns, so a busy moment slows both (the backward needs a fresh graph
-    // each time, built untimed). At the GPU sizes one forward pass is 44 TFLOP in float32, about a
-    // second: the time budget then gives the minimum of three repetitions.
+    // each time, built untimed). A pass that outlasts the time budget still gets the minimum
+    // number of repetitions.
     let clock = Clock::for_device(&cx.device);
     let mut forward_pass = timing::contender(clock.clone(), || forward(&Var::constant(x.clone())).map(drop));
     let mut backward_pass = timing::contender_with_setup(

@@ -63,14 +63,14 @@ pub const CHARTS: &[ChartDef] = &[
         id: "matmul_throughput",
         section: "tensor_operations_flops",
         caption: "Throughput of square matrix multiplications by size, in float32 and bfloat16, with the promised peaks as \
-                  horizontal lines. Small products cannot keep the arithmetic units busy.",
+                  horizontal lines.",
         draw: curves::matmul_throughput,
     },
     ChartDef {
         id: "init_std",
         section: "module_parameters",
-        caption: "Spread of a linear layer's outputs as its input dimension grows: unit-variance weights grow like \
-                  √input_dim; weights scaled by 1/√input_dim stay near one.",
+        caption: "Spread of a linear layer's outputs as its input dimension grows, for unit-variance weights and for \
+                  weights scaled by 1/√input_dim, with √input_dim for reference.",
         draw: curves::init_std,
     },
     ChartDef {

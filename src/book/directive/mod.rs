@@ -1,6 +1,7 @@
 //! Directives in a chapter's markdown: parsing one (here), finding them outside code (`find`),
 //! and refusing those whose place cannot hold a value's HTML (`placement`).
 
+pub mod claim;
 mod find;
 mod placement;
 
@@ -11,16 +12,9 @@ use super::address::{address_of, identifier};
 use super::format::Format;
 use crate::trace::Unit;
 
-/// What an `if` tests.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Condition {
-    /// A recorded boolean (`{{if a.b}}`), or its negation (`{{if not a.b}}`).
-    Value { address: Address, negate: bool },
-    /// Whether the trace records the value at all (`{{if has a.b}}`).
-    Has(Address),
-}
+pub use claim::Claim;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Directive {
     /// `{{value SECTION.NAME[.PATH] [state=S] [format=F] [unit=U] [trace=SLUG]}}`
     Value {
@@ -41,9 +35,17 @@ pub enum Directive {
         format: Format,
         unit: Option<Unit>,
     },
-    /// `{{if [not|has] SECTION.NAME[.PATH] [state=S] [trace=SLUG]}}`
-    If {
-        condition: Condition,
+    /// `{{if CLAIM [state=S] [trace=SLUG]}}` (claims: `claim/mod.rs`)
+    If { claim: Claim, trace: Option<String> },
+    /// `{{else if CLAIM [state=S] [trace=SLUG]}}`
+    ElseIf { claim: Claim, trace: Option<String> },
+    /// `{{assert CLAIM [state=S] [trace=SLUG]}}`: the build fails unless it holds.
+    Assert { claim: Claim, trace: Option<String> },
+    /// `{{table SECTION.NAME[.PATH] [state=S] [format=F] [unit=U] [trace=SLUG]}}`: an object as a table.
+    Table {
+        address: Address,
+        format: Format,
+        unit: Option<Unit>,
         trace: Option<String>,
     },
     /// `{{else}}`
@@ -58,20 +60,36 @@ pub enum Directive {
 
 impl Directive {
     /// Directives that produce a block of HTML (or open and close one) stand on their own line.
+    /// Values, and the `if`/`else`/`end`/`assert` that only keep or drop text, may also stand
+    /// inside a sentence.
     pub fn is_block(&self) -> bool {
-        !matches!(self, Directive::Value { .. } | Directive::Cite { .. })
+        !matches!(
+            self,
+            Directive::Value { .. }
+                | Directive::Cite { .. }
+                | Directive::If { .. }
+                | Directive::ElseIf { .. }
+                | Directive::Else
+                | Directive::End
+                | Directive::Assert { .. }
+        )
     }
 }
 
 /// The directive forms, for messages.
 pub const SYNTAX: &str = "{{value SECTION.NAME[.PATH] [state=first|last|K] [format=F] [unit=U] [trace=SLUG]}}, {{code SECTION}}, \
      {{chart ID}}, {{provenance}}, {{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}, \
-     {{if [not|has] SECTION.NAME [state=S]}} … {{else}} … {{end}}, {{cite KEY}}, {{references}}";
+     {{table SECTION.NAME[.PATH]}}, {{if CLAIM}} … {{else if CLAIM}} … {{else}} … {{end}}, {{assert CLAIM}} \
+     (CLAIM: `a.b > c.d`, `a.b < 2 * c.d`, `ratio(a.b, c.d) in [0.8, 1.25]`, `reldiff(a.b, c.d) < 0.05`, \
+     `has a.b`, a recorded boolean `a.b`, joined with and/or/not), {{cite KEY}}, {{references}}";
 
 /// Parses the inside of `{{…}}`.
 pub fn parse(inner: &str) -> Result<Directive, String> {
     let mut words = inner.split_whitespace();
     let kind = words.next().ok_or("empty directive")?;
+    if matches!(kind, "if" | "assert") || (kind == "else" && inner.split_whitespace().nth(1) == Some("if")) {
+        return parse_claim_directive(inner);
+    }
     let mut positional = Vec::new();
     let mut format = None;
     let mut trace = None;
@@ -92,7 +110,7 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
         }
     }
     // `state=` picks a state of the value a directive quotes; only those that quote one take it.
-    let quotes = matches!(kind, "value" | "compare" | "if");
+    let quotes = matches!(kind, "value" | "compare" | "table");
     if state.is_some() && !quotes {
         return Err(format!("`{kind}` takes no state (it quotes no single value)"));
     }
@@ -146,21 +164,14 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
             allow(false, true)?;
             Directive::Provenance { trace }
         }
-        ("if", words) => {
-            allow(false, true)?;
-            let condition = match words {
-                [address] => Condition::Value {
-                    address: parse_address(address)?,
-                    negate: false,
-                },
-                ["not", address] => Condition::Value {
-                    address: parse_address(address)?,
-                    negate: true,
-                },
-                ["has", address] => Condition::Has(parse_address(address)?),
-                _ => return Err("`if` takes `SECTION.NAME`, `not SECTION.NAME` or `has SECTION.NAME`".into()),
-            };
-            Directive::If { condition, trace }
+        ("table", [address]) => {
+            allow(true, true)?;
+            Directive::Table {
+                address: parse_address(address)?,
+                format: format.unwrap_or(Format::Auto),
+                unit,
+                trace,
+            }
         }
         ("else", []) => {
             allow(false, false)?;
@@ -180,12 +191,51 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
             allow(false, false)?;
             Directive::References
         }
-        ("value" | "compare" | "code" | "chart" | "provenance" | "else" | "end" | "cite" | "references", args) => {
+        (
+            "value" | "compare" | "table" | "code" | "chart" | "provenance" | "else" | "end" | "cite" | "references",
+            args,
+        ) => {
             return Err(format!("`{kind}` got {} argument(s) ({})", args.len(), args.join(" ")));
         }
         _ => return Err(format!("unknown directive `{kind}`")),
     };
     Ok(directive)
+}
+
+/// `if CLAIM`, `else if CLAIM`, `assert CLAIM`, each with optional `state=S` (for keys without
+/// `@STATE`) and `trace=SLUG` words; everything else is the claim.
+fn parse_claim_directive(inner: &str) -> Result<Directive, String> {
+    let mut words: Vec<&str> = inner.split_whitespace().collect();
+    let kind = match words.as_slice() {
+        ["else", "if", ..] => {
+            words.drain(..2);
+            "else if"
+        }
+        [first, ..] => {
+            let kind = *first;
+            words.remove(0);
+            kind
+        }
+        [] => return Err("empty directive".into()),
+    };
+    let (mut trace, mut state) = (None, None);
+    let mut claim_words = Vec::new();
+    for word in words {
+        if let Some(t) = word.strip_prefix("trace=") {
+            set_once(&mut trace, slug(t)?, "trace")?;
+        } else if let Some(s) = word.strip_prefix("state=") {
+            set_once(&mut state, StateChoice::parse(s)?, "state")?;
+        } else {
+            claim_words.push(word);
+        }
+    }
+    let claim =
+        claim::parse_claim(&claim_words.join(" "), state.unwrap_or_default()).map_err(|e| format!("`{kind}`: {e}"))?;
+    Ok(match kind {
+        "if" => Directive::If { claim, trace },
+        "else if" => Directive::ElseIf { claim, trace },
+        _ => Directive::Assert { claim, trace },
+    })
 }
 
 fn set_once<T>(slot: &mut Option<T>, value: T, key: &str) -> Result<(), String> {
@@ -282,20 +332,39 @@ mod tests {
                 unit: None
             })
         );
+        let not_b = Claim::Not(Box::new(Claim::Bool(addr("a", "b", &[]))));
         assert_eq!(
             parse("if not a.b"),
             Ok(Directive::If {
-                condition: Condition::Value {
-                    address: addr("a", "b", &[]),
-                    negate: true
-                },
+                claim: not_b.clone(),
                 trace: None
             })
         );
         assert_eq!(
             parse("if has a.b"),
             Ok(Directive::If {
-                condition: Condition::Has(addr("a", "b", &[])),
+                claim: Claim::Has(addr("a", "b", &[])),
+                trace: None
+            })
+        );
+        assert_eq!(
+            parse("else if not a.b trace=cpu"),
+            Ok(Directive::ElseIf {
+                claim: not_b,
+                trace: Some("cpu".into())
+            })
+        );
+        let claim = claim::parse_claim("a.b >= 2 * c.d", StateChoice::Last).unwrap();
+        assert_eq!(
+            parse("assert a.b >= 2 * c.d"),
+            Ok(Directive::Assert { claim, trace: None })
+        );
+        assert_eq!(
+            parse("table a.b.c"),
+            Ok(Directive::Table {
+                address: addr("a", "b", &["c"]),
+                format: Format::Auto,
+                unit: None,
                 trace: None
             })
         );
@@ -327,7 +396,11 @@ mod tests {
         assert!(err("compare a.b trace=cpu").contains("takes no trace"));
         assert!(err("code a format=sci").contains("takes no format"));
         assert!(err("value a.b unit=furlongs").contains("unknown unit `furlongs`"));
-        assert!(err("if a.b c.d").contains("`if` takes"));
+        assert!(err("if a.b c.d").contains("`if`: unexpected `c.d`"));
+        assert!(err("assert a.b >").contains("`assert`: the claim ends"));
+        assert!(err("else if").contains("`else if`: empty claim"));
+        assert!(err("if a.b > 1 trace=cpu trace=x").contains("twice"));
+        assert!(err("table a.b c.d").contains("2 argument(s)"));
         assert!(err("cite").contains("`cite` got 0 argument(s)"));
         assert!(err("cite a-b").contains("not a valid reference key"));
         assert!(err("cite a trace=cpu").contains("takes no trace"));

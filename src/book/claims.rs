@@ -1,0 +1,283 @@
+//! What the claim directives do in a chapter: `if`/`else if`/`else`/`end` choose which text stays,
+//! `assert` fails the build when a fact does not hold, and `table` shows an object (never raw JSON
+//! in prose). Claims read the trace through [`Traces::resolve`], so a value a claim reads counts as
+//! quoted by the chapter: its section must be fresh, and it appears in the provenance box.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::directive::claim::{Claim, Failure, Lookup, Outcome, evaluate, key_text};
+use super::directive::{Address, Directive, Found};
+use super::format::{Format, format_value};
+use super::html::escape;
+use super::problem::Cause;
+use super::render::Located;
+use super::traces::Traces;
+use crate::trace::{Trace, Unit};
+
+/// An open `if`.
+struct Open {
+    line: usize,
+    text: String,
+    /// Whether the branch being read now is kept (its parents' too).
+    keep: bool,
+    /// Whether the text around the `if` is kept.
+    parent: bool,
+    /// Whether some branch was taken already.
+    taken: bool,
+    in_else: bool,
+}
+
+/// The open `if`s of a chapter, innermost last.
+#[derive(Default)]
+pub struct Branches {
+    open: Vec<Open>,
+}
+
+impl Branches {
+    /// Whether text here is kept.
+    pub fn active(&self) -> bool {
+        self.open.iter().all(|o| o.keep)
+    }
+
+    /// Takes one `if`/`else if`/`else`/`end`/`assert`. The structure is kept even when a claim
+    /// cannot be decided, so one build reports every problem.
+    pub fn step(&mut self, directive: &Directive, found: &Found, traces: &mut Traces) -> Result<(), Cause> {
+        let active = self.active();
+        match directive {
+            Directive::If { claim, trace } => {
+                let decided = if active {
+                    holds(claim, trace.as_deref(), traces)
+                } else {
+                    Ok(false)
+                };
+                self.open.push(Open {
+                    line: found.line,
+                    text: found.text.clone(),
+                    keep: *decided.as_ref().unwrap_or(&false),
+                    parent: active,
+                    taken: *decided.as_ref().unwrap_or(&false),
+                    in_else: false,
+                });
+                decided.map(|_| ())
+            }
+            Directive::ElseIf { claim, trace } => {
+                let Some(o) = self.open.last_mut().filter(|o| !o.in_else) else {
+                    return Err(stray("else if"));
+                };
+                let decided = if o.parent && !o.taken {
+                    holds(claim, trace.as_deref(), traces)
+                } else {
+                    Ok(false)
+                };
+                o.keep = *decided.as_ref().unwrap_or(&false);
+                o.taken |= o.keep;
+                decided.map(|_| ())
+            }
+            Directive::Else => {
+                let Some(o) = self.open.last_mut().filter(|o| !o.in_else) else {
+                    return Err(stray("else"));
+                };
+                o.in_else = true;
+                o.keep = o.parent && !o.taken;
+                o.taken = true;
+                Ok(())
+            }
+            Directive::End => match self.open.pop() {
+                Some(_) => Ok(()),
+                None => Err(stray("end")),
+            },
+            Directive::Assert { claim, trace } if active => {
+                let outcome = decide(claim, trace.as_deref(), traces)?;
+                if outcome.holds {
+                    Ok(())
+                } else {
+                    Err(Cause::AssertFailed {
+                        claim: claim.to_string(),
+                        values: outcome.values(),
+                    })
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A malformed `{{if …}}` (already reported) opens a branch that is dropped, so that the
+    /// structure around it stays readable and its `{{end}}` is not reported as well.
+    pub fn open_unparsed(&mut self, found: &Found) {
+        let inner = found.text.trim_start_matches('{').trim_start();
+        if inner.split_whitespace().next() == Some("if") {
+            self.open.push(Open {
+                line: found.line,
+                text: found.text.clone(),
+                keep: false,
+                parent: self.active(),
+                taken: true,
+                in_else: false,
+            });
+        }
+    }
+
+    /// An `if` never closed, for each one still open at the end of the chapter.
+    pub fn unclosed(self) -> Vec<Located> {
+        self.open
+            .into_iter()
+            .map(|o| {
+                let cause = Cause::Structure("this `{{if}}` is never closed by `{{end}}`".into());
+                (o.line, o.text, cause)
+            })
+            .collect()
+    }
+}
+
+fn stray(what: &str) -> Cause {
+    Cause::Structure(format!("`{{{{{what}}}}}` without an open `{{{{if}}}}`"))
+}
+
+fn holds(claim: &Claim, slug: Option<&str>, traces: &mut Traces) -> Result<bool, Cause> {
+    decide(claim, slug, traces).map(|o| o.holds)
+}
+
+/// Decides `claim` against the trace `slug` names (the page's by default).
+pub fn decide(claim: &Claim, slug: Option<&str>, traces: &mut Traces) -> Result<Outcome, Cause> {
+    let path = traces.path(slug)?;
+    let trace = traces.load(&path)?;
+    let mut lookup = TraceLookup {
+        traces,
+        path,
+        trace,
+        missing: None,
+    };
+    evaluate(claim, &mut lookup).map_err(|f| match f {
+        Failure::Lookup(cause) => cause,
+        Failure::Claim(msg) => Cause::Claim {
+            claim: claim.to_string(),
+            msg,
+        },
+    })
+}
+
+struct TraceLookup<'t> {
+    traces: &'t mut Traces,
+    path: PathBuf,
+    trace: Arc<Trace>,
+    /// Why the last value not found was not found (what `{{value}}` would have said).
+    missing: Option<Cause>,
+}
+
+impl Lookup for TraceLookup<'_> {
+    type Error = Cause;
+
+    fn lookup(&mut self, address: &Address) -> Result<Option<Value>, Cause> {
+        match self.traces.resolve(&self.path, &self.trace, address) {
+            Ok(found) => Ok(Some(found.value.clone())),
+            Err(cause @ (Cause::MissingValue { .. } | Cause::MissingPath { .. } | Cause::MissingState { .. })) => {
+                self.missing = Some(cause);
+                Ok(None)
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    fn missing(&mut self, address: &Address) -> Cause {
+        self.missing.take().unwrap_or_else(|| Cause::BadValue {
+            trace: self.path.clone(),
+            address: key_text(address),
+            msg: "not recorded".into(),
+        })
+    }
+}
+
+/// An object as an HTML table: one row per field; when every field is itself an object, one
+/// column per inner field as well (`{"fp32": {"final_loss": …}, "bf16": {…}}`).
+pub fn table(
+    traces: &mut Traces,
+    address: &Address,
+    format: Format,
+    unit: Option<Unit>,
+    slug: Option<&str>,
+) -> Result<String, Cause> {
+    let path = traces.path(slug)?;
+    let trace = traces.load(&path)?;
+    let found = traces.resolve(&path, &trace, address)?;
+    let unit = unit.unwrap_or(found.record.unit);
+    let bad = |msg: String| Cause::BadValue {
+        trace: path.clone(),
+        address: address.to_string(),
+        msg,
+    };
+    let cell = |v: &Value| -> Result<String, Cause> {
+        if v.is_object() {
+            return Err(bad("a field is an object inside an object: table a part of it".into()));
+        }
+        format_value(v, unit, format).map(|t| escape(&t)).map_err(bad)
+    };
+    // Rows: (header, fields).
+    let rows: Vec<(Option<&String>, &serde_json::Map<String, Value>)> = match found.value {
+        Value::Object(fields) if !fields.is_empty() && fields.values().all(Value::is_object) => fields
+            .iter()
+            .filter_map(|(name, inner)| inner.as_object().map(|o| (Some(name), o)))
+            .collect(),
+        Value::Object(fields) => vec![(None, fields)],
+        Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
+            items.iter().filter_map(|i| i.as_object().map(|o| (None, o))).collect()
+        }
+        _ => {
+            return Err(bad(
+                "`table` shows an object, or a list of objects; quote this value with `{{value}}`".into(),
+            ));
+        }
+    };
+    // One field per row when there is one row (a flat object); else one column per field.
+    let mut head = String::new();
+    let mut body = String::new();
+    if let [(None, fields)] = rows.as_slice()
+        && found.value.is_object()
+    {
+        head.push_str("<th>Field</th><th>Value</th>");
+        for (name, v) in fields.iter() {
+            body.push_str(&format!(
+                "<tr><th><code>{}</code></th><td>{}</td></tr>",
+                escape(name),
+                cell(v)?
+            ));
+        }
+    } else {
+        let mut columns: Vec<&String> = Vec::new();
+        for (_, fields) in &rows {
+            for k in fields.keys() {
+                if !columns.contains(&k) {
+                    columns.push(k);
+                }
+            }
+        }
+        let headed = rows.iter().any(|(h, _)| h.is_some());
+        if headed {
+            head.push_str("<th></th>");
+        }
+        for c in &columns {
+            head.push_str(&format!("<th><code>{}</code></th>", escape(c)));
+        }
+        for (header, fields) in &rows {
+            body.push_str("<tr>");
+            if let Some(h) = header {
+                body.push_str(&format!("<th><code>{}</code></th>", escape(h)));
+            }
+            for c in &columns {
+                let text = match fields.get(c.as_str()) {
+                    Some(v) => cell(v)?,
+                    None => String::new(),
+                };
+                body.push_str(&format!("<td>{text}</td>"));
+            }
+            body.push_str("</tr>");
+        }
+    }
+    let title = format!("{address} · {} trace", trace.provenance.device.slug);
+    Ok(format!(
+        "<div class=\"lecture-table\" title=\"{}\"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>",
+        escape(&title)
+    ))
+}

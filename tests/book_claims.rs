@@ -1,0 +1,253 @@
+//! Claims: `{{if CLAIM}}` keeps the words that match the trace, `{{assert CLAIM}}` fails the build
+//! naming the values, and a malformed claim is an error at its chapter and line. The trace is the
+//! committed CPU trace, edited so that a comparison comes out the other way.
+
+mod common;
+
+use std::path::Path;
+
+use common::{ROOT, Workspace, only_problem, provenance_box, section_mut};
+use cs336::book::Cause;
+use cs336::trace::{self, Trace};
+
+/// The book's default trace (the newest committed one).
+fn committed() -> Trace {
+    trace::load(&common::default_trace_path()).expect("committed trace loads")
+}
+
+fn set(trace: &mut Trace, section: &str, name: &str, value: serde_json::Value) {
+    let record = section_mut(trace, section)
+        .values
+        .get_mut(name)
+        .unwrap_or_else(|| panic!("no value {section}.{name}"));
+    record.value = value;
+}
+
+/// The words of a page: tags removed, whitespace collapsed.
+fn words(html: &str) -> String {
+    let body = &html[html.find("<main>").expect("main")..html.find("</main>").expect("/main")];
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in body.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                out.push(' ');
+            }
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn chapter(name: &str) -> String {
+    std::fs::read_to_string(Path::new(ROOT).join("book/src").join(name)).expect("chapter")
+}
+
+#[test]
+fn a_claim_flips_with_its_value_inline_and_around_paragraphs() {
+    let md = "bf16 {{if tensor_operations_flops.bf16_actual_flop_per_sec > tensor_operations_flops.actual_flop_per_sec}}ran \
+              faster ({{value tensor_operations_flops.bf16_actual_flop_per_sec format=si}}){{else}}did not run faster{{end}}.\n\n\
+              {{if ratio(tensor_operations_flops.bf16_actual_flop_per_sec, tensor_operations_flops.actual_flop_per_sec) in [0.8, 1.25]}}\n\
+              About the same.\n\n{{else if has tensor_operations_flops.bf16_mfu}}\nDifferent, and {{if tensor_operations_flops.bf16_mfu < 1}}below{{else}}above{{end}} its peak.\n{{else}}\nDifferent.\n{{end}}\n";
+    let ws = Workspace::new();
+    let mut trace = committed();
+    set(
+        &mut trace,
+        "tensor_operations_flops",
+        "actual_flop_per_sec",
+        1e11.into(),
+    );
+    set(
+        &mut trace,
+        "tensor_operations_flops",
+        "bf16_actual_flop_per_sec",
+        4e11.into(),
+    );
+    let faster = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), md).expect("builds"));
+    assert!(faster.contains("bf16 ran faster ( 400 GFLOP/s )."), "{faster}");
+    assert!(faster.contains("Different, and below its peak."), "{faster}");
+    assert!(
+        !faster.contains("did not") && !faster.contains("About the same"),
+        "{faster}"
+    );
+
+    set(
+        &mut trace,
+        "tensor_operations_flops",
+        "bf16_actual_flop_per_sec",
+        0.9e11.into(),
+    );
+    let same = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), md).expect("builds"));
+    assert!(same.contains("bf16 did not run faster."), "{same}");
+    assert!(
+        same.contains("About the same.") && !same.contains("Different"),
+        "{same}"
+    );
+}
+
+#[test]
+fn the_real_chapter_changes_its_words_when_the_trace_disagrees() {
+    let ws = Workspace::new();
+    let md = chapter("mixed_precision_training.md");
+    // The real chapter cites its sources: the small book gets the real bibliography.
+    let mini = ws.dir.path().join("mini");
+    std::fs::create_dir_all(&mini).expect("book folder");
+    std::fs::copy(
+        Path::new(ROOT).join("book/references.toml"),
+        mini.join("references.toml"),
+    )
+    .expect("bibliography");
+    let mut trace = committed();
+    let before = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), &md).expect("builds"));
+    assert!(before.contains("pure bfloat16 did stall short of float32"), "{before}");
+    // Pure bfloat16 ends below float32: the chapter must now say the opposite.
+    set(&mut trace, "mixed_precision_training", "final_loss_bf16", 1e-9.into());
+    let after = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), &md).expect("builds"));
+    assert!(
+        after.contains("pure bfloat16 did not stall short of float32"),
+        "{after}"
+    );
+}
+
+#[test]
+fn a_failed_assertion_names_the_claim_and_the_values() {
+    let ws = Workspace::new();
+    let mut trace = committed();
+    set(&mut trace, "gradients_flops", "counted_forward_flops", 12345.into());
+    let md = "Counted.\n\nThe counter agrees.\n{{assert gradients_flops.counted_forward_flops == gradients_flops.num_forward_flops}}\n";
+    let problem = only_problem(ws.build_chapter(&ws.write_trace("cpu", &trace), md));
+    assert_eq!(problem.line, 4);
+    let Cause::AssertFailed { claim, values } = &problem.cause else {
+        panic!("{problem}")
+    };
+    assert_eq!(
+        claim,
+        "gradients_flops.counted_forward_flops == gradients_flops.num_forward_flops"
+    );
+    assert!(
+        values.contains("gradients_flops.counted_forward_flops = 12345")
+            && values.contains("gradients_flops.num_forward_flops = "),
+        "{values}"
+    );
+    let shown = problem.to_string();
+    assert!(shown.contains("chapter.md:4") && shown.contains("12345"), "{shown}");
+}
+
+#[test]
+fn malformed_claims_are_errors_with_chapter_and_line() {
+    let ws = Workspace::new();
+    let path = ws.write_trace("cpu", &committed());
+    let problem = |md: &str| only_problem(ws.build_chapter(&path, md));
+
+    let p = problem("Text.\n\nA {{if tensors_memory.numel >}}x{{end}}.\n");
+    assert_eq!(p.line, 3);
+    assert!(
+        matches!(&p.cause, Cause::Malformed(m) if m.contains("`if`: the claim ends")),
+        "{p}"
+    );
+
+    let p = problem("A {{if tensors_memory.no_such_value > 1}}x{{end}}.\n");
+    assert!(
+        matches!(&p.cause, Cause::MissingValue { name, .. } if name == "no_such_value"),
+        "{p}"
+    );
+
+    let p = problem("A\n{{assert no_such_section.x > 1}}\n");
+    assert_eq!(p.line, 2);
+    assert!(matches!(&p.cause, Cause::MissingSection { .. }), "{p}");
+
+    let p = problem("A {{if tensors_memory.numel > 1}}x.\n");
+    assert!(
+        matches!(&p.cause, Cause::Structure(m) if m.contains("never closed")),
+        "{p}"
+    );
+    let p = problem("A\n\nB {{else}} C.\n");
+    assert_eq!(p.line, 3);
+    assert!(
+        matches!(&p.cause, Cause::Structure(m) if m.contains("`{{else}}` without")),
+        "{p}"
+    );
+    let p = problem("A {{end}}.\n");
+    assert!(
+        matches!(&p.cause, Cause::Structure(m) if m.contains("`{{end}}` without")),
+        "{p}"
+    );
+    let p = problem("A {{if tensors_memory.numel > 1}}x{{else}}y{{else if tensors_memory.numel > 2}}z{{end}}.\n");
+    assert!(
+        matches!(&p.cause, Cause::Structure(m) if m.contains("`{{else if}}` without")),
+        "{p}"
+    );
+
+    // A string is not a number.
+    let p = problem("A {{if tensors_memory.dtype > 1}}x{{end}}.\n");
+    assert!(
+        matches!(&p.cause, Cause::Claim { msg, .. } if msg.contains("not a number")),
+        "{p}"
+    );
+}
+
+#[test]
+fn a_value_read_only_by_a_claim_is_quoted_and_must_be_fresh() {
+    let ws = Workspace::new();
+    let mut trace = committed();
+    let md = "{{provenance}}\n\nA {{value tensors_memory.bytes}}{{if tensor_storage.index > 0}}, positive{{end}}.\n";
+    let html = ws.build_chapter(&ws.write_trace("cpu", &trace), md).expect("builds");
+    assert!(words(&html).contains(", positive."));
+    // The provenance box names the section only the claim read.
+    section_mut(&mut trace, "tensor_storage").run.seed = 7;
+    let html = ws.build_chapter(&ws.write_trace("cpu", &trace), md).expect("builds");
+    let boxed = provenance_box(&html);
+    assert!(
+        boxed.contains("<code>tensor_storage</code>") && boxed.contains("seed 7"),
+        "{boxed}"
+    );
+    // A stale section fails the claim as it fails a value.
+    section_mut(&mut trace, "tensor_storage").source_hash = "0".repeat(64);
+    let p = only_problem(ws.build_chapter(&ws.write_trace("cpu", &trace), md));
+    assert!(
+        matches!(&p.cause, Cause::Stale { section, .. } if section == "tensor_storage"),
+        "{p}"
+    );
+}
+
+#[test]
+fn objects_are_tables_never_raw_json_in_prose() {
+    let ws = Workspace::new();
+    let path = ws.write_trace("cpu", &committed());
+    let html = ws
+        .build_chapter(
+            &path,
+            "Held:\n\n{{table optimizer.measured_bytes unit=bytes format=int}}\n",
+        )
+        .expect("builds");
+    assert!(
+        html.contains("<th><code>parameters</code></th><td>144 bytes</td>"),
+        "{html}"
+    );
+    let html = ws
+        .build_chapter(&path, "Runs:\n\n{{table mixed_precision_training.high_lr_results}}\n")
+        .expect("builds");
+    assert!(
+        html.contains("<th><code>final_loss</code></th>") && html.contains("<th><code>fp32</code></th>"),
+        "{html}"
+    );
+
+    let p = only_problem(ws.build_chapter(&path, "Raw {{value optimizer.measured_bytes}}.\n"));
+    assert!(
+        matches!(&p.cause, Cause::BadValue { msg, .. } if msg.contains("{{table optimizer.measured_bytes}}")),
+        "{p}"
+    );
+    let p = only_problem(ws.build_chapter(&path, "Raw {{value custom_model.param_sizes}}.\n"));
+    assert!(
+        matches!(&p.cause, Cause::BadValue { msg, .. } if msg.contains("list of objects")),
+        "{p}"
+    );
+    let p = only_problem(ws.build_chapter(&path, "\n{{table tensors_memory.numel}}\n"));
+    assert!(
+        matches!(&p.cause, Cause::BadValue { msg, .. } if msg.contains("`table` shows an object")),
+        "{p}"
+    );
+}
