@@ -78,6 +78,51 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "the seed the code passes (its value names `x_seed_1`)",
     ),
     (
+        "motivating_questions.md",
+        "opens with two questions",
+        "the lecture's two questions, the chapter's two headings",
+    ),
+    (
+        "motivating_questions.md",
+        "AdamW's two running averages",
+        "AdamW keeps a first and a second moment by definition",
+    ),
+    (
+        "data_loading.md",
+        "the two were about as fast",
+        "pinned and pageable: the two copies the sentence compares",
+    ),
+    (
+        "custom_model.md",
+        "one D × 1 column",
+        "the head's single output: the Cruncher's definition, not a setting",
+    ),
+    (
+        "train_loop.md",
+        "w* = (0, 1, …, D − 1)",
+        "the true weights are 0 to D − 1 by construction (`arange(D)`); D itself is quoted",
+    ),
+    (
+        "train_loop.md",
+        "D × 1 layer",
+        "the head's single output: the Cruncher's definition, not a setting",
+    ),
+    (
+        "train_loop.md",
+        "## Two learning rates",
+        "the two runs the section's code makes, whose rates the next sentence quotes",
+    ),
+    (
+        "train_loop.md",
+        "at two learning rates",
+        "the two AdaGrad runs whose rates the table quotes",
+    ),
+    (
+        "train_loop.md",
+        "Two things shape these curves",
+        "the paragraph's two points, not a measurement",
+    ),
+    (
         "checkpointing.md",
         "on day three",
         "an example of when a crash may come, not a measurement",
@@ -90,18 +135,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
 /// left (take it off the list), so the list only shrinks.
 const PENDING: &[(&str, &str)] = &[
     (
-        "checkpointing.md",
-        "the Cruncher's D and layer count: `checkpointing` must record them",
-    ),
-    (
-        "custom_model.md",
-        "D, the layer count and the batch size: `custom_model` must record them",
-    ),
-    (
-        "data_loading.md",
-        "the token range written and B, L: `data_loading` must record them",
-    ),
-    (
         "einops.md",
         "the example tensors' shapes and fill values: the einops sections must record them",
     ),
@@ -112,14 +145,6 @@ const PENDING: &[(&str, &str)] = &[
     (
         "module_parameters.md",
         "the lecture's ±3 bounds and 1/128: `module_parameters` must record them",
-    ),
-    (
-        "motivating_questions.md",
-        "70e9 parameters, 15e12 tokens, eight H100s: `motivating_questions` must record them",
-    ),
-    (
-        "optimizer.md",
-        "D, layers, batch, targets and bytes per float: `optimizer` must record them",
     ),
     (
         "tensor_elementwise.md",
@@ -152,10 +177,6 @@ const PENDING: &[(&str, &str)] = &[
     (
         "tensors_on_gpus.md",
         "the example shapes and bytes per float: `tensors_on_gpus` must record them",
-    ),
-    (
-        "train_loop.md",
-        "D, the batch size and step counts: `train_loop` must record them",
     ),
 ];
 
@@ -232,11 +253,16 @@ fn integers(value: &Value, out: &mut BTreeSet<i64>) {
 
 /// The numbers typed into `markdown`'s prose, after removing `allowed` phrases.
 fn typed_numbers(markdown: &str, recorded: &BTreeSet<i64>, allowed: &[&str]) -> Vec<Typed> {
-    // Directives become spaces (same length, so offsets and lines stay), then allowed phrases.
+    // Directives become a word of the same length (so offsets and lines stay; spaces would make a
+    // directive that opens a paragraph an indented code block, hiding the paragraph), then
+    // allowed phrases.
     let mut prose = markdown.to_string();
     let blank = |range: Range<usize>, prose: &mut String| {
-        let spaces = " ".repeat(prose[range.clone()].len());
-        prose.replace_range(range, &spaces);
+        let len = prose[range.clone()].len();
+        let word: String = (0..len)
+            .map(|i| if i == 0 || i + 1 == len { ' ' } else { 'X' })
+            .collect();
+        prose.replace_range(range, &word);
     };
     for found in find(markdown) {
         blank(found.span, &mut prose);
@@ -317,6 +343,10 @@ fn no_chapter_types_a_number() {
         unused.retain(|(chapter, phrase, _)| !(*chapter == name && markdown.contains(phrase)));
         let typed = typed_numbers(&markdown, &recorded, &allowed);
         if PENDING.iter().any(|(chapter, _)| *chapter == name) {
+            // Shown with `--nocapture`: what each pending chapter still types.
+            for t in &typed {
+                eprintln!("pending book/src/{name}:{}: `{}`", t.line, t.token);
+            }
             if typed.is_empty() {
                 cleared.push(name);
             }
