@@ -224,10 +224,6 @@ const PENDING: &[(&str, &str)] = &[
         "the 4×4 example and index (1, 2): `tensor_storage` must record them",
     ),
     (
-        "tensors_basics.md",
-        "the example shapes: `tensors_basics` must record them",
-    ),
-    (
         "tensors_on_gpus.md",
         "the example shapes and bytes per float: `tensors_on_gpus` must record them",
     ),

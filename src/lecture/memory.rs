@@ -14,16 +14,19 @@ use crate::trace::Unit;
 pub fn tensors_basics(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::from_data(&[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], DType::F32)?;
     cx.record_tensor("x_from_data", &x)?;
-    let x = Tensor::zeros(&[4, 8], DType::F32)?; // 4x8 matrix of all zeros
+    cx.record("x_from_data_shape", x.shape().to_vec(), Unit::None)?;
+    let filled_shape = [4, 8];
+    cx.record("filled_shape", filled_shape.to_vec(), Unit::None)?;
+    let x = Tensor::zeros(&filled_shape, DType::F32)?; // 4x8 matrix of all zeros
     cx.record_tensor("x_zeros", &x)?;
-    let x = Tensor::ones(&[4, 8], DType::F32)?; // 4x8 matrix of all ones
+    let x = Tensor::ones(&filled_shape, DType::F32)?; // 4x8 matrix of all ones
     cx.record_tensor("x_ones", &x)?;
-    let x = Tensor::randn(&[4, 8], DType::F32, &mut cx.rng)?; // iid N(0, 1) samples, seeded
+    let x = Tensor::randn(&filled_shape, DType::F32, &mut cx.rng)?; // iid N(0, 1) samples, seeded
     cx.record_tensor("x_randn", &x)?;
 
     // `empty` promises memory, not values. Rust never hands out uninitialised memory, so ours
     // holds zeros; do not rely on that, fill it before use.
-    let x = Tensor::empty(&[4, 8], DType::F32)?;
+    let x = Tensor::empty(&filled_shape, DType::F32)?;
     cx.record("x_empty_nbytes", x.nbytes(), Unit::Bytes)?;
     cx.record(
         "x_empty_all_zero",
