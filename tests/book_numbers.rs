@@ -78,6 +78,116 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "the seed the code passes (its value names `x_seed_1`)",
     ),
     (
+        "motivating_questions.md",
+        "opens with two questions",
+        "the lecture's two questions, the chapter's two headings",
+    ),
+    (
+        "motivating_questions.md",
+        "AdamW's two running averages",
+        "AdamW keeps a first and a second moment by definition",
+    ),
+    (
+        "data_loading.md",
+        "the two were about as fast",
+        "pinned and pageable: the two copies the sentence compares",
+    ),
+    (
+        "custom_model.md",
+        "one D × 1 column",
+        "the head's single output: the Cruncher's definition, not a setting",
+    ),
+    (
+        "train_loop.md",
+        "w* = (0, 1, …, D − 1)",
+        "the true weights are 0 to D − 1 by construction (`arange(D)`); D itself is quoted",
+    ),
+    (
+        "train_loop.md",
+        "D × 1 layer",
+        "the head's single output: the Cruncher's definition, not a setting",
+    ),
+    (
+        "train_loop.md",
+        "## Two learning rates",
+        "the two runs the section's code makes, whose rates the next sentence quotes",
+    ),
+    (
+        "train_loop.md",
+        "at two learning rates",
+        "the two AdaGrad runs whose rates the table quotes",
+    ),
+    (
+        "train_loop.md",
+        "Two things shape these curves",
+        "the paragraph's two points, not a measurement",
+    ),
+    (
+        "tensors_memory.md",
+        "in two variants",
+        "fp8's two formats, E4M3 and E5M2, named right after",
+    ),
+    (
+        "tensors_memory.md",
+        "the step from 1 to the next representable number",
+        "eps is defined at the number one",
+    ),
+    (
+        "tensors_memory.md",
+        "the gap between 1 and the next number up",
+        "eps is defined at the number one",
+    ),
+    (
+        "tensor_operations_flops.md",
+        "strict about two words",
+        "FLOP and FLOP/s, the two words listed right after",
+    ),
+    (
+        "tensor_operations_flops.md",
+        "the 2023 US executive order",
+        "the order's year: part of its name",
+    ),
+    (
+        "tensor_operations_flops.md",
+        "two zeros in every four values",
+        "the definition of the H100's 2:4 structured sparsity, a fixed pattern",
+    ),
+    (
+        "tensor_operations_flops.md",
+        "calls this two weeks",
+        "the original lecture's words, quoted to correct them",
+    ),
+    (
+        "tensor_operations_flops.md",
+        "product of its three dimensions",
+        "B, D and K: a matrix product has three dimensions by definition",
+    ),
+    (
+        "tensor_operations_flops.md",
+        "a 16×32 by a 32×16 tile\nof bfloat16 numbers into 16×16 float32 sums, 16,384 FLOPs",
+        "the tdpbf16ps instruction's tile shapes, fixed by Intel's instruction set, the same on every AMX machine",
+    ),
+    (
+        "tensor_operations_flops.md",
+        "Two effects shape such curves",
+        "the paragraph's two points, not a measurement",
+    ),
+    (
+        "tensor_operations_flops.md",
+        "Which of the two this device",
+        "the two effects just described",
+    ),
+    (
+        "gradients.md",
+        "Two matrix multiplications",
+        "the network's two layers, w1 and w2: its definition",
+    ),
+    (
+        "gradients.md",
+        "two more of the same size",
+        "the weight's and the input's gradient, named right after: the chain rule's structure",
+    ),
+    (
         "checkpointing.md",
         "on day three",
         "an example of when a crash may come, not a measurement",
@@ -90,36 +200,12 @@ const ALLOWED: &[(&str, &str, &str)] = &[
 /// left (take it off the list), so the list only shrinks.
 const PENDING: &[(&str, &str)] = &[
     (
-        "checkpointing.md",
-        "the Cruncher's D and layer count: `checkpointing` must record them",
-    ),
-    (
-        "custom_model.md",
-        "D, the layer count and the batch size: `custom_model` must record them",
-    ),
-    (
-        "data_loading.md",
-        "the token range written and B, L: `data_loading` must record them",
-    ),
-    (
         "einops.md",
         "the example tensors' shapes and fill values: the einops sections must record them",
     ),
     (
-        "gradients.md",
-        "the basics' x, w and target, and the FLOP terms' factors: `gradients_basics` must record them",
-    ),
-    (
         "module_parameters.md",
         "the lecture's ±3 bounds and 1/128: `module_parameters` must record them",
-    ),
-    (
-        "motivating_questions.md",
-        "70e9 parameters, 15e12 tokens, eight H100s: `motivating_questions` must record them",
-    ),
-    (
-        "optimizer.md",
-        "D, layers, batch, targets and bytes per float: `optimizer` must record them",
     ),
     (
         "tensor_elementwise.md",
@@ -130,10 +216,6 @@ const PENDING: &[(&str, &str)] = &[
         "the example shapes: `tensor_matmul` must record its inputs' shapes",
     ),
     (
-        "tensor_operations_flops.md",
-        "the number of H100s, and the AMX tile shape: `tensor_operations_flops` must record them",
-    ),
-    (
         "tensor_slicing.md",
         "the example tensor and the value written: `tensor_slicing` must record them",
     ),
@@ -142,20 +224,8 @@ const PENDING: &[(&str, &str)] = &[
         "the 4×4 example and index (1, 2): `tensor_storage` must record them",
     ),
     (
-        "tensors_basics.md",
-        "the example shapes: `tensors_basics` must record them",
-    ),
-    (
-        "tensors_memory.md",
-        "d = 12,288 and the example shape; bit counts are in the *_info tables",
-    ),
-    (
         "tensors_on_gpus.md",
         "the example shapes and bytes per float: `tensors_on_gpus` must record them",
-    ),
-    (
-        "train_loop.md",
-        "D, the batch size and step counts: `train_loop` must record them",
     ),
 ];
 
@@ -232,11 +302,16 @@ fn integers(value: &Value, out: &mut BTreeSet<i64>) {
 
 /// The numbers typed into `markdown`'s prose, after removing `allowed` phrases.
 fn typed_numbers(markdown: &str, recorded: &BTreeSet<i64>, allowed: &[&str]) -> Vec<Typed> {
-    // Directives become spaces (same length, so offsets and lines stay), then allowed phrases.
+    // Directives become a word of the same length (so offsets and lines stay; spaces would make a
+    // directive that opens a paragraph an indented code block, hiding the paragraph), then
+    // allowed phrases.
     let mut prose = markdown.to_string();
     let blank = |range: Range<usize>, prose: &mut String| {
-        let spaces = " ".repeat(prose[range.clone()].len());
-        prose.replace_range(range, &spaces);
+        let len = prose[range.clone()].len();
+        let word: String = (0..len)
+            .map(|i| if i == 0 || i + 1 == len { ' ' } else { 'X' })
+            .collect();
+        prose.replace_range(range, &word);
     };
     for found in find(markdown) {
         blank(found.span, &mut prose);
@@ -317,6 +392,10 @@ fn no_chapter_types_a_number() {
         unused.retain(|(chapter, phrase, _)| !(*chapter == name && markdown.contains(phrase)));
         let typed = typed_numbers(&markdown, &recorded, &allowed);
         if PENDING.iter().any(|(chapter, _)| *chapter == name) {
+            // Shown with `--nocapture`: what each pending chapter still types.
+            for t in &typed {
+                eprintln!("pending book/src/{name}:{}: `{}`", t.line, t.token);
+            }
             if typed.is_empty() {
                 cleared.push(name);
             }

@@ -20,6 +20,8 @@ use crate::trace::Unit;
 /// continues exactly as if it had never stopped.
 pub fn checkpointing(cx: &mut SectionCtx) -> Result<()> {
     let (d, num_layers, b, lr) = (64, 3, 16, 0.01);
+    record!(cx, d, Unit::Count)?;
+    record!(cx, num_layers, Unit::Count)?;
     let (total_steps, save_at) = (20u64, 10u64);
     let true_w = Tensor::randn(&[d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?;
     let data = LinearData {

@@ -25,9 +25,11 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     cx.record_untimed("h100_flop_per_sec", peaks::H100_SXM_BF16_DENSE, Unit::FlopPerSec)?;
 
     // 8 H100s running flat out for one week (the original calls it two weeks but computes one).
+    let num_h100s = 8;
+    record!(cx, num_h100s, Unit::Count)?;
     let seconds = 60.0 * 60.0 * 24.0 * 7.0;
     cx.record_untimed("one_week_seconds", seconds, Unit::Seconds)?;
-    let total_flops = 8.0 * seconds * peaks::H100_SXM_BF16_DENSE;
+    let total_flops = num_h100s as f64 * seconds * peaks::H100_SXM_BF16_DENSE;
     record!(cx, total_flops, Unit::Flop)?;
 
     // A linear model y = x @ w: B points of dimension D mapped to K outputs.
@@ -40,7 +42,9 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::randn_on(&[b, d], DType::F32, &cx.device, &mut cx.rng)?;
     let w = Tensor::randn_on(&[d, k], DType::F32, &cx.device, &mut cx.rng)?;
     // One multiply and one add for each (i, j, k) triple.
-    let actual_num_flops = 2 * b * d * k;
+    let flop_per_multiply_add = 2;
+    record!(cx, flop_per_multiply_add, Unit::Flop)?;
+    let actual_num_flops = flop_per_multiply_add * b * d * k;
     record!(cx, actual_num_flops, Unit::Flop)?;
     let counter = FlopCounter::start();
     let y = x.matmul(&w)?;

@@ -13,7 +13,10 @@ use crate::trace::Unit;
 pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
     let dir = temp_dir()?;
     let path = dir.path().join("data.npy");
-    let orig_data: Vec<i32> = (1..=10).collect();
+    let (first_token, last_token) = (1, 10);
+    cx.record("first_token", first_token, Unit::None)?;
+    cx.record("last_token", last_token, Unit::None)?;
+    let orig_data: Vec<i32> = (first_token..=last_token).collect();
     data::write_tokens(&path, &orig_data)?;
     let data = TokenFile::open(&path)?;
     cx.record("data", data.to_vec(), Unit::None)?;
@@ -21,6 +24,8 @@ pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
 
     // A batch of B sequences of length L, starting at random positions.
     let (batch_size, sequence_length) = (2, 4);
+    cx.record("batch_size", batch_size, Unit::Count)?;
+    cx.record("sequence_length", sequence_length, Unit::Count)?;
     let batch = data::get_batch(&data, batch_size, sequence_length, &mut cx.rng, &cx.device)?;
     cx.record_tensor("x", &batch.inputs)?;
     cx.record("starts", batch.starts.clone(), Unit::None)?;

@@ -11,10 +11,15 @@ use crate::trace::Unit;
 /// Forward: compute a loss. Backward: compute the gradient of the loss with respect to each
 /// parameter, by the chain rule, from the loss back to the leaves.
 pub fn gradients_basics(cx: &mut SectionCtx) -> Result<()> {
-    let x = Var::constant(Tensor::from_data(&[1.0, 2.0, 3.0], DType::F32)?.to_device(&cx.device)?);
-    let w = Var::parameter(Tensor::from_data(&[1.0, 1.0, 1.0], DType::F32)?.to_device(&cx.device)?); // want a gradient
+    let (x_data, w_data, target) = ([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], 5.0);
+    cx.record("x", x_data.to_vec(), Unit::None)?;
+    cx.record("w", w_data.to_vec(), Unit::None)?;
+    record!(cx, target, Unit::None)?;
+    let x = Var::constant(Tensor::from_data(&x_data, DType::F32)?.to_device(&cx.device)?);
+    let w = Var::parameter(Tensor::from_data(&w_data, DType::F32)?.to_device(&cx.device)?); // want a gradient
     let pred_y = x.matmul(&w)?;
-    let loss = pred_y.sub_scalar(5.0)?.pow_scalar(2.0)?.mul_scalar(0.5)?;
+    cx.record("residual", pred_y.value().item()? - target, Unit::None)?;
+    let loss = pred_y.sub_scalar(target)?.pow_scalar(2.0)?.mul_scalar(0.5)?;
     cx.record("loss", loss.value().item()?, Unit::None)?;
 
     loss.backward()?;
@@ -51,9 +56,18 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
         h2.pow_scalar(2.0)?.mean_all()
     };
 
-    // Forward: two matmuls.
-    let num_forward_flops = (2 * b * d * d) + (2 * b * d * k);
+    // Forward: two matmuls, each 2 FLOPs (a multiply and an add) per multiply-add.
+    let flop_per_multiply_add = 2;
+    record!(cx, flop_per_multiply_add, Unit::Flop)?;
+    let num_forward_flops = (flop_per_multiply_add * b * d * d) + (flop_per_multiply_add * b * d * k);
     record!(cx, num_forward_flops, Unit::Flop)?;
+    // Per parameter (D·D + D·K) per data point (B).
+    let num_parameters = d * d + d * k;
+    cx.record(
+        "forward_flop_per_parameter_datum",
+        num_forward_flops / (b * num_parameters),
+        Unit::Flop,
+    )?;
     let counter = FlopCounter::start();
     let loss = forward(&Var::constant(x.clone()))?;
     let counted = counter.finish();
@@ -65,14 +79,24 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     // the count after each term is kept).
     let mut num_backward_flops = 0;
     record!(cx, history num_backward_flops, Unit::Flop)?;
-    num_backward_flops += 2 * b * d * k; // w2.grad = h1ᵀ @ h2.grad
+    num_backward_flops += flop_per_multiply_add * b * d * k; // w2.grad = h1ᵀ @ h2.grad
     record!(cx, history num_backward_flops, Unit::Flop)?;
-    num_backward_flops += 2 * b * d * k; // h1.grad = h2.grad @ w2ᵀ
+    num_backward_flops += flop_per_multiply_add * b * d * k; // h1.grad = h2.grad @ w2ᵀ
     record!(cx, history num_backward_flops, Unit::Flop)?;
-    num_backward_flops += 2 * b * d * d; // w1.grad = xᵀ @ h1.grad
+    num_backward_flops += flop_per_multiply_add * b * d * d; // w1.grad = xᵀ @ h1.grad
     record!(cx, history num_backward_flops, Unit::Flop)?;
-    num_backward_flops += 2 * b * d * d; // x.grad = h1.grad @ w1ᵀ
+    num_backward_flops += flop_per_multiply_add * b * d * d; // x.grad = h1.grad @ w1ᵀ
     record!(cx, history num_backward_flops, Unit::Flop)?;
+    cx.record(
+        "backward_flop_per_parameter_datum",
+        num_backward_flops / (b * num_parameters),
+        Unit::Flop,
+    )?;
+    cx.record(
+        "step_flop_per_parameter_datum",
+        (num_forward_flops + num_backward_flops) / (b * num_parameters),
+        Unit::Flop,
+    )?;
     cx.record(
         "backward_to_forward_ratio",
         num_backward_flops as f64 / num_forward_flops as f64,

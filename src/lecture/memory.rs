@@ -14,16 +14,19 @@ use crate::trace::Unit;
 pub fn tensors_basics(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::from_data(&[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], DType::F32)?;
     cx.record_tensor("x_from_data", &x)?;
-    let x = Tensor::zeros(&[4, 8], DType::F32)?; // 4x8 matrix of all zeros
+    cx.record("x_from_data_shape", x.shape().to_vec(), Unit::None)?;
+    let filled_shape = [4, 8];
+    cx.record("filled_shape", filled_shape.to_vec(), Unit::None)?;
+    let x = Tensor::zeros(&filled_shape, DType::F32)?; // 4x8 matrix of all zeros
     cx.record_tensor("x_zeros", &x)?;
-    let x = Tensor::ones(&[4, 8], DType::F32)?; // 4x8 matrix of all ones
+    let x = Tensor::ones(&filled_shape, DType::F32)?; // 4x8 matrix of all ones
     cx.record_tensor("x_ones", &x)?;
-    let x = Tensor::randn(&[4, 8], DType::F32, &mut cx.rng)?; // iid N(0, 1) samples, seeded
+    let x = Tensor::randn(&filled_shape, DType::F32, &mut cx.rng)?; // iid N(0, 1) samples, seeded
     cx.record_tensor("x_randn", &x)?;
 
     // `empty` promises memory, not values. Rust never hands out uninitialised memory, so ours
     // holds zeros; do not rely on that, fill it before use.
-    let x = Tensor::empty(&[4, 8], DType::F32)?;
+    let x = Tensor::empty(&filled_shape, DType::F32)?;
     cx.record("x_empty_nbytes", x.nbytes(), Unit::Bytes)?;
     cx.record(
         "x_empty_all_zero",
@@ -56,25 +59,32 @@ fn info_json(fmt: &FloatFormat) -> serde_json::Value {
 /// also what can be represented at all.
 pub fn tensors_memory(cx: &mut SectionCtx) -> Result<()> {
     // float32 (single precision): 1 sign bit, 8 exponent bits, 23 mantissa bits.
-    let x = Tensor::zeros(&[4, 8], DType::F32)?;
+    let shape = [4, 8];
+    cx.record("shape", shape.to_vec(), Unit::None)?;
+    let x = Tensor::zeros(&shape, DType::F32)?;
     cx.record("dtype", x.dtype().name(), Unit::None)?;
     cx.record("numel", x.numel(), Unit::Count)?;
     cx.record("element_size", x.element_size(), Unit::Bytes)?;
     cx.record("bytes", x.nbytes(), Unit::Bytes)?;
 
     // One matrix of GPT-3's feed-forward layer, allocated for real.
-    let w = Tensor::empty(&[4 * 12288, 12288], DType::F32)?;
+    let (gpt3_d, gpt3_ffn_multiplier) = (12288, 4);
+    cx.record("gpt3_d", gpt3_d, Unit::Count)?;
+    cx.record("gpt3_ffn_multiplier", gpt3_ffn_multiplier, Unit::Count)?;
+    let w = Tensor::empty(&[gpt3_ffn_multiplier * gpt3_d, gpt3_d], DType::F32)?;
     cx.record("gpt3_ffn_bytes", w.nbytes(), Unit::Bytes)?;
     drop(w);
 
     // float16 halves the memory, but its range is small: 1e-8 underflows to zero.
-    let x = Tensor::zeros(&[4, 8], DType::F16)?;
+    let x = Tensor::zeros(&shape, DType::F16)?;
     cx.record("float16_element_size", x.element_size(), Unit::Bytes)?;
-    let x = Tensor::from_data(&[1e-8], DType::F16)?;
+    let test_value = 1e-8;
+    cx.record("test_value", test_value, Unit::None)?;
+    let x = Tensor::from_data(&[test_value], DType::F16)?;
     cx.record("fp16_1e_8", x.item()?, Unit::None)?;
 
     // bfloat16 keeps float32's exponent range with fewer mantissa bits: 1e-8 survives, coarsely.
-    let x = Tensor::from_data(&[1e-8], DType::BF16)?;
+    let x = Tensor::from_data(&[test_value], DType::BF16)?;
     cx.record("bfloat16_element_size", x.element_size(), Unit::Bytes)?;
     cx.record("bf16_1e_8", x.item()?, Unit::None)?;
 

@@ -11,8 +11,8 @@ use crate::optim::Sgd;
 use crate::tensor::{DType, Tensor};
 use crate::trace::Unit;
 
-/// The lecture's claim, measured: pure bf16 training loses small updates to rounding, while bf16
-/// compute on fp32 master weights tracks fp32.
+/// The lecture's claim, put to the test: the same model trained in fp32, in pure bf16, and in bf16
+/// compute on fp32 master weights, and the losses each run reaches recorded side by side.
 pub fn mixed_precision_training(cx: &mut SectionCtx) -> Result<()> {
     let (d, num_layers, b, lr, steps) = (32, 2, 32, 0.01, 300);
     cx.record(

@@ -88,7 +88,9 @@ fn std_vs_input_dim(rng: &mut Rng) -> Result<serde_json::Value> {
 /// A custom model: `num_layers` D×D linear layers and a final D×1 head.
 pub fn custom_model(cx: &mut SectionCtx) -> Result<()> {
     let d = 64;
+    record!(cx, d, Unit::Count)?;
     let num_layers = 2;
+    record!(cx, num_layers, Unit::Count)?;
     let model = Cruncher::new(d, num_layers, &mut cx.rng)?;
     let params: Vec<serde_json::Value> = model
         .named_parameters()
@@ -111,6 +113,7 @@ pub fn custom_model(cx: &mut SectionCtx) -> Result<()> {
         Unit::None,
     )?;
     let b = 8;
+    cx.record("batch_size", b, Unit::Count)?;
     let x = Var::constant(Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
     let y = model.forward(&x)?;
     cx.record("y_shape", y.shape().to_vec(), Unit::None)?;

@@ -9,9 +9,17 @@ use crate::trace::Unit;
 /// and what is the largest model that fits on 8 H100s with AdamW (naively)?
 pub fn motivating_questions(cx: &mut SectionCtx) -> Result<()> {
     // Training cost: 6 FLOPs per parameter per token (2 forward + 4 backward; see gradients_flops).
-    let num_parameters = 70e9;
+    let model_parameters = 70e9;
+    record!(cx, model_parameters, Unit::Count)?;
     let num_tokens = 15e12;
-    let total_flops = 6.0 * num_parameters * num_tokens;
+    record!(cx, num_tokens, Unit::Count)?;
+    let forward_flop_per_parameter_token = 2.0;
+    record!(cx, forward_flop_per_parameter_token, Unit::Flop)?;
+    let backward_flop_per_parameter_token = 4.0;
+    record!(cx, backward_flop_per_parameter_token, Unit::Flop)?;
+    let flop_per_parameter_token = forward_flop_per_parameter_token + backward_flop_per_parameter_token;
+    record!(cx, flop_per_parameter_token, Unit::Flop)?;
+    let total_flops = flop_per_parameter_token * model_parameters * num_tokens;
     record!(cx, total_flops, Unit::Flop)?;
 
     let h100_flop_per_sec = peaks::H100_SXM_BF16_DENSE; // datasheet, dense (no sparsity)
@@ -26,11 +34,15 @@ pub fn motivating_questions(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, days, Unit::None)?;
 
     // Memory: parameters, gradients and AdamW's two moments, all float32.
+    let memory_num_gpus = 8;
+    record!(cx, memory_num_gpus, Unit::Count)?;
     let h100_bytes = 80e9;
     record!(cx, h100_bytes, Unit::Bytes)?;
-    let bytes_per_parameter = 4 + 4 + (4 + 4);
+    let bytes_per_float32 = 4;
+    record!(cx, bytes_per_float32, Unit::Bytes)?;
+    let bytes_per_parameter = bytes_per_float32 + bytes_per_float32 + (bytes_per_float32 + bytes_per_float32);
     record!(cx, bytes_per_parameter, Unit::Bytes)?;
-    let largest_model = (8.0 * h100_bytes) / bytes_per_parameter as f64;
+    let largest_model = (memory_num_gpus as f64 * h100_bytes) / bytes_per_parameter as f64;
     cx.record("num_parameters", largest_model, Unit::Count)?;
 
     // The same memory question for the device this run is on (activations still ignored).

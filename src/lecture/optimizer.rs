@@ -32,6 +32,9 @@ fn grads(model: &dyn Module) -> Vec<(String, Tensor)> {
 /// An optimizer step, and the memory and compute a training step costs.
 pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
     let (b, d, num_layers) = (2, 4, 2);
+    cx.record("batch_size", b, Unit::Count)?;
+    record!(cx, d, Unit::Count)?;
+    record!(cx, num_layers, Unit::Count)?;
     let model = Cruncher::new(d, num_layers, &mut cx.rng)?.to_device(&cx.device)?;
     let lr = 0.01;
     let mut optimizer = AdaGrad::new(&model, lr)?;
@@ -42,7 +45,9 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, history state, Unit::None)?;
 
     let x = Var::constant(Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
-    let y = Var::constant(Tensor::from_data(&[4.0, 5.0], DType::F32)?.to_device(&cx.device)?);
+    let targets = [4.0, 5.0];
+    cx.record("targets", targets.to_vec(), Unit::None)?;
+    let y = Var::constant(Tensor::from_data(&targets, DType::F32)?.to_device(&cx.device)?);
     let counter = FlopCounter::start();
     let pred_y = model.forward(&x)?;
     let loss = mse_loss(&pred_y, &y)?;
@@ -69,7 +74,9 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, num_gradients, Unit::Count)?;
     let num_optimizer_states = num_parameters;
     record!(cx, num_optimizer_states, Unit::Count)?;
-    let total_memory = 4 * (num_parameters + num_activations + num_gradients + num_optimizer_states);
+    let bytes_per_float32 = 4;
+    record!(cx, bytes_per_float32, Unit::Bytes)?;
+    let total_memory = bytes_per_float32 * (num_parameters + num_activations + num_gradients + num_optimizer_states);
     record!(cx, total_memory, Unit::Bytes)?;
 
     // Memory the library actually held, by category.
@@ -94,7 +101,9 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
     )?;
 
     // Compute: 2 FLOPs per (data point, parameter) forward, 4 backward.
-    let flops = 6 * b * num_parameters;
+    let flop_per_parameter_datum = 6;
+    record!(cx, flop_per_parameter_datum, Unit::Flop)?;
+    let flops = flop_per_parameter_datum * b * num_parameters;
     record!(cx, flops, Unit::Flop)?;
     let counted = step_flops.by_op.get("matmul").copied().unwrap_or(0);
     cx.record("counted_flops", counted, Unit::Flop)?;

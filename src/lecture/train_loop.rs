@@ -30,6 +30,9 @@ pub fn train_loop(cx: &mut SectionCtx) -> Result<()> {
     let d = 16;
     let true_w = Tensor::arange(d, DType::F32)?.to_device(&cx.device)?; // weights 0, 1, …, D−1
     let (b, num_layers, num_train_steps) = (4, 0, 10);
+    record!(cx, d, Unit::Count)?;
+    cx.record("batch_size", b, Unit::Count)?;
+    record!(cx, num_train_steps, Unit::Count)?;
     let data = LinearData {
         true_w,
         device: cx.device.clone(),
