@@ -81,9 +81,10 @@ pub enum Error {
     #[error("CUDA: {0}")]
     Cuda(String),
 
-    /// `CS336_CPU_ISA` names no level, or one this CPU lacks.
-    #[error(transparent)]
-    CpuIsa(#[from] crate::device::cpu::isa::IsaError),
+    /// `CS336_CPU_ISA` names no level, or one this CPU lacks: the message of the device layer's
+    /// `IsaError` (held as text, so that this module imports no layer above it).
+    #[error("{0}")]
+    CpuIsa(String),
 
     #[error(
         "CUDA out of memory: asked for {requested} bytes ({:.3} GiB) with {free} bytes ({:.3} GiB) free of {total}",

@@ -45,6 +45,12 @@ pub enum IsaError {
     },
 }
 
+impl From<IsaError> for crate::error::Error {
+    fn from(e: IsaError) -> Self {
+        crate::error::Error::CpuIsa(e.to_string())
+    }
+}
+
 impl CpuIsa {
     pub const ALL: [CpuIsa; 4] = [CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Amx];
 
