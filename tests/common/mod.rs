@@ -81,7 +81,7 @@ pub struct Checkable {
 
 /// The trace the book shows by default (`trace = "newest"` in `book/book.toml`): of the committed
 /// traces, the one whose newest section was recorded last. It must be current in every section
-/// (`committed_trace.rs`); the others need not be.
+/// (`tests/committed_trace/`); the others need not be.
 pub fn default_trace_path() -> PathBuf {
     let created = |t: &Trace| {
         t.created_at()
@@ -98,7 +98,7 @@ pub fn default_trace_path() -> PathBuf {
 /// the book's default ([`default_trace_path`]): only the trace's own device can record them again
 /// (a GPU, or another CPU model than this machine's), the book marks such sections instead of
 /// failing, and no current invariant speaks for them. Says on the terminal which were set aside.
-/// The default trace is never filtered: `committed_trace.rs` fails when it is stale.
+/// The default trace is never filtered: `tests/committed_trace/` fails when it is stale.
 pub fn checkable_traces() -> Vec<Checkable> {
     let default = default_trace_path();
     let mut out = Vec::new();

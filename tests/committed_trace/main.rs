@@ -20,6 +20,9 @@
 //! committed CPU traces fails instead of saying so; `CS336_REQUIRE_AVX512_BF16=1` makes a CPU with
 //! a single bf16 kernel fail the kernel test instead of saying so.
 
+mod rules;
+
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::cell::RefCell;
@@ -31,213 +34,7 @@ use cs336::device::cpu::bf16_gemm::{self, Bf16Kernel};
 use cs336::trace::Trace;
 use cs336::trace::source::function_source;
 
-/// Why a value may differ between a committed trace and a fresh run on the same CPU.
-#[derive(Debug, Clone, Copy)]
-enum Why {
-    /// The machine decides it (a clock, the host's size, its drivers): never compared. Its unit,
-    /// timing mark and place in the trace still are.
-    Machine(&'static str),
-    /// It follows the bf16 matmul kernel: exact when the trace's kernel is this run's, else
-    /// compared as `Other` says.
-    Bf16Kernel(Other, &'static str),
-}
-
-/// How a value that follows the bf16 kernel is compared with a run on another kernel.
-#[derive(Debug, Clone, Copy)]
-enum Other {
-    /// Within this relative difference.
-    Within(f64),
-    /// Not compared; the test prints the value and the reason.
-    Skip,
-    /// The kernel's name: it must be the kernel the trace's provenance names.
-    Recorded,
-}
-
-/// A value (or part of one) and why it may differ. `value` and each `path` segment may list
-/// alternatives separated by `|`; a path segment `*` matches any field or index. The first rule
-/// that matches a location decides it (specific ones come first).
-struct Rule {
-    section: &'static str,
-    value: &'static str,
-    path: &'static [&'static str],
-    why: Why,
-}
-
-const CLOCK: Why = Why::Machine("a clock measured it on this machine");
-const SPREAD_WHY: Why = Why::Machine("a clock measured it, and repeated it as often as a time budget allowed");
-const RATE: Why = Why::Machine("FLOPs over a measured time");
-const PEAK: Why = Why::Machine("the CPU's peak is measured (a timed FMA loop), so it and every MFU against it vary");
-/// A timing's spread: its statistics, and how many warm-up calls and repetitions fit its time
-/// budget (both are decided by time: src/timing/).
-const SPREAD: &str = "median_s|min_s|q1_s|q3_s|max_s|reps|warmup";
-/// bf16 has 8 significant bits: a few roundings apart on a loss computed from the same weights
-/// and batch.
-const BF16_FIRST_STEP: f64 = 4.0 / 256.0;
-const TRAJECTORY: &str = "a rounding that differs in one step changes every later step of the training run";
-
-const RULES: &[Rule] = &[
-    Rule {
-        section: "motivating_questions",
-        value: "this_device_bytes|this_device_num_parameters",
-        path: &[],
-        why: Why::Machine("the host's memory size"),
-    },
-    Rule {
-        section: "tensors_on_gpus",
-        value: "cuda_unavailable_reason",
-        path: &[],
-        why: Why::Machine("what this machine lacks for CUDA (driver, device) as its loader reports it"),
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "actual_time|bf16_actual_time",
-        path: &[],
-        why: CLOCK,
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "actual_time_spread|bf16_actual_time_spread",
-        path: &[SPREAD],
-        why: SPREAD_WHY,
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "actual_flop_per_sec|bf16_actual_flop_per_sec",
-        path: &[],
-        why: RATE,
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "promised_flop_per_sec|bf16_promised_flop_per_sec|mfu|bf16_mfu",
-        path: &[],
-        why: PEAK,
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "promised_peak_source|bf16_promised_peak_source",
-        path: &[],
-        why: Why::Machine("how the peak was measured: rounds calibrated by a clock, and the thread count"),
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "cpu_isa|cpu_isa_set_by",
-        path: &[],
-        why: Why::Machine("the instruction-set level: CS336_CPU_ISA's, else the best this CPU has"),
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "cpu_isa_peaks",
-        path: &["*", "loop"],
-        why: Why::Machine("the loops of the instruction-set level (CS336_CPU_ISA's, else the best this CPU has)"),
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "cpu_isa_peaks",
-        path: &["*", "flop_per_sec|how"],
-        why: PEAK,
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "bf16_promised_peak_loop",
-        path: &[],
-        why: Why::Bf16Kernel(Other::Skip, "the loop of the instruction the bf16 kernel uses"),
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "sweep_peaks",
-        path: &["bf16", "loop"],
-        why: Why::Bf16Kernel(Other::Skip, "the loop of the instruction the bf16 kernel uses"),
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "cpu_peak_formula",
-        path: &["bf16", "flop_per_instruction|instructions_per_cycle"],
-        why: Why::Bf16Kernel(
-            Other::Skip,
-            "the textbook figures of the instruction the bf16 kernel uses",
-        ),
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "cpu_peak_formula",
-        path: &["*", "flop_per_sec|physical_cores|clock_hz|assumptions"],
-        why: Why::Machine("the textbook peak uses the core count and the clock read from /proc/cpuinfo"),
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "throughput_sweep",
-        path: &["*", "median_s|min_s|q1_s|q3_s|max_s|reps|flop_per_sec|mfu"],
-        why: Why::Machine("the sweep's times, and the rates and MFUs from them"),
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "sweep_peaks",
-        path: &["*", "flop_per_sec|how"],
-        why: PEAK,
-    },
-    Rule {
-        section: "gradients_flops",
-        value: "forward_time|backward_time|measured_backward_to_forward_ratio",
-        path: &[],
-        why: CLOCK,
-    },
-    Rule {
-        section: "gradients_flops",
-        value: "forward_time_spread|backward_time_spread",
-        path: &[SPREAD],
-        why: SPREAD_WHY,
-    },
-    Rule {
-        section: "tensor_operations_flops",
-        value: "bf16_matmul_isa",
-        path: &[],
-        why: Why::Bf16Kernel(Other::Recorded, "the kernel's name"),
-    },
-    Rule {
-        section: "mixed_precision_training",
-        value: "losses_bf16|losses_mixed",
-        path: &["0"],
-        why: Why::Bf16Kernel(
-            Other::Within(BF16_FIRST_STEP),
-            "the first step's loss: the same weights and batch, only the rounding of the bf16 products differs",
-        ),
-    },
-    Rule {
-        section: "mixed_precision_training",
-        value: "losses_bf16|losses_mixed",
-        path: &["*"],
-        why: Why::Bf16Kernel(Other::Skip, TRAJECTORY),
-    },
-    Rule {
-        section: "mixed_precision_training",
-        value: "final_loss_bf16|final_loss_mixed|updates_lost_bf16|updates_lost_mixed",
-        path: &[],
-        why: Why::Bf16Kernel(Other::Skip, TRAJECTORY),
-    },
-    Rule {
-        section: "mixed_precision_training",
-        value: "high_lr_results",
-        path: &["bf16|mixed"],
-        why: Why::Bf16Kernel(Other::Skip, TRAJECTORY),
-    },
-];
-
-fn matches(pattern: &str, text: &str) -> bool {
-    pattern == "*" || pattern.split('|').any(|p| p == text)
-}
-
-/// The index in [`RULES`] of the first rule matching `loc`.
-fn rule_for(loc: &Loc) -> Option<usize> {
-    RULES.iter().position(|r| {
-        r.section == loc.section
-            && matches(r.value, &loc.value)
-            && r.path.len() == loc.path.len()
-            && r.path.iter().zip(&loc.path).all(|(p, seg)| match seg {
-                Seg::Key(k) => matches(p, k),
-                Seg::Index(i) => matches(p, &i.to_string()),
-            })
-    })
-}
+use rules::*;
 
 /// What a CPU trace's floating-point results depend on.
 #[derive(Debug, PartialEq)]
@@ -510,7 +307,7 @@ fn committed_cpu_traces_equal_a_fresh_run() {
             d.is_empty(),
             "{} differs from a fresh run (seed 0) in {} place(s):\n  {}\nIf the code changed what it records, run \
              `cargo run --release --bin lecture -- --no-book` and commit the trace; if the machine decides a value, \
-             name it in RULES in tests/committed_trace.rs with the reason.",
+             name it in RULES in tests/committed_trace/rules.rs with the reason.",
             path.display(),
             d.len(),
             d.join("\n  ")
@@ -549,7 +346,7 @@ fn committed_cpu_traces_equal_a_fresh_run() {
         .collect();
     assert!(
         unused.is_empty(),
-        "RULES in tests/committed_trace.rs name values no trace records: {unused:?}"
+        "RULES in tests/committed_trace/rules.rs name values no trace records: {unused:?}"
     );
 }
 
