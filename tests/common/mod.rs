@@ -9,6 +9,7 @@ pub mod process;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use cs336::book::traces::{TraceChoice, Traces};
 use cs336::book::{BookError, BuildOptions, Problem};
 use cs336::device::{self, DeviceRequest};
 use cs336::lecture::run;
@@ -28,14 +29,19 @@ pub fn fresh_trace() -> &'static Trace {
     })
 }
 
+/// `trace/`, or `CS336_TRACE_ROOT` where set (see [`committed_traces`]).
+fn trace_root() -> PathBuf {
+    match std::env::var_os("CS336_TRACE_ROOT") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(ROOT).join("trace"),
+    }
+}
+
 /// Every `trace/**/*.json` in the repository, parsed (a file that does not parse fails the test).
 /// `CS336_TRACE_ROOT=DIR` checks the traces under DIR instead: the GPU check runs these tests,
 /// built here, on the trace it has just written on the GPU machine.
 pub fn committed_traces() -> Vec<(PathBuf, Trace)> {
-    let root = match std::env::var_os("CS336_TRACE_ROOT") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("trace"),
-    };
+    let root = trace_root();
     let mut out = Vec::new();
     let mut stack = vec![root];
     while let Some(dir) = stack.pop() {
@@ -83,15 +89,12 @@ pub struct Checkable {
 /// traces, the one whose newest section was recorded last. It must be current in every section
 /// (`tests/committed_trace/`); the others need not be.
 pub fn default_trace_path() -> PathBuf {
-    let created = |t: &Trace| {
-        t.created_at()
-            .and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok())
-    };
-    committed_traces()
-        .into_iter()
-        .max_by_key(|(_, t)| created(t))
-        .map(|(p, _)| p)
-        .expect("no trace is committed under trace/")
+    // The book's own choice, so the tests hold to it exactly the trace a reader is shown.
+    let dir = trace_root().join("lecture_02");
+    let mut traces = Traces::new(&dir, TraceChoice::Newest, Path::new(ROOT));
+    traces
+        .path(None)
+        .unwrap_or_else(|e| panic!("no default trace in {}: {e}", dir.display()))
 }
 
 /// The committed traces, with the sections that older code recorded set aside in every trace but
