@@ -191,6 +191,41 @@ unsafe fn product(
     });
 }
 
+/// dst (m×n) = a (m×k) · b (k×n), all three row-major and contiguous, on the team like any f32
+/// product: the route of the portable bf16 kernel once it has widened its operands.
+pub(super) fn product_row_major((m, n, k): (usize, usize, usize), a: &[f32], b: &[f32], dst: &mut [f32]) {
+    // The caller sizes these; a mismatch is a bug in it, not bad input.
+    assert!(
+        a.len() == m * k && b.len() == k * n && dst.len() == m * n,
+        "product_row_major: operands of {} and {} and an output of {} for {m}×{k}·{k}×{n}",
+        a.len(),
+        b.len(),
+        dst.len()
+    );
+    if m * n == 0 {
+        return;
+    }
+    if k == 0 {
+        dst.fill(0.0);
+        return;
+    }
+    let (ma, mb) = (
+        Mat {
+            offset: 0,
+            rs: k as isize,
+            cs: 1,
+        },
+        Mat {
+            offset: 0,
+            rs: n as isize,
+            cs: 1,
+        },
+    );
+    // SAFETY: a is m×k and b k×n row-major as the strides say, and dst has m×n elements, which
+    // `product` only writes.
+    unsafe { product((m, n, k), dst.as_mut_ptr(), (a.as_ptr(), ma), (b.as_ptr(), mb)) };
+}
+
 fn run(plan: &Plan, a: &[f32], b: &[f32]) -> Vec<f32> {
     let (m, n, k) = (plan.m, plan.n, plan.k);
     let len = plan.pairs.len() * m * n;
