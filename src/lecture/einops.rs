@@ -15,6 +15,7 @@ use crate::trace::Unit;
 pub fn einops_motivation(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::ones(&[2, 2, 3], DType::F32)?; // batch seq hidden
     let y = Tensor::ones(&[2, 2, 3], DType::F32)?; // batch seq hidden
+    cx.record("x_shape", x.shape().to_vec(), Unit::Count)?;
     let z = x.matmul(&y.transpose(-2, -1)?)?; // batch seq seq
     record!(cx, z)?; // each entry sums 3 products of ones
     Ok(())
@@ -54,6 +55,7 @@ pub fn jaxtyping_basics(cx: &mut SectionCtx) -> Result<()> {
 pub fn einops_einsum(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::ones(&[2, 3, 4], DType::F32)?; // batch seq1 hidden
     let y = Tensor::ones(&[2, 3, 4], DType::F32)?; // batch seq2 hidden
+    cx.record("x_shape", x.shape().to_vec(), Unit::Count)?;
     let z_matmul = x.matmul(&y.transpose(-2, -1)?)?; // old way
     let counter = FlopCounter::start();
     let z = einsum("batch seq1 hidden, batch seq2 hidden -> batch seq1 seq2", &[&x, &y])?; // new way
@@ -66,9 +68,15 @@ pub fn einops_einsum(cx: &mut SectionCtx) -> Result<()> {
     cx.record("z_flops_formula", 2 * batch * seq1 * seq2 * hidden, Unit::Flop)?;
 
     // `...` stands for any number of leading dimensions: batch, or batch1 batch2, or none.
-    let z = einsum("... seq1 hidden, ... seq2 hidden -> ... seq1 seq2", &[&x, &y])?;
-    cx.record_tensor("z_ellipsis", &z)?;
+    let z_ellipsis = einsum("... seq1 hidden, ... seq2 hidden -> ... seq1 seq2", &[&x, &y])?;
+    record!(cx, z_ellipsis)?;
+    cx.record(
+        "z_ellipsis_equals_z",
+        z_ellipsis.to_vec_f64()? == z.to_vec_f64()?,
+        Unit::None,
+    )?;
     let x4 = Tensor::ones(&[5, 2, 3, 4], DType::F32)?; // batch1 batch2 seq1 hidden
+    cx.record("x_broadcast_shape", x4.shape().to_vec(), Unit::Count)?;
     let z = einsum("... seq1 hidden, ... seq2 hidden -> ... seq1 seq2", &[&x4, &y])?; // y broadcasts
     cx.record("z_ellipsis_broadcast_shape", z.shape().to_vec(), Unit::None)?;
 
@@ -84,6 +92,7 @@ pub fn einops_einsum(cx: &mut SectionCtx) -> Result<()> {
 /// reduce: the axes missing from the output are aggregated (sum, mean, max, min).
 pub fn einops_reduce(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::ones(&[2, 3, 4], DType::F32)?; // batch seq hidden
+    cx.record("x_shape", x.shape().to_vec(), Unit::Count)?;
     let y_old = x.mean(&[-1], false)?; // old way
     let y = reduce(&x, "... hidden -> ...", ReduceOp::Mean)?; // new way
     cx.record_tensor("y_mean", &y)?;
@@ -102,9 +111,13 @@ pub fn einops_reduce(cx: &mut SectionCtx) -> Result<()> {
 pub fn einops_rearrange(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::ones(&[2, 3, 8], DType::F32)?; // batch seq total_hidden
     let w = Tensor::ones(&[4, 4], DType::F32)?; // hidden1 hidden2
+    cx.record("x_shape", x.shape().to_vec(), Unit::Count)?;
+    cx.record("w_shape", w.shape().to_vec(), Unit::Count)?;
 
     // total_hidden is heads × hidden1; the pattern cannot know how to split 8, so heads=2 says it.
-    let x_split = rearrange(&x, "... (heads hidden1) -> ... heads hidden1", &[("heads", 2)])?;
+    let heads = 2;
+    record!(cx, heads, Unit::Count)?;
+    let x_split = rearrange(&x, "... (heads hidden1) -> ... heads hidden1", &[("heads", heads)])?;
     cx.record("x_split_shape", x_split.shape().to_vec(), Unit::None)?;
     cx.record("x_split_same_storage", Tensor::same_storage(&x, &x_split), Unit::None)?; // a view
 

@@ -108,6 +108,12 @@ pub fn tensors_memory(cx: &mut SectionCtx) -> Result<()> {
 pub fn tensors_on_gpus(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::zeros(&[32, 32], DType::F32)?; // on the CPU, like every new tensor
     cx.record("x_device", x.device().to_string(), Unit::None)?;
+    cx.record("x_shape", x.shape().to_vec(), Unit::Count)?;
+    cx.record("elements", x.numel(), Unit::Count)?;
+    cx.record("bytes_per_float", x.element_size(), Unit::Bytes)?;
+    // What the allocator should count for x's copy and a second tensor like it.
+    let expected_bytes = 2 * x.numel() * x.element_size();
+    record!(cx, expected_bytes, Unit::Bytes)?;
     let Some(gpu) = cx.device.cuda().cloned() else {
         cx.record("cuda_available", false, Unit::None)?;
         let reason = cx

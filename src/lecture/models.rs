@@ -5,7 +5,7 @@ use serde_json::json;
 use super::{SectionCtx, record};
 use crate::autograd::Var;
 use crate::error::Result;
-use crate::nn::{Cruncher, Init, Module};
+use crate::nn::{Cruncher, Init, Module, TRUNCATION_SIGMAS};
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
 use crate::trace::Unit;
@@ -48,22 +48,27 @@ pub fn module_parameters(cx: &mut SectionCtx) -> Result<()> {
     cx.record_tensor("xavier_output", output.value())?;
     cx.record("xavier_output_std", std_of(output.value())?, Unit::None)?;
 
-    // Truncated at ±3σ with σ = 1/√input_dim: no weight beyond 3/128.
+    // Truncated at ±3σ with σ = 1/√input_dim: no weight beyond 3σ.
     let sigma = 1.0 / (input_dim as f64).sqrt();
+    record!(cx, sigma, Unit::None)?;
+    cx.record("truncation_sigmas", TRUNCATION_SIGMAS, Unit::None)?;
     let w = Init::TruncatedXavier.sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?;
-    cx.record("truncation_bound", 3.0 * sigma, Unit::None)?;
+    cx.record("truncation_bound", TRUNCATION_SIGMAS * sigma, Unit::None)?;
     cx.record("truncated_min", w.min_all()?.item()?, Unit::None)?;
     cx.record("truncated_max", w.max_all()?.item()?, Unit::None)?;
     let output = x.matmul(&Var::parameter(w.to_device(&cx.device)?))?;
     cx.record("truncated_output_std", std_of(output.value())?, Unit::None)?;
     // The original passes a=-3, b=3 as absolute bounds with std 1/128: 3 is 384σ, so nothing
     // is ever cut. Count how many of the untruncated Xavier weights lie beyond ±3 and ±3σ.
+    let absolute_bound = 3.0;
+    record!(cx, absolute_bound, Unit::None)?;
+    cx.record("absolute_bound_in_sigmas", absolute_bound / sigma, Unit::None)?;
     let untruncated = Init::Xavier
         .sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?
         .to_vec_f64()?;
     let beyond = |bound: f64| untruncated.iter().filter(|v| v.abs() > bound).count();
-    cx.record("weights_beyond_absolute_3", beyond(3.0), Unit::Count)?;
-    cx.record("weights_beyond_3_sigma", beyond(3.0 * sigma), Unit::Count)?;
+    cx.record("weights_beyond_absolute_3", beyond(absolute_bound), Unit::Count)?;
+    cx.record("weights_beyond_3_sigma", beyond(TRUNCATION_SIGMAS * sigma), Unit::Count)?;
     cx.record("num_weights", untruncated.len(), Unit::Count)?;
 
     // For the chart: output std against input_dim, for both initialisations.

@@ -11,12 +11,15 @@ use crate::trace::Unit;
 pub fn tensor_storage(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::arange(16, DType::F32)?.view(&[4, 4])?;
     record!(cx, x)?;
+    cx.record("shape", x.shape().to_vec(), Unit::Count)?;
     cx.record("stride", x.strides().to_vec(), Unit::Count)?;
-    // Element (r, c) sits at storage position r·stride[0] + c·stride[1].
-    let (r, c) = (1, 2);
-    let index = r * x.strides()[0] + c * x.strides()[1];
+    // Element (row, column) sits at storage position row·stride[0] + column·stride[1].
+    let (row, column) = (1, 2);
+    record!(cx, row, Unit::Count)?;
+    record!(cx, column, Unit::Count)?;
+    let index = row * x.strides()[0] + column * x.strides()[1];
     record!(cx, index, Unit::Count)?;
-    cx.record("element", x.get(&[r, c])?, Unit::None)?;
+    cx.record("element", x.get(&[row, column])?, Unit::None)?;
     cx.record(
         "element_at_index",
         Tensor::arange(16, DType::F32)?.get(&[index])?,
@@ -28,6 +31,7 @@ pub fn tensor_storage(cx: &mut SectionCtx) -> Result<()> {
 /// Many operations only make a new view: no copy, the same storage, new strides.
 pub fn tensor_slicing(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::from_data(&[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], DType::F32)?;
+    record!(cx, x)?;
 
     let y = x.select(0, 0)?; // row 0: x[0]
     cx.record_tensor("row_0", &y)?;
@@ -43,7 +47,9 @@ pub fn tensor_slicing(cx: &mut SectionCtx) -> Result<()> {
     cx.record("transpose_same_storage", Tensor::same_storage(&x, &y), Unit::None)?;
 
     // Writing through x shows up in its transposed view: they are one storage.
-    x.set(&[0, 0], 100.0)?;
+    let written = 100.0;
+    record!(cx, written, Unit::None)?;
+    x.set(&[0, 0], written)?;
     cx.record("transpose_after_write_0_0", y.get(&[0, 0])?, Unit::None)?;
 
     // A transpose is not contiguous: its elements are not in row-major storage order, so it
@@ -63,6 +69,7 @@ pub fn tensor_slicing(cx: &mut SectionCtx) -> Result<()> {
 /// Elementwise operations apply to each element independently; the output has the input's shape.
 pub fn tensor_elementwise(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::from_data(&[1.0, 4.0, 9.0], DType::F32)?;
+    record!(cx, x)?;
     cx.record_tensor("pow_2", &x.pow_scalar(2.0)?)?;
     cx.record_tensor("sqrt", &x.sqrt()?)?;
     cx.record_tensor("rsqrt", &x.rsqrt()?)?; // 1 / sqrt(x)
@@ -71,6 +78,7 @@ pub fn tensor_elementwise(cx: &mut SectionCtx) -> Result<()> {
     cx.record_tensor("x_div_0_5", &x.div_scalar(0.5)?)?;
     // triu keeps the upper triangle: the building block of a causal attention mask.
     let ones = Tensor::ones(&[3, 3], DType::F32)?;
+    cx.record("ones_shape", ones.shape().to_vec(), Unit::Count)?;
     cx.record_tensor("triu", &ones.triu(0)?)?;
     Ok(())
 }
@@ -80,12 +88,15 @@ pub fn tensor_elementwise(cx: &mut SectionCtx) -> Result<()> {
 pub fn tensor_matmul(cx: &mut SectionCtx) -> Result<()> {
     let x = Tensor::ones(&[16, 32], DType::F32)?;
     let w = Tensor::ones(&[32, 2], DType::F32)?;
+    cx.record("x_shape", x.shape().to_vec(), Unit::Count)?;
+    cx.record("w_shape", w.shape().to_vec(), Unit::Count)?;
     let y = x.matmul(&w)?;
     cx.record("y_shape", y.shape().to_vec(), Unit::None)?;
     cx.record("y_0_0", y.get(&[0, 0])?, Unit::None)?; // a sum of 32 ones
 
     // For each of 4 batch elements and 8 tokens, a 16x32 by 32x2 product.
     let x = Tensor::ones(&[4, 8, 16, 32], DType::F32)?;
+    cx.record("batched_x_shape", x.shape().to_vec(), Unit::Count)?;
     let y = x.matmul(&w)?;
     cx.record("batched_y_shape", y.shape().to_vec(), Unit::None)?;
     cx.record("batched_y_max", y.max_all()?.item()?, Unit::None)?;

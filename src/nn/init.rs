@@ -6,13 +6,16 @@ use crate::error::Result;
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
 
+/// Where `TruncatedXavier` cuts, in standard deviations.
+pub const TRUNCATION_SIGMAS: f64 = 3.0;
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Init {
     /// N(0, std²).
     Normal { std: f64 },
     /// N(0, 1/in_dim): the lecture's `randn(in, out) / sqrt(in)`.
     Xavier,
-    /// N(0, 1/in_dim) restricted to ±3 standard deviations (redrawn outside).
+    /// N(0, 1/in_dim) restricted to ±`TRUNCATION_SIGMAS` standard deviations (redrawn outside).
     TruncatedXavier,
 }
 
@@ -28,7 +31,8 @@ impl Init {
                 .to_dtype(dtype),
             Init::TruncatedXavier => {
                 let std = 1.0 / in_dim.sqrt();
-                Tensor::trunc_normal(shape, 0.0, std, -3.0 * std, 3.0 * std, dtype, rng)
+                let bound = TRUNCATION_SIGMAS * std;
+                Tensor::trunc_normal(shape, 0.0, std, -bound, bound, dtype, rng)
             }
         }
     }

@@ -4,7 +4,7 @@
 
 mod init;
 
-pub use init::Init;
+pub use init::{Init, TRUNCATION_SIGMAS};
 
 use crate::autograd::Var;
 use crate::device::Device;
