@@ -35,7 +35,11 @@ def bench_table(doc):
 
 
 def sections(trace_dir):
-    doc = json.loads(next(Path(trace_dir).glob("*/cpu.json")).read_text())
+    # The CPU's trace, named `cpu-<model>.json` (`cpu.json` before traces were named by model).
+    found = sorted(Path(trace_dir).glob("*/cpu*.json"))
+    if not found:
+        sys.exit(f"no CPU trace under {trace_dir}")
+    doc = json.loads(found[0].read_text())
     return {s["id"]: {k: v["value"] for k, v in s["values"].items()} for s in doc["sections"]}
 
 

@@ -358,6 +358,16 @@ fn pages_default_to_the_newest_trace_unless_told_otherwise() {
         Traces::new(&dir, TraceChoice::parse("newest"), root).path(None),
         Ok(dir.join("cpu.json"))
     );
+    // A newer trace holding fewer sections (`lecture --section ID` on a machine that had no
+    // trace yet) does not hide the full ones: the build would fail on its missing sections.
+    let mut partial = fresh_trace().clone();
+    partial.sections.truncate(1);
+    recorded_at(&mut partial, "2040-01-01T00:00:00Z");
+    ws.write_trace("cpu-new-machine", &partial);
+    assert_eq!(
+        Traces::new(&dir, TraceChoice::parse("newest"), root).path(None),
+        Ok(dir.join("cpu.json"))
+    );
     // A directive's own `trace=` wins over the default.
     assert_eq!(
         Traces::new(&dir, TraceChoice::Newest, root).path(Some("cpu")),

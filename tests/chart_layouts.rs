@@ -1,7 +1,8 @@
 //! The layout figures are drawn from the trace: the strides figure of `tensor_storage` from the
 //! recorded matrix, strides and looked-up element; the batch figure of `tensor_matmul` from the
 //! recorded shape and entries of y. A changed value changes the figure; values that contradict
-//! each other or are missing fail the build naming the value.
+//! each other or are missing fail the build naming the value. (And the throughput chart's peak
+//! lines, whose labels are drawn from the recorded peaks.)
 
 mod common;
 
@@ -202,4 +203,26 @@ fn batch_shapes_that_contradict_the_trace_or_are_missing_fail_naming_the_value()
         matches!(&cause, Cause::MissingValue { name, .. } if name == "y_0_0"),
         "{text}"
     );
+}
+
+/// Equal promised peaks (one CPU loop for both dtypes) share one line and one label; different
+/// ones keep a line each. Two lines at one height printed their labels over each other.
+#[test]
+fn equal_peaks_share_one_labelled_line() {
+    let peaks = |fp32: f64, bf16: f64| {
+        let mut t = fresh_trace().clone();
+        let s = section_mut(&mut t, "tensor_operations_flops");
+        let v = &mut s.values.get_mut("sweep_peaks").expect("sweep_peaks").value;
+        v["fp32"]["flop_per_sec"] = json!(fp32);
+        v["bf16"]["flop_per_sec"] = json!(bf16);
+        figure_texts(&t, "matmul_throughput")
+            .into_iter()
+            .filter(|text| text.starts_with("promised"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(peaks(2e11, 2e11), ["promised fp32 = bf16"]);
+    assert_eq!(peaks(2e11, 2.001e11), ["promised fp32 = bf16"]);
+    let mut apart = peaks(2e11, 8e11);
+    apart.sort();
+    assert_eq!(apart, ["promised bf16", "promised fp32"]);
 }

@@ -170,7 +170,18 @@ pub fn rows_json(rows: &[Row], threads: usize) -> serde_json::Value {
     serde_json::json!({"threads": threads, "bf16_isa": bf16_matmul_isa(), "rows": rows})
 }
 
-pub fn run(budget: Budget, threads: usize, with_reference: bool) -> anyhow::Result<Vec<Row>> {
+/// `skip`: references not to time, by column name with a dash (`pt-bf16`).
+pub fn run(budget: Budget, threads: usize, with_reference: bool, skip: &[String]) -> anyhow::Result<Vec<Row>> {
+    let label = |name: &str| name.replace(' ', "-");
+    if let Some(unknown) = skip
+        .iter()
+        .find(|s| !REFERENCES.iter().any(|(name, _, _)| label(name) == **s))
+    {
+        anyhow::bail!(
+            "--skip {unknown}: not a reference; the references are {}",
+            REFERENCES.map(|(name, _, _)| label(name)).join(", ")
+        );
+    }
     let (server, info) = if with_reference {
         let python = reference::ensure_venv(&reference::venv_dir())?;
         let mut server = Server::start(&python, threads)?;
@@ -179,7 +190,12 @@ pub fn run(budget: Budget, threads: usize, with_reference: bool) -> anyhow::Resu
     } else {
         (None, None)
     };
-    let available = REFERENCES.map(|(_, library, _)| info.as_ref().is_some_and(|i| i.libraries.contains_key(library)));
+    let available = REFERENCES.map(|(name, library, _)| {
+        info.as_ref().is_some_and(|i| i.libraries.contains_key(library)) && !skip.contains(&label(name))
+    });
+    if !skip.is_empty() {
+        println!("not timed (--skip): {}", skip.join(", "));
+    }
     println!(
         "CPU matmul, {threads} threads; medians of samples taken in turns (≥{} samples and ≥{:.1} s per entry)",
         budget.min_samples,

@@ -29,6 +29,10 @@ enum Command {
         /// Also write the table as JSON (medians and spreads in seconds) to this file.
         #[arg(long)]
         json: Option<std::path::PathBuf>,
+        /// References not to time, by column name with a dash: np-f32, pt-f32, pt-bf16 (PyTorch's
+        /// bf16 on a CPU without AVX512_BF16 runs at ~1 GFLOP/s: a 2048³ product takes seconds).
+        #[arg(long, value_delimiter = ',')]
+        skip: Vec<String>,
     },
     /// A Cruncher training step against its own matmuls timed alone, in the same process
     /// (goal: autograd + optimizer ≤ 12 % of the step).
@@ -91,10 +95,11 @@ fn main() -> anyhow::Result<()> {
             common: c,
             with_reference,
             json,
+            skip,
         } => {
             let budget = c.budget()?;
             bench::set_threads(c.threads)?;
-            let rows = bench::cpu_matmul::run(budget, c.threads, with_reference)?;
+            let rows = bench::cpu_matmul::run(budget, c.threads, with_reference, &skip)?;
             if let Some(path) = json {
                 let text = serde_json::to_string_pretty(&bench::cpu_matmul::rows_json(&rows, c.threads))?;
                 cs336::atomic_file::write(&path, text.as_bytes())

@@ -17,8 +17,8 @@ use crate::trace::{self, Trace};
 /// The trace a page uses when its directives do not name one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TraceChoice {
-    /// The trace in the folder whose newest section is the newest (`Trace::created_at`): after
-    /// `lecture` runs, its own.
+    /// Of the traces in the folder holding the most sections, the one whose newest section is the
+    /// newest (`Trace::created_at`): after a full `lecture` run, its own.
     Newest,
     /// `<dir>/<slug>.json`.
     Slug(String),
@@ -93,7 +93,10 @@ impl Traces {
                     t.created_at()
                         .and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok())
                 };
-                let newest = all.iter().max_by_key(|(_, t)| created(t));
+                // The most complete trace first, then the newest: `lecture --section ID` on a
+                // machine with no trace yet writes one holding that section alone, which would
+                // otherwise hide every full trace and fail the build on the first other section.
+                let newest = all.iter().max_by_key(|(_, t)| (t.sections.len(), created(t)));
                 newest
                     .map(|(p, _)| p.clone())
                     .ok_or_else(|| Cause::NoTraces { dir: self.dir.clone() })
