@@ -24,10 +24,21 @@ use crate::error::{Error, Result};
 
 /// One matrix inside a batched operand: where it starts and its (row, column) strides.
 #[derive(Clone, Copy)]
-struct Mat {
-    offset: usize,
-    rs: isize,
-    cs: isize,
+pub(super) struct Mat {
+    pub(super) offset: usize,
+    pub(super) rs: isize,
+    pub(super) cs: isize,
+}
+
+impl Mat {
+    /// A row-major matrix with `cols` columns, from its first element.
+    pub(super) fn row_major(cols: usize) -> Mat {
+        Mat {
+            offset: 0,
+            rs: cols as isize,
+            cs: 1,
+        }
+    }
 }
 
 /// Plans the batched product as a list of (lhs, rhs) matrix pairs, one per output matrix, plus the
@@ -111,14 +122,14 @@ const PARTS_PER_THREAD: usize = 1;
 /// A raw pointer that the team's threads share; each part reads its operands and writes a
 /// disjoint block of the output.
 #[derive(Clone, Copy)]
-struct Shared<P>(P);
+pub(super) struct Shared<P>(pub(super) P);
 // SAFETY: see above; `product` states which block each part writes.
 unsafe impl<P> Send for Shared<P> {}
 unsafe impl<P> Sync for Shared<P> {}
 
 impl<P: Copy> Shared<P> {
     /// The pointer (a method, so closures capture the `Sync` wrapper, not the raw field).
-    fn get(self) -> P {
+    pub(super) fn get(self) -> P {
         self.0
     }
 }
@@ -143,29 +154,59 @@ unsafe fn product(
         // SAFETY: the block's operands are rows of lhs and columns of rhs inside the caller's,
         // and it writes only its own rows × columns of dst (row stride n).
         unsafe {
-            gemm::gemm(
-                rows.1 - rows.0,
-                cols.1 - cols.0,
-                k,
-                dst.get().add(rows.0 * n + cols.0),
-                1,
-                n as isize,
-                false,
-                lhs.get().offset(rows.0 as isize * ma.rs),
-                ma.cs,
-                ma.rs,
-                rhs.get().offset(cols.0 as isize * mb.cs),
-                mb.cs,
-                mb.rs,
-                0.0,
-                1.0,
-                false,
-                false,
-                false,
-                Parallelism::None,
+            gemm_once(
+                (rows.1 - rows.0, cols.1 - cols.0, k),
+                (dst.get().add(rows.0 * n + cols.0), n),
+                (lhs.get().offset(rows.0 as isize * ma.rs), ma),
+                (rhs.get().offset(cols.0 as isize * mb.cs), mb),
             )
         }
     };
+    in_parts((m, n, k), &block);
+}
+
+/// One single-threaded `gemm` call: dst (m×n, row stride `dst_rs`) = lhs (m×k, strides of `ma`)
+/// · rhs (k×n, strides of `mb`); dst is only written (`read_dst = false`). The offsets of `ma` and
+/// `mb` are not used: the pointers are the matrices' first elements.
+///
+/// # Safety
+/// Every element the strides reach from the three pointers lies inside its buffer.
+pub(super) unsafe fn gemm_once(
+    (m, n, k): (usize, usize, usize),
+    (dst, dst_rs): (*mut f32, usize),
+    (lhs, ma): (*const f32, Mat),
+    (rhs, mb): (*const f32, Mat),
+) {
+    // SAFETY: the caller's promise.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst,
+            1,
+            dst_rs as isize,
+            false,
+            lhs,
+            ma.cs,
+            ma.rs,
+            rhs,
+            mb.cs,
+            mb.rs,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            Parallelism::None,
+        )
+    }
+}
+
+/// Runs `block(rows, cols)` over the m×n output cut along its longer side into parts that the
+/// team's threads claim (or over the whole output on this thread when the product is small).
+/// Every output element lies in exactly one block.
+pub(super) fn in_parts((m, n, k): (usize, usize, usize), block: &(dyn Fn((usize, usize), (usize, usize)) + Sync)) {
     let threads = rayon::current_num_threads();
     if threads <= 1 || m * n * k < PARALLEL_MIN_MAC {
         block((0, m), (0, n));
@@ -189,41 +230,6 @@ unsafe fn product(
             }
         }
     });
-}
-
-/// dst (m×n) = a (m×k) · b (k×n), all three row-major and contiguous, on the team like any f32
-/// product: the route of the portable bf16 kernel once it has widened its operands.
-pub(super) fn product_row_major((m, n, k): (usize, usize, usize), a: &[f32], b: &[f32], dst: &mut [f32]) {
-    // The caller sizes these; a mismatch is a bug in it, not bad input.
-    assert!(
-        a.len() == m * k && b.len() == k * n && dst.len() == m * n,
-        "product_row_major: operands of {} and {} and an output of {} for {m}×{k}·{k}×{n}",
-        a.len(),
-        b.len(),
-        dst.len()
-    );
-    if m * n == 0 {
-        return;
-    }
-    if k == 0 {
-        dst.fill(0.0);
-        return;
-    }
-    let (ma, mb) = (
-        Mat {
-            offset: 0,
-            rs: k as isize,
-            cs: 1,
-        },
-        Mat {
-            offset: 0,
-            rs: n as isize,
-            cs: 1,
-        },
-    );
-    // SAFETY: a is m×k and b k×n row-major as the strides say, and dst has m×n elements, which
-    // `product` only writes.
-    unsafe { product((m, n, k), dst.as_mut_ptr(), (a.as_ptr(), ma), (b.as_ptr(), mb)) };
 }
 
 fn run(plan: &Plan, a: &[f32], b: &[f32]) -> Vec<f32> {

@@ -1,22 +1,24 @@
-//! The fallback: widen each operand matrix to f32 (exact), multiply in f32 on the same thread team
-//! and `gemm` calls as an f32 matmul, round the result to bf16 once. Correct everywhere; never
-//! faster than f32, and only the widening slower: it once went through rayon instead, whose
-//! hand-offs and idle spinning team made it 3× slower than f32 at the lecture's shape.
+//! The fallback: widen bf16 to f32 (exact), multiply in f32 with `gemm` on the same thread team
+//! and in the same parts as an f32 matmul, round each sum to bf16 once. Correct everywhere; never
+//! faster than f32. Each part widens only the rows of the left operand it multiplies, right before
+//! it multiplies them, so the widening runs on every thread and its output is still in cache.
+//! (It once went through rayon and widened everything on one thread first: 3× slower than f32 at
+//! the lecture's shape.)
 
 use std::cell::RefCell;
 
 use half::bf16;
 
 use super::{Operand, Problem};
-use crate::device::cpu::matmul::product_row_major;
+use crate::device::cpu::matmul::{Mat, Shared, gemm_once, in_parts};
 
-/// Copies one strided rows × cols bf16 matrix into `out` as a row-major f32 one. Rows stored
-/// contiguously (the common case) widen as slices, which the compiler vectorises; what is left
-/// is the memory traffic of writing the f32 copy.
-fn widen(src: &[bf16], op: &Operand, rows: usize, cols: usize, out: &mut Vec<f32>) {
+/// Copies rows `rows.0..rows.1` of a strided bf16 matrix with `cols` columns into `out` as a
+/// row-major f32 matrix. Rows stored contiguously (the common case) widen as slices, which the
+/// compiler vectorises.
+fn widen(src: &[bf16], op: &Operand, rows: (usize, usize), cols: usize, out: &mut Vec<f32>) {
     out.clear();
-    out.reserve(rows * cols);
-    for i in 0..rows {
+    out.reserve((rows.1 - rows.0) * cols);
+    for i in rows.0..rows.1 {
         if op.cs == 1 {
             let start = op.at(i, 0);
             out.extend(src[start..start + cols].iter().map(|&h| widen_one(h)));
@@ -43,9 +45,11 @@ fn round_one(x: f32) -> bf16 {
     bf16::from_bits(if x.is_nan() { nan } else { rounded })
 }
 
-/// The widened operands and the f32 result, kept between calls on each thread: fresh buffers
-/// of a few MB page-faulted on every call, and in this VM those faults cost as much as the
-/// 512³ product itself. Buffers over `KEEP_BYTES` in all are released after the call.
+/// Widened operands and f32 sums, kept between calls on each thread: fresh buffers of a few MB
+/// page-faulted on every call, and in this VM those faults cost as much as a 512³ product. The
+/// caller's (the right operand, and the left one when parts are columns) and each part's (its
+/// rows of the left operand, its sums) are separate, since the caller runs a part too. Buffers
+/// over `KEEP_BYTES` are released after use.
 #[derive(Default)]
 struct Scratch {
     a: Vec<f32>,
@@ -53,29 +57,83 @@ struct Scratch {
     acc: Vec<f32>,
 }
 
+impl Scratch {
+    fn trim(&mut self) {
+        let held = (self.a.capacity() + self.b.capacity() + self.acc.capacity()) * size_of::<f32>();
+        if held > KEEP_BYTES {
+            *self = Scratch::default();
+        }
+    }
+}
+
 const KEEP_BYTES: usize = 64 << 20;
 
 thread_local! {
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+    static CALLER: RefCell<Scratch> = RefCell::new(Scratch::default());
+    static PART: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
 pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
     let (m, n, k) = (p.m, p.n, p.k);
-    let mut out = Vec::with_capacity(p.pairs.len() * m * n);
-    SCRATCH.with_borrow_mut(|s| {
-        s.acc.clear();
-        s.acc.resize(m * n, 0.0);
-        for (oa, ob) in p.pairs {
-            widen(p.a, oa, m, k, &mut s.a);
-            widen(p.b, ob, k, n, &mut s.b);
-            product_row_major((m, n, k), &s.a, &s.b, &mut s.acc);
-            out.extend(s.acc.iter().map(|&x| round_one(x)));
+    let len = p.pairs.len() * m * n;
+    if len == 0 || k == 0 {
+        // k = 0 is an empty sum: zeros.
+        return vec![bf16::ZERO; len];
+    }
+    let mut out = Vec::<bf16>::with_capacity(len);
+    let base = Shared(out.spare_capacity_mut().as_mut_ptr().cast::<bf16>());
+    CALLER.with_borrow_mut(|caller| {
+        for (pair, (oa, ob)) in p.pairs.iter().enumerate() {
+            widen(p.b, ob, (0, k), n, &mut caller.b);
+            // Parts along columns all need the whole left operand: widen it once, here.
+            let whole_a = m < n;
+            if whole_a {
+                widen(p.a, oa, (0, m), k, &mut caller.a);
+            }
+            let (a_all, b) = (Shared(caller.a.as_ptr()), Shared(caller.b.as_ptr()));
+            // SAFETY: output matrix `pair` lies inside the allocation of `len` elements.
+            let dst = Shared(unsafe { base.get().add(pair * m * n) });
+            in_parts((m, n, k), &|rows, cols| {
+                PART.with_borrow_mut(|part| {
+                    let (mr, nc) = (rows.1 - rows.0, cols.1 - cols.0);
+                    let lhs = if whole_a {
+                        // SAFETY: rows `rows` of the caller's widened m×k left operand.
+                        unsafe { a_all.get().add(rows.0 * k) }
+                    } else {
+                        widen(p.a, oa, rows, k, &mut part.a);
+                        part.a.as_ptr()
+                    };
+                    if part.acc.len() < mr * nc {
+                        part.acc.resize(mr * nc, 0.0);
+                    }
+                    // SAFETY: lhs is mr×k row-major, b's columns `cols` lie inside the caller's
+                    // k×n row-major right operand, acc has room for mr×nc sums, which gemm only
+                    // writes (`read_dst = false`).
+                    unsafe {
+                        gemm_once(
+                            (mr, nc, k),
+                            (part.acc.as_mut_ptr(), nc),
+                            (lhs, Mat::row_major(k)),
+                            (b.get().add(cols.0), Mat::row_major(n)),
+                        )
+                    };
+                    for (i, sums) in part.acc[..mr * nc].chunks_exact(nc).enumerate() {
+                        // SAFETY: row rows.0 + i, columns `cols` of this output matrix: the
+                        // block `in_parts` gave this part alone.
+                        let row =
+                            unsafe { std::slice::from_raw_parts_mut(dst.get().add((rows.0 + i) * n + cols.0), nc) };
+                        for (d, &x) in row.iter_mut().zip(sums) {
+                            *d = round_one(x);
+                        }
+                    }
+                    part.trim();
+                })
+            });
         }
-        let held = (s.a.capacity() + s.b.capacity() + s.acc.capacity()) * size_of::<f32>();
-        if held > KEEP_BYTES {
-            *s = Scratch::default();
-        }
+        caller.trim();
     });
+    // SAFETY: for every pair, the parts of `in_parts` wrote each of its m×n elements once.
+    unsafe { out.set_len(len) };
     out
 }
 
