@@ -71,7 +71,11 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
         runs.push(("tf32_", MathMode::Tf32, F32Matmul::Tf32, &x, &w));
     }
     let products: Vec<_> = runs.iter().map(|&(_, _, f32_mode, a, b)| (f32_mode, a, b)).collect();
-    let times = time_in_turns(&cx.device, &products)?;
+    let headline = Budget {
+        min_time: std::time::Duration::from_secs(1),
+        ..Budget::lecture()
+    };
+    let times = time_in_turns(&cx.device, headline, &products)?;
     for (&(prefix, mode, _, _, _), time) in runs.iter().zip(&times) {
         record_speed(cx, prefix, mode, time, actual_num_flops)?;
     }
@@ -143,7 +147,7 @@ fn record_speed(cx: &mut SectionCtx, prefix: &str, mode: MathMode, timing: &Timi
 
 /// Times a·b for each (float32 matmul mode, a, b), in turns (each mode switched on for its own
 /// calls only; it only matters on a GPU).
-fn time_in_turns(device: &Device, products: &[(F32Matmul, &Tensor, &Tensor)]) -> Result<Vec<Timing>> {
+fn time_in_turns(device: &Device, budget: Budget, products: &[(F32Matmul, &Tensor, &Tensor)]) -> Result<Vec<Timing>> {
     let clock = Clock::for_device(device);
     let mut contenders: Vec<_> = products
         .iter()
@@ -157,10 +161,6 @@ fn time_in_turns(device: &Device, products: &[(F32Matmul, &Tensor, &Tensor)]) ->
         })
         .collect();
     let mut turns: Vec<Contender<'_>> = contenders.iter_mut().map(|c| c as Contender<'_>).collect();
-    let budget = Budget {
-        min_time: std::time::Duration::from_secs(1),
-        ..Budget::lecture()
-    };
     timing::in_turns(budget, &mut turns)
 }
 
@@ -234,7 +234,7 @@ fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_jso
                 _ => (F32Matmul::Pedantic, &a, &b),
             })
             .collect();
-        let times = time_in_turns(&cx.device, &products)?;
+        let times = time_in_turns(&cx.device, Budget::lecture(), &products)?;
         for ((mode, peak), t) in modes.iter().zip(&peaks).zip(&times) {
             let flops = 2 * n * n * n;
             let fps = t.flop_per_sec(flops as u64);
