@@ -123,7 +123,7 @@ const PARTS_PER_THREAD: usize = 1;
 /// disjoint block of the output.
 #[derive(Clone, Copy)]
 pub(super) struct Shared<P>(pub(super) P);
-// SAFETY: see above; `product` states which block each part writes.
+// SAFETY: see above; `product` and the portable bf16 kernel state which block each part writes.
 unsafe impl<P> Send for Shared<P> {}
 unsafe impl<P> Sync for Shared<P> {}
 
@@ -203,6 +203,12 @@ pub(super) unsafe fn gemm_once(
     }
 }
 
+/// Whether `in_parts` cuts an m×n output into row ranges (each part takes whole rows) rather
+/// than column ranges.
+pub(super) fn splits_rows(m: usize, n: usize) -> bool {
+    m >= n
+}
+
 /// Runs `block(rows, cols)` over the m×n output cut along its longer side into parts that the
 /// team's threads claim (or over the whole output on this thread when the product is small).
 /// Every output element lies in exactly one block.
@@ -212,7 +218,7 @@ pub(super) fn in_parts((m, n, k): (usize, usize, usize), block: &(dyn Fn((usize,
         block((0, m), (0, n));
         return;
     }
-    let along_rows = m >= n;
+    let along_rows = splits_rows(m, n);
     let len = if along_rows { m } else { n };
     let parts = (threads * PARTS_PER_THREAD).min(len);
     let next = AtomicUsize::new(0);

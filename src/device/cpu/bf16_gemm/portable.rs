@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use half::bf16;
 
 use super::{Operand, Problem};
-use crate::device::cpu::matmul::{Mat, Shared, gemm_once, in_parts};
+use crate::device::cpu::matmul::{Mat, Shared, gemm_once, in_parts, splits_rows};
 
 /// Copies rows `rows.0..rows.1` of a strided bf16 matrix with `cols` columns into `out` as a
 /// row-major f32 matrix. Rows stored contiguously (the common case) widen as slices, which the
@@ -86,7 +86,7 @@ pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
         for (pair, (oa, ob)) in p.pairs.iter().enumerate() {
             widen(p.b, ob, (0, k), n, &mut caller.b);
             // Parts along columns all need the whole left operand: widen it once, here.
-            let whole_a = m < n;
+            let whole_a = !splits_rows(m, n);
             if whole_a {
                 widen(p.a, oa, (0, m), k, &mut caller.a);
             }
