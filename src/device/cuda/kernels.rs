@@ -98,7 +98,8 @@ pub struct Compiled {
 }
 
 fn c_chars_to_string(v: &[c_char]) -> String {
-    let bytes: Vec<u8> = v.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    // `to_ne_bytes` rather than `as u8`: `c_char` is `i8` on x86-64 and `u8` on aarch64.
+    let bytes: Vec<u8> = v.iter().take_while(|&&c| c != 0).map(|&c| c.to_ne_bytes()[0]).collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
@@ -189,7 +190,7 @@ fn get_cubin(prog: &Program) -> std::result::Result<Vec<u8>, nvrtc::NvrtcError> 
     unsafe { nvrtc_sys::nvrtcGetCUBINSize(prog.0, &mut size).result()? };
     let mut buf = vec![0 as c_char; size];
     unsafe { nvrtc_sys::nvrtcGetCUBIN(prog.0, buf.as_mut_ptr()).result()? };
-    Ok(buf.into_iter().map(|c| c as u8).collect())
+    Ok(buf.into_iter().map(|c| c.to_ne_bytes()[0]).collect())
 }
 
 /// NVRTC's version, e.g. (13, 0).
