@@ -25,9 +25,9 @@ use crate::error::{Error, Result};
 /// One matrix inside a batched operand: where it starts and its (row, column) strides.
 #[derive(Clone, Copy)]
 pub(super) struct Mat {
-    pub(super) offset: usize,
-    pub(super) rs: isize,
-    pub(super) cs: isize,
+    offset: usize,
+    rs: isize,
+    cs: isize,
 }
 
 impl Mat {

@@ -82,11 +82,11 @@ pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
     }
     let mut out = Vec::<bf16>::with_capacity(len);
     let base = Shared(out.spare_capacity_mut().as_mut_ptr().cast::<bf16>());
+    // Parts along columns all need the whole left operand: the caller widens it once per pair.
+    let whole_a = !splits_rows(m, n);
     CALLER.with_borrow_mut(|caller| {
         for (pair, (oa, ob)) in p.pairs.iter().enumerate() {
             widen(p.b, ob, (0, k), n, &mut caller.b);
-            // Parts along columns all need the whole left operand: widen it once, here.
-            let whole_a = !splits_rows(m, n);
             if whole_a {
                 widen(p.a, oa, (0, m), k, &mut caller.a);
             }
