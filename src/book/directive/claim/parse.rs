@@ -115,7 +115,7 @@ impl Parser {
         matches!(self.peek(), Some(Token::Sym(s)) if *s == sym)
     }
 
-    fn expect(&mut self, sym: &str, after: &str) -> Result<(), String> {
+    fn require(&mut self, sym: &str, after: &str) -> Result<(), String> {
         match self.next() {
             Some(Token::Sym(s)) if s == sym => Ok(()),
             Some(t) => Err(format!("expected `{sym}` {after}, found {}", show(&t))),
@@ -183,11 +183,11 @@ impl Parser {
             Some(Token::Sym("!=")) => Cmp::Ne,
             Some(Token::Word(w)) if w == "in" => {
                 self.at += 1;
-                self.expect("[", "after `in`")?;
+                self.require("[", "after `in`")?;
                 let low = self.expr()?;
-                self.expect(",", "between the ends of a range")?;
+                self.require(",", "between the ends of a range")?;
                 let high = self.expr()?;
-                self.expect("]", "to close the range")?;
+                self.require("]", "to close the range")?;
                 return Ok(Claim::Within(left, low, high));
             }
             _ => {
@@ -236,7 +236,7 @@ impl Parser {
             Some(Token::Sym("-")) => Ok(Expr::Neg(Box::new(self.factor()?))),
             Some(Token::Sym("(")) => {
                 let e = self.expr()?;
-                self.expect(")", "to close `(`")?;
+                self.require(")", "to close `(`")?;
                 Ok(e)
             }
             Some(Token::Word(w)) if self.is_sym("(") => {
@@ -248,7 +248,7 @@ impl Parser {
                     self.at += 1;
                     args.push(self.expr()?);
                 }
-                self.expect(")", &format!("to close `{w}(`"))?;
+                self.require(")", &format!("to close `{w}(`"))?;
                 if args.len() != func.arity() {
                     return Err(format!("`{w}` takes {} argument(s), got {}", func.arity(), args.len()));
                 }

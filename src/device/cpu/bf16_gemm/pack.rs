@@ -168,6 +168,7 @@ pub(super) unsafe fn pack_row_tiles(
             for r in 0..here {
                 let row = &src[m.at(first + r, 0)..m.at(first + r, 0) + m.k];
                 for (s, run) in row.chunks(step_k).enumerate() {
+                    // A range exactly 32 long: the conversion cannot fail.
                     let out: &mut [u16; 32] = (&mut block[at(r, s * step_k)..at(r, s * step_k) + 32])
                         .try_into()
                         .unwrap();
