@@ -39,27 +39,6 @@ fn cpu_model_name() -> Option<String> {
         })
 }
 
-/// The CPU's name for file names: `cpu-` and its model lowercased, every run of other characters
-/// than a–z and 0–9 turned into one `-`; `cpu-<arch>` where no model can be read.
-pub fn cpu_slug() -> String {
-    slug_of(cpu_model_name().as_deref(), std::env::consts::ARCH)
-}
-
-fn slug_of(model: Option<&str>, arch: &str) -> String {
-    let words = |text: &str| {
-        text.to_lowercase()
-            .split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit()))
-            .filter(|w| !w.is_empty())
-            .collect::<Vec<_>>()
-            .join("-")
-    };
-    let name = model
-        .map(words)
-        .filter(|w| !w.is_empty())
-        .unwrap_or_else(|| words(arch));
-    format!("cpu-{name}")
-}
-
 pub fn logical_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -131,33 +110,4 @@ pub fn os() -> String {
     }
     parts.push(std::env::consts::ARCH.to_string());
     parts.join(", ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_slugs_are_the_model_in_file_name_form() {
-        assert_eq!(
-            slug_of(Some("Intel(R) Xeon(R) Processor"), "x86_64"),
-            "cpu-intel-r-xeon-r-processor"
-        );
-        assert_eq!(
-            slug_of(Some("AMD EPYC 7B13 64-Core Processor"), "x86_64"),
-            "cpu-amd-epyc-7b13-64-core-processor"
-        );
-        assert_eq!(slug_of(Some("Apple M2 Pro"), "aarch64"), "cpu-apple-m2-pro");
-        assert_eq!(slug_of(Some("  --Ünïcode ©  "), "x86_64"), "cpu-n-code");
-        assert_eq!(slug_of(None, "aarch64"), "cpu-aarch64");
-        assert_eq!(slug_of(Some("(R)"), "x86_64"), "cpu-r");
-        assert_eq!(slug_of(Some("©"), "x86_64"), "cpu-x86-64");
-        let here = cpu_slug();
-        assert!(here.starts_with("cpu-") && here.len() > 4, "{here}");
-        assert!(
-            here[4..]
-                .split('-')
-                .all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric()))
-        );
-    }
 }

@@ -312,7 +312,10 @@ fn the_lecture_binary_builds_the_book_and_prints_where() {
         "{stdout}"
     );
     let page = std::fs::read_to_string(out_dir.join("tensors_memory.html")).expect("chapter built");
-    let written = ws.trace_dir().join(format!("{}.json", cs336::host::cpu_slug()));
+    let written = ws.trace_dir().join(format!(
+        "{}.json",
+        cs336::device::cpu::trace_name().expect("this CPU has a trace name")
+    ));
     let trace = cs336::trace::load(&written).expect("the trace it wrote, named after the CPU");
     assert!(page.contains(&format!(
         ">{}</span>",

@@ -29,6 +29,7 @@ fn build_mini(ws: &Workspace, references: Option<&str>, chapter: &str) -> Result
     }
     let out = ws.dir.path().join("mini-html");
     let options = BuildOptions {
+        strict: None,
         trace: Some(ws.trace_dir().join("none.json")),
         trace_dir: Some(ws.trace_dir()),
         out_dir: Some(out.clone()),

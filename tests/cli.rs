@@ -14,7 +14,10 @@ fn lecture(args: &[&str]) -> Output {
 
 /// The trace file this machine's CPU writes under `dir`.
 fn cpu_trace(dir: &Path) -> PathBuf {
-    dir.join("lecture_02").join(format!("{}.json", cs336::host::cpu_slug()))
+    dir.join("lecture_02").join(format!(
+        "{}.json",
+        cs336::device::cpu::trace_name().expect("this CPU has a trace name")
+    ))
 }
 
 fn text(o: &Output) -> (String, String) {
@@ -170,7 +173,7 @@ fn get_without_this_devices_trace_names_the_traces_there_are() {
         &lecture(&["--trace-dir", d, "get", "tensors_memory.bytes"]),
         &[
             "this device has no trace",
-            &cs336::host::cpu_slug(),
+            &cs336::device::cpu::trace_name().expect("this CPU has a trace name"),
             "nvidia-h200.json",
             "--trace FILE",
         ],

@@ -18,7 +18,8 @@ fn trace_file(dir: &Path) -> std::path::PathBuf {
     let slug = cs336::device::choose(cs336::device::DeviceRequest::Cpu)
         .expect("cpu")
         .device
-        .slug();
+        .slug()
+        .expect("this CPU has a trace name");
     dir.join("lecture_02").join(format!("{slug}.json"))
 }
 

@@ -17,6 +17,7 @@ fn slug() -> String {
         .expect("cpu")
         .device
         .slug()
+        .expect("this CPU has a trace name")
 }
 
 fn trace_file(dir: &Path) -> PathBuf {

@@ -302,7 +302,10 @@ fn tensor_operations_flops_napkin() {
 fn every_section_has_provenance_and_a_source_hash() {
     let t = common::fresh_trace();
     assert_eq!(t.schema_version, cs336::trace::SCHEMA_VERSION);
-    assert_eq!(t.provenance.device.slug, cs336::host::cpu_slug());
+    assert_eq!(
+        t.provenance.device.slug,
+        cs336::device::cpu::trace_name().expect("this CPU has a trace name")
+    );
     assert!(t.provenance.device.slug.starts_with("cpu-"));
     assert!(t.provenance.host.logical_cores >= 1);
     let ids: Vec<&str> = t.sections.iter().map(|s| s.id.as_str()).collect();

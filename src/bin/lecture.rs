@@ -56,6 +56,10 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         trace: Option<PathBuf>,
     },
+    /// Print the name of this device's trace file without `.json` (the CPU's model and the
+    /// kernels its matmuls run with, or the GPU's name), e.g. `cpu-amd-epyc-avx512-bf16`: the file
+    /// a run writes is `<trace-dir>/lecture_02/<name>.json`.
+    TraceName,
     /// Print one recorded value as JSON, e.g. `lecture get tensors_memory.bytes`
     /// (a further `.field` or `.0` walks into objects and lists).
     Get {
@@ -150,14 +154,25 @@ fn real_main() -> Result<()> {
         Some(Command::Get { key, trace, record }) => {
             let path = match trace {
                 Some(p) => p,
-                None => device_trace(&trace_dir, &device::choose(request)?.device.slug())?,
+                None => device_trace(&trace_dir, &device_name(request)?)?,
             };
             return get(&path, &key, record);
         }
         Some(Command::Book { trace }) => return book(cli.trace_dir.as_deref(), trace),
+        Some(Command::TraceName) => {
+            println!("{}", device_name(request)?);
+            return Ok(());
+        }
         None => {}
     }
     run_sections(&cli, &trace_dir, request)
+}
+
+/// The name of the trace of the device `request` picks (`CS336_CPU_ISA` must be valid: it decides
+/// a CPU's kernels, and so the name).
+fn device_name(request: DeviceRequest) -> Result<String> {
+    device::cpu::isa::from_env()?;
+    Ok(device::choose(request)?.device.slug()?)
 }
 
 /// Runs the sections `cli` names (all without `--section`), merges them into the trace and
@@ -176,12 +191,12 @@ fn run_sections(cli: &Cli, trace_dir: &Path, request: DeviceRequest) -> Result<(
     // CS336_CPU_ISA names a level this CPU has, or nothing runs.
     device::cpu::isa::from_env()?;
     let choice = device::choose(request)?;
-    let path = trace_path(trace_dir, &choice.device.slug());
+    let path = trace_path(trace_dir, &choice.device.slug()?);
     // Before any section runs: the trace can be written, a partial run has a valid trace to
     // merge into (a full run replaces an unreadable one), and the book can read its other traces.
     atomic_file::check_writable(&path)?;
     if !selected.is_empty() && path.exists() {
-        trace::load(&path)?;
+        trace::load_named(&path)?;
     }
     check_neighbours(&path, !cli.no_book)?;
 
@@ -209,7 +224,7 @@ fn run_sections(cli: &Cli, trace_dir: &Path, request: DeviceRequest) -> Result<(
     let previous = if selected.is_empty() || !path.exists() {
         None
     } else {
-        Some(trace::load(&path)?)
+        Some(trace::load_named(&path)?)
     };
     let merged = run::merge(previous, fresh);
     trace::save(&path, &merged)?;
@@ -217,6 +232,7 @@ fn run_sections(cli: &Cli, trace_dir: &Path, request: DeviceRequest) -> Result<(
     if !cli.no_book {
         let options = cs336::book::BuildOptions {
             trace: Some(path.clone()),
+            strict: Some(path.clone()),
             trace_dir: path.parent().map(Path::to_path_buf),
             out_dir: None,
             source_root: Some(root()),
@@ -245,7 +261,7 @@ fn check_neighbours(path: &Path, book: bool) -> Result<()> {
         .collect();
     others.sort();
     for other in others {
-        let Err(e) = trace::load(&other) else { continue };
+        let Err(e) = trace::load_named(&other) else { continue };
         if book {
             bail!(
                 "{e}\nThe book shows every trace in {} (`{{{{compare}}}}`), so it would not build: fix or move that \
@@ -263,7 +279,7 @@ fn check_neighbours(path: &Path, book: bool) -> Result<()> {
 /// `lecture book`: the book from the traces as they are.
 fn book(trace_dir: Option<&Path>, trace: Option<PathBuf>) -> Result<()> {
     if let Some(file) = &trace {
-        trace::load(file)?;
+        trace::load_named(file)?;
     }
     let folder = match (trace_dir, &trace) {
         (Some(dir), _) => Some(dir.join(LECTURE)),
@@ -272,6 +288,7 @@ fn book(trace_dir: Option<&Path>, trace: Option<PathBuf>) -> Result<()> {
     };
     let options = cs336::book::BuildOptions {
         trace,
+        strict: None,
         trace_dir: folder,
         out_dir: None,
         source_root: Some(root()),

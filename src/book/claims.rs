@@ -15,6 +15,7 @@ use super::html::escape;
 use super::problem::Cause;
 use super::render::Located;
 use super::traces::Traces;
+use super::unrecorded::unrecorded;
 use crate::trace::{Trace, Unit};
 
 /// An open `if`.
@@ -34,6 +35,9 @@ struct Open {
 #[derive(Default)]
 pub struct Branches {
     open: Vec<Open>,
+    /// What to show where the last step's claim could not be decided for a value the trace's
+    /// older run never recorded.
+    note: Option<String>,
 }
 
 impl Branches {
@@ -42,25 +46,47 @@ impl Branches {
         self.open.iter().all(|o| o.keep)
     }
 
+    /// The note the last step left (see `note`).
+    pub fn take_note(&mut self) -> Option<String> {
+        self.note.take()
+    }
+
     /// Takes one `if`/`else if`/`else`/`end`/`assert`. The structure is kept even when a claim
-    /// cannot be decided, so one build reports every problem.
+    /// cannot be decided, so one build reports every problem. A claim that needs a value the
+    /// trace's older run never recorded takes no branch of its `if` (not even `else`) and leaves a
+    /// note saying so; such an `assert` is not checked, and the page lists the value.
     pub fn step(&mut self, directive: &Directive, found: &Found, traces: &mut Traces) -> Result<(), Cause> {
         let active = self.active();
+        let mut undecided = None;
+        let mut decide_or_note = |decided: Result<bool, Cause>, traces: &mut Traces| match decided {
+            Err(cause) => match unrecorded(traces, &cause) {
+                Some(missing) => {
+                    undecided = Some(missing.undecided());
+                    traces.note_unrecorded(missing);
+                    Ok(None)
+                }
+                None => Err(cause),
+            },
+            Ok(holds) => Ok(Some(holds)),
+        };
         match directive {
             Directive::If { claim, trace } => {
                 let decided = if active {
-                    holds(claim, trace.as_deref(), traces)
+                    decide_or_note(holds(claim, trace.as_deref(), traces), traces)
                 } else {
-                    Ok(false)
+                    Ok(Some(false))
                 };
+                let keep = matches!(decided, Ok(Some(true)));
                 self.open.push(Open {
                     line: found.line,
                     text: found.text.clone(),
-                    keep: *decided.as_ref().unwrap_or(&false),
+                    keep,
                     parent: active,
-                    taken: *decided.as_ref().unwrap_or(&false),
+                    // Undecided (or failed): no later branch is taken either.
+                    taken: !matches!(decided, Ok(Some(false))),
                     in_else: false,
                 });
+                self.note = undecided;
                 decided.map(|_| ())
             }
             Directive::ElseIf { claim, trace } => {
@@ -68,12 +94,13 @@ impl Branches {
                     return Err(stray("else if"));
                 };
                 let decided = if o.parent && !o.taken {
-                    holds(claim, trace.as_deref(), traces)
+                    decide_or_note(holds(claim, trace.as_deref(), traces), traces)
                 } else {
-                    Ok(false)
+                    Ok(Some(false))
                 };
-                o.keep = *decided.as_ref().unwrap_or(&false);
-                o.taken |= o.keep;
+                o.keep = matches!(decided, Ok(Some(true)));
+                o.taken |= !matches!(decided, Ok(Some(false)));
+                self.note = undecided;
                 decided.map(|_| ())
             }
             Directive::Else => {
@@ -90,7 +117,16 @@ impl Branches {
                 None => Err(stray("end")),
             },
             Directive::Assert { claim, trace } if active => {
-                let outcome = decide(claim, trace.as_deref(), traces)?;
+                let outcome = match decide(claim, trace.as_deref(), traces) {
+                    Err(cause) => match unrecorded(traces, &cause) {
+                        Some(missing) => {
+                            traces.note_unrecorded(missing);
+                            return Ok(());
+                        }
+                        None => return Err(cause),
+                    },
+                    Ok(outcome) => outcome,
+                };
                 if outcome.holds {
                     Ok(())
                 } else {

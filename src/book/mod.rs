@@ -76,10 +76,13 @@
 //! The build fails, naming chapter, line, directive, cause and the command to run, when a
 //! directive is malformed, names a missing trace, section or value, or reads a section whose code
 //! changed after the trace recorded it (the section's `source_hash` differs from the hash of its
-//! function in the file now). One exception keeps a GPU trace from freezing the book for everyone
-//! without that GPU: a trace of another device than the default trace's (read by `compare` or
-//! `trace=SLUG`) whose section is stale is shown, with a visible mark "recorded by older code
-//! (commit …)" beside its values.
+//! function in the file now). That holds for one trace: the one `lecture` has just written, else
+//! the folder's most complete and newest. Every other trace renders as it is, since only its own
+//! device (a GPU lent now and then, another CPU) can record it again: a stale section shows its
+//! values with a visible mark "recorded by older code (commit …)", and a value that older run
+//! never recorded shows "not recorded by the run of commit …", listed once at the page's end. A
+//! claim that needs such a value takes no branch and says so. A malformed trace fails the build
+//! whichever it is.
 
 pub mod address;
 pub mod bibliography;
@@ -97,6 +100,7 @@ pub mod render;
 pub mod sections;
 mod swap;
 pub mod traces;
+pub mod unrecorded;
 
 use std::path::{Path, PathBuf};
 
@@ -108,6 +112,9 @@ pub use problem::{BookError, Cause, Problem};
 pub struct BuildOptions {
     /// The default trace for every page (else the book's `trace` setting).
     pub trace: Option<PathBuf>,
+    /// The trace held to the code (else the folder's most complete, newest trace): `lecture`
+    /// passes the one it has just written. Every other trace renders as it is.
+    pub strict: Option<PathBuf>,
     /// The folder of traces that `compare` reads (else `trace-dir` of `book.toml`).
     pub trace_dir: Option<PathBuf>,
     /// The HTML's folder (else `build-dir` of `book.toml`, relative to the book).
@@ -155,6 +162,7 @@ pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf, BookEr
     // process's own preprocessor: no second process, no second compile.
     book.with_preprocessor(LecturePreprocessor {
         trace: options.trace.clone(),
+        strict: options.strict.clone(),
         trace_dir: options.trace_dir.clone(),
         source_root: options.source_root.clone(),
     });

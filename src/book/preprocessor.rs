@@ -28,6 +28,8 @@ pub const DEFAULT_SOURCE_ROOT: &str = "..";
 #[derive(Debug, Clone, Default)]
 pub struct LecturePreprocessor {
     pub trace: Option<PathBuf>,
+    /// The trace held to the code (`BuildOptions::strict`).
+    pub strict: Option<PathBuf>,
     pub trace_dir: Option<PathBuf>,
     pub source_root: Option<PathBuf>,
 }
@@ -96,7 +98,7 @@ impl Preprocessor for LecturePreprocessor {
         };
         let dir = self.trace_dir.as_ref().unwrap_or(&settings.trace_dir);
         let source_root = self.source_root.as_ref().unwrap_or(&settings.source_root);
-        let mut traces = Traces::new(dir, default, source_root);
+        let mut traces = Traces::new(dir, default, source_root).with_strict(self.strict.clone());
         let mut problems = Vec::new();
         // A bibliography that is there must be valid; one that is not fails only the citations.
         let bib = match settings.bibliography.exists() {

@@ -16,6 +16,7 @@ use super::problem::Cause;
 use super::provenance::{self, short_commit};
 use super::sections::OlderCode;
 use super::traces::Traces;
+use super::unrecorded;
 use crate::trace::{Trace, Unit};
 
 /// A problem at a line of the chapter, with the directive as written.
@@ -31,6 +32,7 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
     // Provenance boxes wait for the quotes of the whole chapter.
     let mut provenance_boxes: Vec<(Found, Option<String>)> = Vec::new();
     traces.take_quotes();
+    traces.take_unrecorded();
 
     for found in directive::find(markdown) {
         let directive = match &found.parsed {
@@ -59,7 +61,8 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
                 continue;
             }
             _ => {
-                match render_one(directive, traces) {
+                let rendered = render_one(directive, traces);
+                match unrecorded::or_placeholder(traces, rendered) {
                     Ok(html) if directive.is_block() => edits.push((found.line_span.clone(), format!("\n{html}\n"))),
                     Ok(html) => edits.push((found.span.clone(), html)),
                     Err(cause) => problems.push((found.line, found.text.clone(), cause)),
@@ -74,6 +77,11 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
         } else {
             found.span.clone()
         };
+        // A claim that needed a value the trace's older run never recorded: no branch was taken, and
+        // the note stands where the passage would have been.
+        if let Some(note) = branches.take_note() {
+            edits.push((line.start..line.start, note));
+        }
         let now_active = branches.active();
         match (was_active, now_active, dropping_from) {
             (true, false, _) => dropping_from = Some(line.start),
@@ -86,6 +94,13 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
         }
     }
     let quotes = traces.take_quotes();
+    // The values shown as not recorded, listed once, before the provenance box (else at the end).
+    if let Some(list) = unrecorded::list(&traces.take_unrecorded()) {
+        let at = provenance_boxes
+            .first()
+            .map_or(markdown.len(), |(found, _)| found.line_span.start);
+        edits.push((at..at, format!("\n{list}\n\n")));
+    }
     for (found, trace) in provenance_boxes {
         let rendered = traces.path(trace.as_deref()).and_then(|path| {
             let trace = traces.load(&path)?;
@@ -243,7 +258,8 @@ pub fn older_code_mark(older: &OlderCode) -> String {
 fn compare(traces: &mut Traces, address: &Address, format: Format, unit: Option<Unit>) -> Result<String, Cause> {
     let mut rows = String::new();
     for (path, trace) in traces.all()? {
-        let cell = value(traces, &path, &trace, address, format, unit)?;
+        let shown = value(traces, &path, &trace, address, format, unit);
+        let cell = unrecorded::or_placeholder(traces, shown)?;
         let p = &trace.provenance;
         // When and by which commit this trace's section was recorded.
         let recorded = trace.section(&address.section).map_or(String::new(), |s| {

@@ -1,9 +1,12 @@
 //! Which trace a directive reads, loading it once per build, and the checks that keep the book
 //! honest: the section must be in the trace, and its code must not have changed since it ran
-//! (`sections`). The default trace is held to that strictly; a trace of another device (read
-//! through `trace=SLUG` or `compare`) that ran older code is shown with a mark instead, since only
-//! that device could record it again. While a chapter renders, the sections its directives quote
-//! are noted, so that its provenance box can say where exactly its numbers came from.
+//! (`sections`). One trace is held to that strictly: the one `lecture` has just written, else the
+//! folder's most complete and newest trace (what `mdbook serve` shows). Every other trace (another
+//! CPU, a GPU, read as the page default by `lecture book --trace FILE`, or through `trace=SLUG`,
+//! `compare` and the Devices chapter) renders as it is: a section that older code recorded is shown
+//! with a mark, and a value that older run never recorded with a placeholder, since only that
+//! device could record it again. While a chapter renders, the sections its directives quote are
+//! noted, so that its provenance box can say where exactly its numbers came from.
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -12,6 +15,7 @@ use std::sync::Arc;
 use super::directive::Address;
 use super::problem::Cause;
 use super::sections::{Resolved, Section, Sources};
+use super::unrecorded::Unrecorded;
 use crate::trace::{self, Trace};
 
 /// The trace a page uses when its directives do not name one.
@@ -43,10 +47,14 @@ impl TraceChoice {
 pub struct Traces {
     dir: PathBuf,
     default: TraceChoice,
+    /// The trace held to the code when not the folder's newest (what `lecture` has just written).
+    strict: Option<PathBuf>,
+    strict_path: Option<Option<PathBuf>>,
     loaded: HashMap<PathBuf, Result<Arc<Trace>, Cause>>,
     default_path: Option<Result<PathBuf, Cause>>,
     sources: Sources,
     quoted: Vec<Quote>,
+    unrecorded: Vec<Unrecorded>,
 }
 
 /// A section a directive quoted, and whether what it showed depends on a clock.
@@ -63,11 +71,40 @@ impl Traces {
         Traces {
             dir: clean(dir),
             default,
+            strict: None,
+            strict_path: None,
             loaded: HashMap::new(),
             default_path: None,
             sources: Sources::new(source_root),
             quoted: Vec::new(),
+            unrecorded: Vec::new(),
         }
+    }
+
+    /// Holds `path` to the code instead of the folder's newest trace (`lecture` passes the trace
+    /// it has just written).
+    pub fn with_strict(mut self, path: Option<PathBuf>) -> Traces {
+        self.strict = path.map(|p| clean(&p));
+        self
+    }
+
+    /// The trace held to the code: the one given, else the folder's most complete, newest trace.
+    pub fn strict_path(&mut self) -> Option<PathBuf> {
+        if let Some(found) = &self.strict_path {
+            return found.clone();
+        }
+        let found = match &self.strict {
+            Some(path) => Some(path.clone()),
+            None => self.newest().ok(),
+        };
+        self.strict_path = Some(found.clone());
+        found
+    }
+
+    /// Whether the trace at `path` renders as it is (older code marked, unrecorded values shown
+    /// as such) rather than failing the build.
+    pub fn is_lenient(&mut self, path: &Path) -> bool {
+        self.strict_path().is_some_and(|strict| strict != path)
     }
 
     /// The file a directive reads: the named trace, or the page default.
@@ -87,21 +124,25 @@ impl Traces {
         match self.default.clone() {
             TraceChoice::Slug(slug) => Ok(self.dir.join(format!("{slug}.json"))),
             TraceChoice::File(path) => Ok(clean(&path)),
-            TraceChoice::Newest => {
-                let all = self.all()?;
-                let created = |t: &Trace| {
-                    t.created_at()
-                        .and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok())
-                };
-                // The most complete trace first, then the newest: `lecture --section ID` on a
-                // machine with no trace yet writes one holding that section alone, which would
-                // otherwise hide every full trace and fail the build on the first other section.
-                let newest = all.iter().max_by_key(|(_, t)| (t.sections.len(), created(t)));
-                newest
-                    .map(|(p, _)| p.clone())
-                    .ok_or_else(|| Cause::NoTraces { dir: self.dir.clone() })
-            }
+            TraceChoice::Newest => self.newest(),
         }
+    }
+
+    /// Of the traces in the folder holding the most sections, the one whose newest section is the
+    /// newest.
+    fn newest(&mut self) -> Result<PathBuf, Cause> {
+        let all = self.all()?;
+        let created = |t: &Trace| {
+            t.created_at()
+                .and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok())
+        };
+        // The most complete trace first, then the newest: `lecture --section ID` on a machine with
+        // no trace yet writes one holding that section alone, which would otherwise hide every
+        // full trace and fail the build on the first other section.
+        let newest = all.iter().max_by_key(|(_, t)| (t.sections.len(), created(t)));
+        newest
+            .map(|(p, _)| p.clone())
+            .ok_or_else(|| Cause::NoTraces { dir: self.dir.clone() })
     }
 
     /// Loads (once) and returns a trace.
@@ -110,7 +151,7 @@ impl Traces {
             return done.clone();
         }
         let result = if path.is_file() {
-            trace::load(path)
+            trace::load_named(path)
                 .map(Arc::new)
                 .map_err(|e| Cause::BadTrace(e.to_string()))
         } else {
@@ -142,7 +183,7 @@ impl Traces {
 
     /// The section, after checking that the code for it is the code that ran; noted as quoted.
     pub fn section<'t>(&mut self, path: &Path, trace: &'t Trace, id: &str) -> Result<Section<'t>, Cause> {
-        let lenient = self.is_other_device(trace);
+        let lenient = self.is_lenient(path);
         let section = self.sources.check(path, trace, id, lenient)?;
         self.quote(path, id, false);
         Ok(section)
@@ -168,16 +209,21 @@ impl Traces {
         }
     }
 
+    /// Notes a value the chapter being rendered shows as not recorded (once each).
+    pub fn note_unrecorded(&mut self, missing: Unrecorded) {
+        if !self.unrecorded.contains(&missing) {
+            self.unrecorded.push(missing);
+        }
+    }
+
+    /// The values shown as not recorded since the last call (one chapter's worth).
+    pub fn take_unrecorded(&mut self) -> Vec<Unrecorded> {
+        std::mem::take(&mut self.unrecorded)
+    }
+
     /// What was quoted since the last call (one chapter's worth), in the order first quoted.
     pub fn take_quotes(&mut self) -> Vec<Quote> {
         std::mem::take(&mut self.quoted)
-    }
-
-    /// Whether `trace` was recorded on another device than the page default's. When the default
-    /// cannot be read, no trace counts as another device's (the build fails on the default anyway).
-    fn is_other_device(&mut self, trace: &Trace) -> bool {
-        let default = self.path(None).and_then(|p| self.load(&p));
-        default.is_ok_and(|d| d.provenance.device.slug != trace.provenance.device.slug)
     }
 }
 

@@ -44,12 +44,13 @@ impl Device {
         }
     }
 
-    /// Short name used in file names (`trace/lecture_02/<slug>.json`), naming the model so that
-    /// two machines never share a file: "cpu-intel-r-xeon-r-processor", "nvidia-h200".
-    pub fn slug(&self) -> String {
+    /// The name of this device's trace (`trace/lecture_02/<slug>.json`, the rule in
+    /// `trace::name`): "cpu-amd-epyc-avx512-bf16", "nvidia-h200". On a CPU it follows the kernels
+    /// this thread's matmuls run with, so it fails where `CS336_CPU_ISA` is invalid.
+    pub fn slug(&self) -> crate::error::Result<String> {
         match self {
-            Device::Cpu => crate::host::cpu_slug(),
-            Device::Cuda(c) => c.props().slug(),
+            Device::Cpu => cpu::trace_name(),
+            Device::Cuda(c) => Ok(c.props().slug()),
         }
     }
 

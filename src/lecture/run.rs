@@ -63,12 +63,12 @@ fn place_by_token(value: &mut ValueRecord, code: &FunctionSource) {
     }
 }
 
-pub fn device_info(choice: &DeviceChoice) -> DeviceInfo {
-    match &choice.device {
+pub fn device_info(choice: &DeviceChoice) -> Result<DeviceInfo> {
+    Ok(match &choice.device {
         Device::Cpu => DeviceInfo {
             kind: "cpu".into(),
             name: host::cpu_model(),
-            slug: choice.device.slug(),
+            slug: choice.device.slug()?,
             memory_bytes: host::memory_bytes(),
             cuda_unavailable_reason: choice.cuda_unavailable_reason.clone(),
             // Which instructions the CPU's matmuls use on this host, and the level our own code was
@@ -104,16 +104,16 @@ pub fn device_info(choice: &DeviceChoice) -> DeviceInfo {
                 details,
             }
         }
-    }
+    })
 }
 
 /// What the device decides, trace-wide.
-pub fn provenance(choice: &DeviceChoice) -> Provenance {
-    Provenance {
-        device: device_info(choice),
+pub fn provenance(choice: &DeviceChoice) -> Result<Provenance> {
+    Ok(Provenance {
+        device: device_info(choice)?,
         host: provenance::host(),
         os: host::os(),
-    }
+    })
 }
 
 /// Runs `selected` sections (all when empty) and merges them into `previous` (keeping the other
@@ -133,6 +133,12 @@ pub fn run_lecture(
         selected.to_vec()
     };
     let run = provenance::run(seed, root);
+    // Trace-wide, so decided before the first section: what keeps it from being named (an invalid
+    // `CS336_CPU_ISA`) would stop that section too.
+    let device = provenance(choice).map_err(|cause| SectionError {
+        id: to_run.first().map_or("lecture", |d| d.id),
+        cause: Box::new(cause),
+    })?;
     let mut fresh = Vec::new();
     for def in to_run {
         let record = run_section(def, choice, &run)?;
@@ -142,7 +148,7 @@ pub fn run_lecture(
     let fresh = Trace {
         schema_version: SCHEMA_VERSION,
         lecture: LECTURE.to_string(),
-        provenance: provenance(choice),
+        provenance: device,
         sections: fresh,
     };
     Ok(merge(previous, fresh))

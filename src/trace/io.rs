@@ -28,6 +28,15 @@ pub fn load(path: &Path) -> Result<Trace> {
     parse(path, &text)
 }
 
+/// Like [`load`], for a trace in a trace folder, whose file name says which device recorded it:
+/// refused when its provenance names another device (`trace::name::check`).
+pub fn load_named(path: &Path) -> Result<Trace> {
+    let trace = load(path)?;
+    let stem = path.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
+    super::name::check(&trace.provenance, &stem).map_err(|e| trace_err(path, e))?;
+    Ok(trace)
+}
+
 /// The file's text, if it is a regular file of at most `MAX_TRACE_BYTES`: a device such as
 /// `/dev/zero` would be read until memory runs out, a pipe would wait forever.
 fn read_bounded(path: &Path) -> Result<String> {

@@ -7,6 +7,7 @@
 
 pub mod history;
 pub mod io;
+pub mod name;
 pub mod provenance;
 pub mod schema;
 pub mod source;
@@ -14,7 +15,7 @@ pub mod validate;
 pub mod walk;
 
 pub use crate::json::{json_number, number_from_json};
-pub use io::{load, save};
+pub use io::{load, load_named, save};
 pub use schema::{
     BuildInfo, DeviceInfo, GitInfo, HostInfo, Provenance, RunInfo, SCHEMA_VERSION, SectionRecord, State, Step, Trace,
     Unit, ValueRecord,

@@ -152,6 +152,7 @@ fn load(path: &Path) -> Trace {
 
 fn build_book(out: &Path) -> PathBuf {
     let options = BuildOptions {
+        strict: None,
         trace: Some(common::default_trace_path()),
         trace_dir: Some(Path::new(ROOT).join("trace/lecture_02")),
         out_dir: Some(out.to_path_buf()),
@@ -400,6 +401,7 @@ fn a_gpu_trace_recorded_by_older_code_steps_by_line() {
         .collect();
     std::fs::write(book.join("src/gpu.md"), chapter).expect("chapter");
     let options = BuildOptions {
+        strict: None,
         trace: Some(common::default_trace_path()),
         trace_dir: Some(Path::new(ROOT).join("trace/lecture_02")),
         out_dir: Some(dir.path().join("html")),

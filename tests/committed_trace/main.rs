@@ -46,7 +46,9 @@ struct IsaPath {
 
 fn path_of(t: &Trace) -> IsaPath {
     IsaPath {
-        cpu: t.provenance.device.slug.clone(),
+        // The model: a run on another bf16 kernel of the same CPU gets another trace name, and is
+        // still compared, with the values RULES says follow the kernel.
+        cpu: t.provenance.device.name.clone(),
         simd: t.provenance.host.simd.clone(),
         bf16_kernel: t.provenance.device.details["bf16_matmul_isa"]
             .as_str()
@@ -209,6 +211,12 @@ fn stale_sections(path: &Path, trace: &Trace) -> Vec<(String, &'static str)> {
         "named by its CPU"
     );
     assert!(trace.provenance.device.slug.starts_with("cpu-"), "{}", path.display());
+    assert_eq!(
+        cs336::trace::name::expected_name(&trace.provenance).as_deref(),
+        Ok(trace.provenance.device.slug.as_str()),
+        "{}: the naming rule gives its provenance another name",
+        path.display()
+    );
     let mut stale = Vec::new();
     for def in cs336::lecture::SECTIONS {
         let code = function_source(def.source, def.id).unwrap_or_else(|e| panic!("{}: {e}", def.file));
@@ -263,6 +271,13 @@ fn committed_cpu_traces_equal_a_fresh_run() {
     let fresh = common::fresh_trace();
     let mut hits = vec![0; RULES.len()];
     let mut compared = 0;
+    // This CPU's own trace, by the one naming rule: with CS336_REQUIRE_REPRODUCIBLE_TRACE=1 it must
+    // be there and equal the fresh run.
+    let own = format!(
+        "{}.json",
+        cs336::device::cpu::trace_name().expect("this CPU has a trace name")
+    );
+    let mut own_compared = false;
     let default = common::default_trace_path();
     for (path, trace) in &cpu {
         let stale = stale_sections(path, trace);
@@ -296,6 +311,7 @@ fn committed_cpu_traces_equal_a_fresh_run() {
             continue;
         }
         compared += 1;
+        own_compared |= path.file_name().is_some_and(|n| n.to_string_lossy() == own);
         // Captured, and shown beside any failure: what was left out, and why.
         for (loc, i) in &outcome.ignored {
             if let Why::Machine(why) = RULES[*i].why {
@@ -324,10 +340,11 @@ fn committed_cpu_traces_equal_a_fresh_run() {
             *h += n;
         }
     }
-    if compared == 0 {
+    if !own_compared {
         let msg = format!(
-            "no committed CPU trace was recorded on this CPU ({}, SIMD {:?}): none was compared value by value",
-            fresh.provenance.device.slug, fresh.provenance.host.simd
+            "no committed CPU trace is this CPU's (trace/lecture_02/{own}, SIMD {:?}); {compared} other(s) were \
+             compared value by value",
+            fresh.provenance.host.simd
         );
         assert!(
             !required("CS336_REQUIRE_REPRODUCIBLE_TRACE"),
@@ -335,6 +352,8 @@ fn committed_cpu_traces_equal_a_fresh_run() {
              `cargo run --release --bin lecture` and commit it)"
         );
         common::terminal_note(&format!("note: {msg}"));
+    }
+    if compared == 0 {
         return;
     }
     // Every rule speaks for something the lecture records; one that matches nothing is stale.
@@ -407,4 +426,52 @@ fn every_value_a_bf16_kernel_changes_is_listed() {
             common::terminal_note(&note);
         }
     }
+}
+
+/// The naming rule (`cs336::trace::name`), pinned on the provenance of the three kinds of CPU
+/// our machines have had: two AMD EPYCs that differ only in their instruction sets get two names,
+/// each committed trace's file is the name its provenance gives, and a trace whose provenance
+/// contradicts its file name is refused with both named.
+#[test]
+fn each_committed_cpu_trace_is_named_by_its_model_and_kernels() {
+    use cs336::trace::name::{check, expected_name};
+    let cpu: Vec<_> = common::committed_traces()
+        .into_iter()
+        .filter(|(_, t)| t.provenance.device.kind == "cpu")
+        .collect();
+    let mut names = Vec::new();
+    for (path, t) in &cpu {
+        let name = expected_name(&t.provenance).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+        assert_eq!(stem.as_deref(), Some(name.as_str()), "{}", path.display());
+        names.push(name);
+    }
+    for want in [
+        "cpu-amd-epyc-avx2",
+        "cpu-amd-epyc-avx512-bf16",
+        "cpu-intel-r-xeon-r-processor-amx",
+    ] {
+        assert!(
+            names.iter().any(|n| n == want),
+            "no committed trace is named {want}: {names:?}"
+        );
+    }
+    // The AVX2 machine's provenance with the AVX-512 machine's kernels is the other name.
+    let (_, avx2) = cpu
+        .iter()
+        .find(|(p, _)| p.ends_with("cpu-amd-epyc-avx2.json"))
+        .expect("the AVX2 trace");
+    let mut p = avx2.provenance.clone();
+    p.device.details.insert("bf16_matmul_isa".into(), "avx512_bf16".into());
+    p.device.details.insert("f32_matmul_isa".into(), "avx512_fma".into());
+    assert_eq!(expected_name(&p).as_deref(), Ok("cpu-amd-epyc-avx512-bf16"));
+    let refused = check(&p, "cpu-amd-epyc-avx2").expect_err("its provenance names another device");
+    assert!(
+        refused.contains("cpu-amd-epyc-avx512-bf16") && refused.contains("cpu-amd-epyc-avx2"),
+        "{refused}"
+    );
+    // Without the float32 kernel (older traces), the host's SIMD extensions decide it, as gemm does.
+    p.device.details.shift_remove("f32_matmul_isa");
+    p.device.details.insert("bf16_matmul_isa".into(), "portable-f32".into());
+    assert_eq!(expected_name(&p).as_deref(), Ok("cpu-amd-epyc-avx2"));
 }

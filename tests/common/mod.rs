@@ -240,6 +240,8 @@ impl Workspace {
     pub fn build_real_book(&self, trace: &Path) -> Result<PathBuf, BookError> {
         let options = BuildOptions {
             trace: Some(trace.to_path_buf()),
+            // Held to the code as `lecture` holds the trace it has just written.
+            strict: Some(trace.to_path_buf()),
             trace_dir: Some(self.trace_dir()),
             out_dir: Some(self.out_dir()),
             source_root: None,
@@ -267,6 +269,8 @@ impl Workspace {
         let out = self.dir.path().join("mini-html");
         let options = BuildOptions {
             trace: Some(trace.to_path_buf()),
+            // Held to the code as `lecture` holds the trace it has just written.
+            strict: Some(trace.to_path_buf()),
             trace_dir: Some(self.trace_dir()),
             out_dir: Some(out.clone()),
             source_root: Some(source_root.to_path_buf()),

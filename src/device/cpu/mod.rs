@@ -21,6 +21,19 @@ pub fn bf16_matmul_isa() -> &'static str {
     bf16_gemm::current_kernel().map_or("none (CS336_CPU_ISA is invalid)", |k| k.name())
 }
 
+/// This CPU's trace name (`trace::name`): its model and the kernels its float32 and bf16
+/// matmuls run with on this thread, after `CS336_CPU_ISA`.
+pub fn trace_name() -> Result<String> {
+    let bf16 = bf16_gemm::current_kernel()?;
+    let tag = crate::trace::name::cpu_kernels_tag(bf16.name(), isa::f32_matmul_isa().name())
+        .map_err(|msg| Error::CpuIsa(format!("no trace name for this CPU: {msg}")))?;
+    Ok(crate::trace::name::cpu_trace_name(
+        &crate::host::cpu_model(),
+        std::env::consts::ARCH,
+        tag,
+    ))
+}
+
 use crate::base::dtype::convert;
 use crate::base::op::ReduceWalk;
 use crate::base::{BinaryOp, DType, Element, Layout, ReduceOp, UnaryOp};

@@ -86,23 +86,9 @@ impl DeviceProps {
         d
     }
 }
-
-/// Lower-case letters and digits, other runs of characters become one '-'.
+/// The device's name in file-name form (the one rule: `trace::name`).
 pub fn slug(name: &str) -> String {
-    let mut out = String::new();
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    let trimmed = out.trim_matches('-');
-    if trimmed.is_empty() {
-        "cuda".to_string()
-    } else {
-        trimmed.to_string()
-    }
+    crate::trace::name::gpu_trace_name(name)
 }
 
 /// "580.159.03" from /proc/driver/nvidia/version ("NVRM version: NVIDIA UNIX x86_64 Kernel Module
