@@ -35,7 +35,7 @@ def bench_table(doc):
 
 
 def sections(trace_dir):
-    # The CPU's trace, named `cpu-<model>.json` (`cpu.json` before traces were named by model).
+    # The CPU's trace, named `cpu-<model>-<kernels>.json` (`cpu.json` before traces were named by model).
     found = sorted(Path(trace_dir).glob("*/cpu*.json"))
     if not found:
         sys.exit(f"no CPU trace under {trace_dir}")

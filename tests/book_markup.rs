@@ -99,7 +99,8 @@ fn traces(s: &[String]) -> (Trace, Trace) {
 fn render(ws: &Workspace, cpu: &Trace, other: &Trace) -> String {
     let path = ws.write_trace("cpu", cpu);
     ws.write_trace("other", other);
-    let mut traces = Traces::new(&ws.trace_dir(), TraceChoice::File(path), Path::new(ROOT));
+    let mut traces =
+        Traces::new(&ws.trace_dir(), TraceChoice::File(path.clone()), Path::new(ROOT)).with_strict(Some(path));
     let markdown = render_chapter(CHAPTER, &mut traces).unwrap_or_else(|problems| panic!("renders: {problems:#?}"));
     let parser = mdbook_markdown::new_cmark_parser(&markdown, &mdbook_markdown::MarkdownOptions::default());
     let mut html = String::new();

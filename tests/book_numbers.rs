@@ -320,7 +320,7 @@ fn typed_numbers(markdown: &str, recorded: &BTreeSet<i64>, allowed: &[&str]) -> 
 }
 
 fn recorded_integers() -> BTreeSet<i64> {
-    let path = Path::new("trace/lecture_02/cpu-intel-r-xeon-r-processor.json");
+    let path = Path::new("trace/lecture_02/cpu-intel-r-xeon-r-processor-amx.json");
     let text = std::fs::read_to_string(path).expect("the committed CPU trace");
     let trace: Value = serde_json::from_str(&text).expect("trace JSON");
     let mut out = BTreeSet::new();

@@ -187,3 +187,153 @@ fn a_source_file_outside_the_crate_root_is_refused_for_every_trace() {
         }
     }
 }
+
+/// The stale GPU trace with values its older run never recorded: one value of a stale section and
+/// a whole section.
+fn older_gpu_trace() -> Trace {
+    let mut gpu = stale_gpu_trace();
+    let section = gpu
+        .sections
+        .iter_mut()
+        .find(|s| s.id == "tensors_memory")
+        .expect("section");
+    section.values.shift_remove("bytes");
+    section.steps.retain(|(name, _)| name != "bytes");
+    gpu.sections.retain(|s| s.id != "tensor_storage");
+    gpu
+}
+
+#[test]
+fn values_an_older_run_never_recorded_show_as_such_and_claims_on_them_take_no_branch() {
+    let ws = Workspace::new();
+    let cpu = ws.write_trace("cpu", fresh_trace());
+    ws.write_trace("nvidia-h200", &older_gpu_trace());
+    let chapter = "GPU bytes: {{value tensors_memory.bytes trace=gpu}}.\n\n\
+                   GPU shape: {{value tensor_storage.shape trace=gpu}}.\n\n\
+                   {{compare tensors_memory.bytes}}\n\n\
+                   Verdict: {{if tensors_memory.bytes > 1 trace=gpu}}BIG{{else}}SMALL{{end}}.\n\n\
+                   {{assert tensors_memory.bytes == 0 trace=gpu}}\n\n\
+                   On {{device tensors_memory trace=gpu}}.\n\n\
+                   {{provenance}}\n";
+    let html = ws
+        .build_chapter(&cpu, chapter)
+        .expect("an older trace's gaps do not fail the build");
+    let body = body(&html);
+    let placeholder = "not recorded by the run of commit ";
+    // The value of a stale section, a missing section, and the GPU's cell of the comparison.
+    assert_eq!(body.matches(placeholder).count(), 3, "{body}");
+    // The claim took neither branch, and said why; the assert was not checked (it would fail).
+    assert!(!body.contains("BIG") && !body.contains("SMALL"), "{body}");
+    assert!(body.contains("a passage here depends on <code>"), "{body}");
+    // Listed once, before the provenance box, each key once.
+    let list = body.find("lecture-unrecorded-list").expect("the page's list");
+    assert!(
+        list < body.find("lecture-provenance").expect("provenance box"),
+        "{body}"
+    );
+    assert_eq!(
+        body[list..].matches("<code>tensors_memory.bytes</code>").count(),
+        1,
+        "{body}"
+    );
+    assert!(body[list..].contains("<code>tensor_storage</code>"), "{body}");
+    // The device tag names the device and day, with the older-code mark.
+    assert!(body.contains("NVIDIA H200, "), "{body}");
+    assert!(body.contains(MARK), "{body}");
+
+    // In the trace held to the code the same gap is the chapter's fault: the build fails.
+    let mut own = fresh_trace().clone();
+    own.sections.retain(|s| s.id != "tensor_storage");
+    let own = ws.write_trace("cpu", &own);
+    let p = only_problem(ws.build_chapter(&own, "{{value tensor_storage.shape}}\n"));
+    assert!(matches!(p.cause, Cause::MissingSection { .. }), "{p}");
+    // As it is in another trace's section that the current code recorded.
+    let mut current_gpu = fresh_trace().clone();
+    current_gpu.provenance.device.slug = "nvidia-h200".into();
+    current_gpu.provenance.device.name = "NVIDIA H200".into();
+    current_gpu.provenance.device.kind = "cuda".into();
+    ws.write_trace("nvidia-h200", &current_gpu);
+    let cpu = ws.write_trace("cpu", fresh_trace());
+    let p = only_problem(ws.build_chapter(&cpu, "{{value tensors_memory.no_such_value trace=gpu}}\n"));
+    assert!(matches!(p.cause, Cause::MissingValue { .. }), "{p}");
+}
+
+#[test]
+fn trace_gpu_is_the_newest_other_gpu_trace_and_has_is_false_without_one() {
+    let ws = Workspace::new();
+    let cpu = ws.write_trace("cpu", fresh_trace());
+    let chapter = "{{if has tensors_memory.bytes trace=gpu}}GPU THERE{{else}}NO GPU TRACE{{end}}\n";
+    let html = ws.build_chapter(&cpu, chapter).expect("builds without a GPU trace");
+    assert!(body(&html).contains("NO GPU TRACE"), "{html}");
+    // Anything else that needs it fails, naming what to do.
+    let p = only_problem(ws.build_chapter(&cpu, "{{value tensors_memory.bytes trace=gpu}}\n"));
+    assert!(matches!(p.cause, Cause::NoGpuTrace { .. }), "{p}");
+    ws.write_trace("nvidia-h200", &stale_gpu_trace());
+    let html = ws.build_chapter(&cpu, chapter).expect("builds");
+    assert!(body(&html).contains("GPU THERE"), "{html}");
+    // With the GPU's trace as the page default, `trace=gpu` names no other.
+    let gpu = ws.trace_dir().join("nvidia-h200.json");
+    let html = ws.build_chapter(&gpu, chapter).expect("builds");
+    assert!(body(&html).contains("NO GPU TRACE"), "{html}");
+}
+
+#[test]
+fn the_devices_table_has_a_column_per_trace_and_decides_its_verdict_from_them() {
+    let ws = Workspace::new();
+    let cpu = ws.write_trace("cpu", fresh_trace());
+    let mut gpu = stale_gpu_trace();
+    let flops = gpu
+        .sections
+        .iter_mut()
+        .find(|s| s.id == "tensor_operations_flops")
+        .expect("section");
+    let fp32 = cs336::trace::number_from_json(&flops.values["actual_flop_per_sec"].value).expect("fp32 rate");
+    flops
+        .values
+        .get_mut("bf16_actual_flop_per_sec")
+        .expect("bf16 rate")
+        .value = serde_json::json!(fp32 * 10.0);
+    ws.write_trace("nvidia-h200", &gpu);
+    let first = ws.build_chapter(&cpu, "{{devices}}\n").expect("builds");
+    let page = body(&first);
+    assert!(page.contains("<code>nvidia-h200</code>"), "{page}");
+    assert!(
+        page.contains(&format!("<code>{}</code>", fresh_trace().provenance.device.slug)),
+        "{page}"
+    );
+    assert!(page.contains("10.00×"), "{page}");
+    assert!(page.contains("no GPU"), "the CPU's allocator cell: {page}");
+    assert!(page.contains("of 24 sections by older code (commit abcdef1)"), "{page}");
+    assert!(page.contains("<svg"), "the chart: {page}");
+    let fresh = fresh_trace();
+    let ratio = |t: &Trace| {
+        let s = t.section("tensor_operations_flops").expect("section");
+        let n = |k: &str| cs336::trace::number_from_json(&s.values[k].value).expect("rate");
+        n("bf16_actual_flop_per_sec") / n("actual_flop_per_sec")
+    };
+    // The verdict follows the numbers: a split when this CPU's bf16 does not pay, else none.
+    if ratio(fresh) > 1.25 {
+        assert!(page.contains("on every device here"), "{page}");
+    } else {
+        assert!(page.contains("depends on the hardware"), "{page}");
+    }
+    let mut slow = gpu.clone();
+    let flops = slow
+        .sections
+        .iter_mut()
+        .find(|s| s.id == "tensor_operations_flops")
+        .expect("section");
+    flops
+        .values
+        .get_mut("bf16_actual_flop_per_sec")
+        .expect("bf16 rate")
+        .value = serde_json::json!(fp32 * 0.5);
+    ws.write_trace("nvidia-h200", &slow);
+    let html = ws.build_chapter(&cpu, "{{devices}}\n").expect("builds");
+    assert!(body(&html).contains("0.50×"), "{html}");
+    if ratio(fresh) <= 1.25 {
+        assert!(body(&html).contains("on any device here"), "{html}");
+    } else {
+        assert!(body(&html).contains("depends on the hardware"), "{html}");
+    }
+}

@@ -178,7 +178,12 @@ fn holds(claim: &Claim, slug: Option<&str>, traces: &mut Traces) -> Result<bool,
 
 /// Decides `claim` against the trace `slug` names (the page's by default).
 pub fn decide(claim: &Claim, slug: Option<&str>, traces: &mut Traces) -> Result<Outcome, Cause> {
-    let path = traces.path(slug)?;
+    let path = match traces.path(slug) {
+        Ok(path) => path,
+        // `trace=gpu` without a GPU trace: `has` is false there, anything else fails as missing.
+        Err(cause @ Cause::NoGpuTrace { .. }) => return outcome(claim, &mut NoTrace(cause)),
+        Err(other) => return Err(other),
+    };
     let trace = traces.load(&path)?;
     let mut lookup = TraceLookup {
         traces,
@@ -186,13 +191,32 @@ pub fn decide(claim: &Claim, slug: Option<&str>, traces: &mut Traces) -> Result<
         trace,
         missing: None,
     };
-    evaluate(claim, &mut lookup).map_err(|f| match f {
+    outcome(claim, &mut lookup)
+}
+
+fn outcome(claim: &Claim, lookup: &mut impl Lookup<Error = Cause>) -> Result<Outcome, Cause> {
+    evaluate(claim, lookup).map_err(|f| match f {
         Failure::Lookup(cause) => cause,
         Failure::Claim(msg) => Cause::Claim {
             claim: claim.to_string(),
             msg,
         },
     })
+}
+
+/// The trace `trace=gpu` names when the folder has none: it records nothing.
+struct NoTrace(Cause);
+
+impl Lookup for NoTrace {
+    type Error = Cause;
+
+    fn lookup(&mut self, _: &Address) -> Result<Option<Value>, Cause> {
+        Ok(None)
+    }
+
+    fn missing(&mut self, _: &Address) -> Cause {
+        self.0.clone()
+    }
 }
 
 struct TraceLookup<'t> {

@@ -58,7 +58,7 @@
 //! `trace=SLUG` reads `<trace-dir>/SLUG.json`. Without it a page reads the default trace:
 //! the one the `lecture` binary has just written when it builds the book, otherwise
 //! `trace` under `[preprocessor.lecture]` in `book.toml`: `newest` (the trace whose newest section
-//! was recorded last, [`crate::trace::Trace::created_at`]), a slug (`cpu-intel-r-xeon-r-processor`,
+//! was recorded last, [`crate::trace::Trace::created_at`]), a slug (`cpu-intel-r-xeon-r-processor-amx`,
 //! `nvidia-h200`), or a file. `trace-dir` defaults to `../trace/lecture_02` (relative
 //! to the book). mdbook's environment overrides work too:
 //! `MDBOOK_PREPROCESSOR__LECTURE__TRACE=nvidia-h200 mdbook serve book`.
@@ -90,6 +90,7 @@ pub mod chart;
 mod citations;
 mod claims;
 pub mod code_view;
+mod devices;
 pub mod directive;
 pub mod format;
 pub mod html;

@@ -22,6 +22,9 @@ pub enum Cause {
     #[error("trace folder {} holds no trace (`*.json`)", dir.display())]
     NoTraces { dir: PathBuf },
 
+    #[error("trace folder {} holds no GPU trace besides the page's own (`trace=gpu`)", dir.display())]
+    NoGpuTrace { dir: PathBuf },
+
     #[error("cannot read trace: {0}")]
     BadTrace(String),
 
@@ -129,6 +132,11 @@ impl Cause {
             ),
             Cause::MissingTrace { .. } | Cause::NoTraces { .. } => {
                 "run `cargo run --release --bin lecture` (on the device the trace is named after) to write it".into()
+            }
+            Cause::NoGpuTrace { .. } => {
+                "guard GPU passages with `{{if has SECTION.NAME trace=gpu}}` (false without a GPU \
+                 trace), or record one on a GPU machine (`.ci/gpu-prepare`, then `.ci/gpu-check`)"
+                    .into()
             }
             Cause::BadTrace(_) => "re-run `cargo run --release --bin lecture` to write a fresh trace".into(),
             Cause::MissingSection { section, .. } => format!(

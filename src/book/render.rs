@@ -9,6 +9,7 @@ use std::path::Path;
 use super::chart;
 use super::claims::{self, Branches};
 use super::code_view;
+use super::devices;
 use super::directive::{self, Address, Directive, Found};
 use super::format::{Format, format_value};
 use super::html::{escape, escape_inline};
@@ -170,6 +171,13 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
             chart::render(id, &path, &trace, traces)
         }
         Directive::Compare { address, format, unit } => compare(traces, address, *format, *unit),
+        Directive::Device { section, trace } => {
+            let path = traces.path(trace.as_deref())?;
+            let trace = traces.load(&path)?;
+            let shown = traces.section(&path, &trace, section)?;
+            Ok(device_tag(&trace, &shown))
+        }
+        Directive::Devices => devices::render(traces),
         // The citation pass (`citations.rs`) replaced these before this chapter was rendered.
         Directive::Cite { .. } | Directive::References => Err(Cause::Structure(
             "`cite`/`references` outside the book's citation pass".into(),
@@ -242,6 +250,20 @@ pub(super) fn value(
         escape_inline(&title),
         escape_inline(&text)
     ))
+}
+
+/// The device that recorded a section, the day, and the older-code mark where it applies: what a
+/// figure quoted from another trace carries.
+fn device_tag(trace: &Trace, shown: &super::sections::Section) -> String {
+    let day = shown.record.run.recorded_at.split('T').next().unwrap_or_default();
+    let mark = shown.older_code.as_ref().map_or(String::new(), older_code_mark);
+    format!(
+        "<span class=\"lecture-device\" title=\"{} trace, commit {}\">{}, {}</span>{mark}",
+        escape_inline(&trace.provenance.device.slug),
+        escape_inline(&short_commit(&shown.record.run.git, false)),
+        escape_inline(&trace.provenance.device.name),
+        escape_inline(day)
+    )
 }
 
 /// The mark beside values that code as it is now did not record (another device's trace). It

@@ -43,6 +43,9 @@ impl TraceChoice {
     }
 }
 
+/// The `trace=` word for the newest GPU trace other than the page default's.
+pub const GPU: &str = "gpu";
+
 /// The traces one book build reads.
 pub struct Traces {
     dir: PathBuf,
@@ -107,8 +110,13 @@ impl Traces {
         self.strict_path().is_some_and(|strict| strict != path)
     }
 
-    /// The file a directive reads: the named trace, or the page default.
+    /// The file a directive reads: the named trace, or the page default. `gpu` names the newest
+    /// GPU trace in the folder other than the page default (the pages about the GPU show it beside
+    /// whatever device the default trace is from).
     pub fn path(&mut self, slug: Option<&str>) -> Result<PathBuf, Cause> {
+        if slug == Some(GPU) {
+            return self.gpu();
+        }
         if let Some(slug) = slug {
             return Ok(self.dir.join(format!("{slug}.json")));
         }
@@ -126,6 +134,21 @@ impl Traces {
             TraceChoice::File(path) => Ok(clean(&path)),
             TraceChoice::Newest => self.newest(),
         }
+    }
+
+    /// The newest GPU trace that is not the page default (`trace=gpu`).
+    fn gpu(&mut self) -> Result<PathBuf, Cause> {
+        let default = self.path(None).ok();
+        let all = self.all()?;
+        let created = |t: &Trace| {
+            t.created_at()
+                .and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok())
+        };
+        all.iter()
+            .filter(|(p, t)| t.provenance.device.kind == "cuda" && Some(p) != default.as_ref())
+            .max_by_key(|(_, t)| created(t))
+            .map(|(p, _)| p.clone())
+            .ok_or_else(|| Cause::NoGpuTrace { dir: self.dir.clone() })
     }
 
     /// Of the traces in the folder holding the most sections, the one whose newest section is the

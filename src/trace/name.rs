@@ -94,8 +94,13 @@ pub fn expected_name(p: &Provenance) -> Result<String, String> {
 
 /// Refuses a trace whose provenance names another device than its recorded name or its file
 /// (`stem`, the file name without `.json`) says: a trace copied or renamed by hand would otherwise
-/// be merged into, compared with or shown as another machine's.
+/// be merged into, compared with or shown as another machine's. The names held to this are those
+/// of the rule's shape: a file named as a CPU trace (`cpu-…`), and any file holding a GPU trace. A
+/// scratch copy under another name (`cpu.json`, `t.json`) claims no device and is read as it is.
 pub fn check(p: &Provenance, stem: &str) -> Result<(), String> {
+    if !(stem.starts_with("cpu-") || p.device.kind == "cuda") {
+        return Ok(());
+    }
     let expected = expected_name(p)?;
     let recorded = &p.device.slug;
     if recorded != &expected {
@@ -161,5 +166,41 @@ mod tests {
         assert_eq!(f32_kernel_from_simd(&["avx2".into(), "fma".into()]), "avx2_fma");
         assert_eq!(f32_kernel_from_simd(&["avx2".into(), "avx512f".into()]), "avx512_fma");
         assert_eq!(f32_kernel_from_simd(&["neon".into()]), "portable_fma");
+    }
+
+    #[test]
+    fn only_names_of_the_rules_shape_are_held_to_it() {
+        let p: Provenance = serde_json::from_value(serde_json::json!({
+            "device": {"kind": "cpu", "name": "AMD EPYC", "slug": "cpu-amd-epyc-avx2", "memory_bytes": null,
+                       "cuda_unavailable_reason": null,
+                       "details": {"bf16_matmul_isa": "portable-f32", "f32_matmul_isa": "avx2_fma"}},
+            "host": {"cpu_model": "AMD EPYC", "logical_cores": 2, "simd": ["avx2", "fma"]},
+            "os": "Debian, kernel 6, x86_64"
+        }))
+        .expect("provenance");
+        assert_eq!(check(&p, "cpu-amd-epyc-avx2"), Ok(()));
+        assert_eq!(check(&p, "cpu"), Ok(()), "a scratch name claims no device");
+        let other = check(&p, "cpu-amd-epyc-avx512-bf16").expect_err("another CPU's name");
+        assert!(
+            other.contains("cpu-amd-epyc-avx2") && other.contains("cpu-amd-epyc-avx512-bf16.json"),
+            "{other}"
+        );
+        let mut renamed = p.clone();
+        renamed.device.slug = "cpu-amd-epyc".into();
+        let slug = check(&renamed, "cpu-amd-epyc").expect_err("the recorded name disagrees");
+        assert!(
+            slug.contains("`cpu-amd-epyc`") && slug.contains("cpu-amd-epyc-avx2"),
+            "{slug}"
+        );
+        let mut gpu = p.clone();
+        gpu.device.kind = "cuda".into();
+        gpu.device.name = "NVIDIA H200".into();
+        gpu.device.slug = "nvidia-h200".into();
+        assert_eq!(check(&gpu, "nvidia-h200"), Ok(()));
+        assert!(
+            check(&gpu, "gpu")
+                .expect_err("a GPU trace is always named")
+                .contains("nvidia-h200")
+        );
     }
 }

@@ -44,7 +44,7 @@ pub struct DeviceInfo {
     /// "cpu" or "cuda".
     pub kind: String,
     pub name: String,
-    /// File-name form of the device, e.g. "cpu-intel-r-xeon-r-processor", "nvidia-h200".
+    /// The trace's name (`trace::name`), e.g. "cpu-intel-r-xeon-r-processor-amx", "nvidia-h200".
     pub slug: String,
     pub memory_bytes: Option<u64>,
     /// Why the run is not on a GPU, when it is not.

@@ -29,6 +29,11 @@ pub enum Directive {
     Chart { id: String, trace: Option<String> },
     /// `{{provenance [trace=SLUG]}}`
     Provenance { trace: Option<String> },
+    /// `{{device SECTION [trace=SLUG]}}`: which device recorded the section, when, and whether
+    /// older code did (inline, beside figures quoted from another trace).
+    Device { section: String, trace: Option<String> },
+    /// `{{devices}}`: every trace in the folder side by side on the lecture's headline numbers.
+    Devices,
     /// `{{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}`
     Compare {
         address: Address,
@@ -66,6 +71,7 @@ impl Directive {
         !matches!(
             self,
             Directive::Value { .. }
+                | Directive::Device { .. }
                 | Directive::Cite { .. }
                 | Directive::If { .. }
                 | Directive::ElseIf { .. }
@@ -79,7 +85,7 @@ impl Directive {
 /// The directive forms, for messages.
 pub const SYNTAX: &str = "{{value SECTION.NAME[.PATH] [state=first|last|K] [format=F] [unit=U] [trace=SLUG]}}, {{code SECTION}}, \
      {{chart ID}}, {{provenance}}, {{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}, \
-     {{table SECTION.NAME[.PATH]}}, {{if CLAIM}} … {{else if CLAIM}} … {{else}} … {{end}}, {{assert CLAIM}} \
+     {{table SECTION.NAME[.PATH]}}, {{device SECTION [trace=SLUG]}}, {{devices}}, {{if CLAIM}} … {{else if CLAIM}} … {{else}} … {{end}}, {{assert CLAIM}} \
      (CLAIM: `a.b > c.d`, `a.b < 2 * c.d`, `ratio(a.b, c.d) in [0.8, 1.25]`, `reldiff(a.b, c.d) < 0.05`, \
      `has a.b`, a recorded boolean `a.b`, joined with and/or/not), {{cite KEY}}, {{references}}";
 
@@ -160,6 +166,17 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
                 trace,
             }
         }
+        ("device", [section]) => {
+            allow(false, true)?;
+            Directive::Device {
+                section: identifier(section, "section id")?,
+                trace,
+            }
+        }
+        ("devices", []) => {
+            allow(false, false)?;
+            Directive::Devices
+        }
         ("provenance", []) => {
             allow(false, true)?;
             Directive::Provenance { trace }
@@ -192,7 +209,8 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
             Directive::References
         }
         (
-            "value" | "compare" | "table" | "code" | "chart" | "provenance" | "else" | "end" | "cite" | "references",
+            "value" | "compare" | "table" | "code" | "chart" | "provenance" | "device" | "devices" | "else" | "end"
+            | "cite" | "references",
             args,
         ) => {
             return Err(format!("`{kind}` got {} argument(s) ({})", args.len(), args.join(" ")));

@@ -1,0 +1,358 @@
+//! `{{devices}}`: every trace in the folder side by side on the lecture's headline numbers, one
+//! column per device, and a chart of what bfloat16 bought on each. Each column names its device,
+//! the day its newest section was recorded, and how current it is; a value a device's older run
+//! never recorded shows as such, and one that has no meaning there (an allocator's count on a CPU)
+//! says why. Which devices there are is whatever the folder holds: the table is rebuilt from the
+//! traces at every build.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use plotters::prelude::*;
+use serde_json::Value;
+
+use super::chart::plot::{FG, PALETTE, drawing, svg, text_style};
+use super::directive::{Address, StateChoice};
+use super::format::{Format, format_value};
+use super::html::escape;
+use super::problem::Cause;
+use super::provenance::short_commit;
+use super::traces::Traces;
+use super::unrecorded;
+use crate::trace::{Trace, Unit, number_from_json};
+
+/// A row: its label, and what each device's cell shows.
+struct Row {
+    label: &'static str,
+    cell: Cell,
+}
+
+enum Cell {
+    /// A recorded value, formatted by its unit (or `format`).
+    Value(&'static str, Format),
+    /// A recorded value that exists only on a GPU (`tensors_on_gpus.cuda_available`).
+    GpuValue(&'static str, Format),
+    /// One recorded value over another, as a factor.
+    Ratio(&'static str, &'static str),
+    /// A ratio that exists only on a GPU.
+    GpuRatio(&'static str, &'static str),
+    /// The wall time of every section, added up.
+    LectureTime,
+}
+
+const ROWS: &[Row] = &[
+    Row {
+        label: "GPU allocator's count for the two 32×32 float32 tensors",
+        cell: Cell::GpuValue("tensors_on_gpus.memory_used", Format::Int),
+    },
+    Row {
+        label: "float32 matmul at the lecture's shape",
+        cell: Cell::Value("tensor_operations_flops.actual_flop_per_sec", Format::Auto),
+    },
+    Row {
+        label: "its MFU",
+        cell: Cell::Value("tensor_operations_flops.mfu", Format::Auto),
+    },
+    Row {
+        label: "peak it is measured against (float32)",
+        cell: Cell::Value("tensor_operations_flops.promised_flop_per_sec", Format::Auto),
+    },
+    Row {
+        label: "bfloat16 matmul at the same shape",
+        cell: Cell::Value("tensor_operations_flops.bf16_actual_flop_per_sec", Format::Auto),
+    },
+    Row {
+        label: "its MFU",
+        cell: Cell::Value("tensor_operations_flops.bf16_mfu", Format::Auto),
+    },
+    Row {
+        label: "peak it is measured against (bfloat16)",
+        cell: Cell::Value("tensor_operations_flops.bf16_promised_flop_per_sec", Format::Auto),
+    },
+    Row {
+        label: "bfloat16's speed over float32",
+        cell: Cell::Ratio(
+            "tensor_operations_flops.bf16_actual_flop_per_sec",
+            "tensor_operations_flops.actual_flop_per_sec",
+        ),
+    },
+    Row {
+        label: "backward pass time over forward (counted FLOPs: 2×)",
+        cell: Cell::Value("gradients_flops.measured_backward_to_forward_ratio", Format::Fixed(2)),
+    },
+    Row {
+        label: "pinned over pageable host-to-device copies",
+        cell: Cell::GpuRatio(
+            "data_loading.h2d_pinned_bytes_per_sec",
+            "data_loading.h2d_pageable_bytes_per_sec",
+        ),
+    },
+    Row {
+        label: "the whole lecture, every section",
+        cell: Cell::LectureTime,
+    },
+];
+
+fn address(key: &str) -> Address {
+    let mut parts = key.split('.');
+    Address {
+        section: parts.next().unwrap_or_default().to_string(),
+        name: parts.next().unwrap_or_default().to_string(),
+        path: parts.map(String::from).collect(),
+        state: StateChoice::Last,
+    }
+}
+
+/// One device's trace, loaded.
+struct Column {
+    path: PathBuf,
+    trace: Arc<Trace>,
+}
+
+/// The table and the chart.
+pub fn render(traces: &mut Traces) -> Result<String, Cause> {
+    let columns: Vec<Column> = traces
+        .all()?
+        .into_iter()
+        .map(|(path, trace)| Column { path, trace })
+        .collect();
+    let mut head = String::from("<th></th>");
+    for c in &columns {
+        head.push_str(&format!("<th>{}</th>", header(traces, c)?));
+    }
+    let mut body = String::new();
+    for row in ROWS {
+        body.push_str(&format!("<tr><th>{}</th>", escape(row.label)));
+        for c in &columns {
+            let shown = cell(traces, c, &row.cell);
+            body.push_str(&format!("<td>{}</td>", unrecorded::or_placeholder(traces, shown)?));
+        }
+        body.push_str("</tr>");
+    }
+    let mut speedups = Vec::new();
+    for c in &columns {
+        let (bf16, fp32) = (
+            number(traces, c, "tensor_operations_flops.bf16_actual_flop_per_sec"),
+            number(traces, c, "tensor_operations_flops.actual_flop_per_sec"),
+        );
+        if let (Ok(bf16), Ok(fp32)) = (bf16, fp32) {
+            speedups.push((c.trace.provenance.device.slug.clone(), bf16 / fp32));
+        }
+    }
+    Ok(format!(
+        "<div class=\"lecture-devices\"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>\n\n{}\n\n{}",
+        speedup_chart(&speedups)?,
+        verdict(&speedups)
+    ))
+}
+
+/// bfloat16 "pays" where it ran more than a quarter faster than float32 (the FLOPs chapter's
+/// band for "about the same rate").
+const PAYS: f64 = 1.25;
+
+/// The lesson, decided from the traces: on which devices bfloat16 paid, and whether that splits.
+fn verdict(speedups: &[(String, f64)]) -> String {
+    let list = |pays: bool| -> Vec<String> {
+        speedups
+            .iter()
+            .filter(|(_, r)| (*r > PAYS) == pays)
+            .map(|(slug, r)| format!("<code>{}</code> ({r:.2}×)", escape(slug)))
+            .collect()
+    };
+    let (paid, not) = (list(true), list(false));
+    let text = match (paid.is_empty(), not.is_empty()) {
+        (true, true) => "No trace here timed both products, so there is nothing to compare.".to_string(),
+        (false, false) => format!(
+            "bfloat16 ran more than a quarter faster than float32 on {}, and did not on {}. So whether bfloat16 pays \
+             depends on the hardware: on a device whose matrix units take bfloat16 (tensor cores, AMX tiles, \
+             <code>vdpbf16ps</code>) it halves the bytes and multiplies the rate; elsewhere it is widened to float32 and \
+             buys nothing but its smaller size.",
+            paid.join(", "),
+            not.join(", ")
+        ),
+        (false, true) => format!(
+            "bfloat16 ran more than a quarter faster than float32 on every device here ({}): each has matrix units that \
+             take bfloat16. A device without them would widen it to float32 and gain nothing.",
+            paid.join(", ")
+        ),
+        (true, false) => format!(
+            "bfloat16 ran no more than a quarter faster than float32 on any device here ({}): none of them multiplied \
+             it natively at this shape, so its only gain was its smaller size.",
+            not.join(", ")
+        ),
+    };
+    format!("<p class=\"lecture-verdict\">{text}</p>")
+}
+
+/// The device, the day of its newest section, and how current the trace is.
+fn header(traces: &mut Traces, c: &Column) -> Result<String, Cause> {
+    let device = &c.trace.provenance.device;
+    let mut older: Vec<String> = Vec::new();
+    for s in &c.trace.sections {
+        if let Some(old) = traces.section(&c.path, &c.trace, &s.id)?.older_code {
+            older.push(old.commit);
+        }
+    }
+    older.dedup();
+    let day = c
+        .trace
+        .created_at()
+        .and_then(|t| t.split('T').next())
+        .unwrap_or("undated");
+    let current = match older.as_slice() {
+        [] => "current code".to_string(),
+        _ => format!(
+            "{} of {} sections by older code (commit {})",
+            c.trace
+                .sections
+                .iter()
+                .filter(|s| traces
+                    .section(&c.path, &c.trace, &s.id)
+                    .is_ok_and(|x| x.older_code.is_some()))
+                .count(),
+            c.trace.sections.len(),
+            older.join(", ")
+        ),
+    };
+    let commit = c
+        .trace
+        .sections
+        .iter()
+        .max_by_key(|s| s.run.recorded_at.clone())
+        .map(|s| short_commit(&s.run.git, false))
+        .unwrap_or_default();
+    Ok(format!(
+        "{}<br><code>{}</code><br><span class=\"lecture-muted\">{}, commit {}; {}</span>",
+        escape(&device.name),
+        escape(&device.slug),
+        escape(day),
+        escape(&commit),
+        escape(&current)
+    ))
+}
+
+/// A recorded number of the column's trace (quoted, so staleness is checked and shown).
+fn number(traces: &mut Traces, c: &Column, key: &str) -> Result<f64, Cause> {
+    let found = traces.resolve(&c.path, &c.trace, &address(key))?;
+    number_from_json(found.value).ok_or_else(|| Cause::BadValue {
+        trace: c.path.clone(),
+        address: key.to_string(),
+        msg: format!("expected a number, found `{}`", found.value),
+    })
+}
+
+/// Whether the trace was recorded on a GPU.
+fn on_gpu(traces: &mut Traces, c: &Column) -> Result<bool, Cause> {
+    let found = traces.resolve(&c.path, &c.trace, &address("tensors_on_gpus.cuda_available"))?;
+    Ok(found.value == &Value::Bool(true))
+}
+
+fn cell(traces: &mut Traces, c: &Column, what: &Cell) -> Result<String, Cause> {
+    let no_gpu = "<span class=\"lecture-muted\">no GPU</span>".to_string();
+    let mark = |traces: &mut Traces, key: &str| -> String {
+        let found = traces.resolve(&c.path, &c.trace, &address(key)).ok();
+        found
+            .and_then(|f| f.older_code)
+            .map_or(String::new(), |o| super::render::older_code_mark(&o))
+    };
+    match what {
+        Cell::GpuValue(..) | Cell::GpuRatio(..) if !on_gpu(traces, c)? => Ok(no_gpu),
+        Cell::Value(key, format) | Cell::GpuValue(key, format) => {
+            super::render::value(traces, &c.path, &c.trace, &address(key), *format, None)
+        }
+        Cell::Ratio(top, bottom) | Cell::GpuRatio(top, bottom) => {
+            let ratio = number(traces, c, top)? / number(traces, c, bottom)?;
+            let text = format_value(&serde_json::json!(ratio), Unit::Ratio, Format::Fixed(2)).map_err(|msg| {
+                Cause::BadValue {
+                    trace: c.path.clone(),
+                    address: format!("{top} / {bottom}"),
+                    msg,
+                }
+            })?;
+            Ok(format!(
+                "<span class=\"lecture-value\" title=\"{top} / {bottom} · {} trace\">{}×</span>{}",
+                escape(&c.trace.provenance.device.slug),
+                escape(&text),
+                mark(traces, top)
+            ))
+        }
+        Cell::LectureTime => {
+            let total: f64 = c.trace.sections.iter().map(|s| s.wall_time_s).sum();
+            let text = format_value(&serde_json::json!(total), Unit::Seconds, Format::Auto).map_err(|msg| {
+                Cause::BadValue {
+                    trace: c.path.clone(),
+                    address: "sections.wall_time_s".into(),
+                    msg,
+                }
+            })?;
+            Ok(format!("<span class=\"lecture-value\">{}</span>", escape(&text)))
+        }
+    }
+}
+
+/// One bar per device: bfloat16's FLOP/s over float32's at the lecture's shape, with the line
+/// where the two are equal.
+fn speedup_chart(speedups: &[(String, f64)]) -> Result<String, Cause> {
+    let finite: Vec<&(String, f64)> = speedups.iter().filter(|(_, r)| r.is_finite() && *r > 0.0).collect();
+    if finite.is_empty() {
+        return Ok(String::new());
+    }
+    let n = finite.len();
+    let top = finite.iter().map(|(_, r)| *r).fold(1.0, f64::max) * 1.15;
+    let names: Vec<String> = finite.iter().map(|(s, _)| s.clone()).collect();
+    let y_name = |y: &f64| {
+        let row = n as f64 - 1.0 - y.round();
+        if (y - y.round()).abs() < 1e-6 && row >= 0.0 {
+            names.get(row as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    let label = "bfloat16's speed over float32 at the lecture's shape, per device";
+    let chart = svg(760, 80 + 48 * n as u32, label, |root| {
+        let mut chart = drawing(
+            ChartBuilder::on(root)
+                .margin(14)
+                .x_label_area_size(50)
+                .y_label_area_size(260)
+                .build_cartesian_2d(0.0..top, -0.5..n as f64 - 0.5),
+        )?;
+        drawing(
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .x_desc("bfloat16 FLOP/s over float32 FLOP/s (×)")
+                .y_labels(n)
+                .y_label_formatter(&y_name)
+                .label_style(text_style(14))
+                .axis_desc_style(text_style(15))
+                .axis_style(FG.mix(0.6))
+                .bold_line_style(FG.mix(0.12))
+                .light_line_style(FG.mix(0.0))
+                .draw(),
+        )?;
+        for (i, (_, ratio)) in finite.iter().enumerate() {
+            let y = (n - 1 - i) as f64;
+            let color = if *ratio >= 1.0 { PALETTE[2] } else { PALETTE[1] };
+            drawing(chart.draw_series(std::iter::once(Rectangle::new(
+                [(0.0, y - 0.3), (*ratio, y + 0.3)],
+                color.filled(),
+            ))))?;
+            drawing(chart.draw_series(std::iter::once(Text::new(
+                format!("{ratio:.2}×"),
+                (*ratio, y),
+                text_style(14),
+            ))))?;
+        }
+        drawing(chart.draw_series(std::iter::once(PathElement::new(
+            vec![(1.0, -0.5), (1.0, n as f64 - 0.5)],
+            FG.mix(0.7).stroke_width(2),
+        ))))?;
+        Ok(())
+    })?;
+    Ok(format!(
+        "<figure class=\"lecture-chart\" id=\"chart-bf16-speedup-by-device\">{chart}<figcaption>{} The line marks 1×, where \
+         bfloat16 runs no faster than float32; green bars are the devices where it ran faster.</figcaption></figure>",
+        escape(label)
+    ))
+}
