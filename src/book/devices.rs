@@ -47,7 +47,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         label: "float32 matmul at the lecture's shape",
-        cell: Cell::Value("tensor_operations_flops.actual_flop_per_sec", Format::Auto),
+        cell: Cell::Value("tensor_operations_flops.actual_flop_per_sec", Format::Si(None)),
     },
     Row {
         label: "its MFU",
@@ -55,11 +55,11 @@ const ROWS: &[Row] = &[
     },
     Row {
         label: "peak it is measured against (float32)",
-        cell: Cell::Value("tensor_operations_flops.promised_flop_per_sec", Format::Auto),
+        cell: Cell::Value("tensor_operations_flops.promised_flop_per_sec", Format::Si(None)),
     },
     Row {
         label: "bfloat16 matmul at the same shape",
-        cell: Cell::Value("tensor_operations_flops.bf16_actual_flop_per_sec", Format::Auto),
+        cell: Cell::Value("tensor_operations_flops.bf16_actual_flop_per_sec", Format::Si(None)),
     },
     Row {
         label: "its MFU",
@@ -67,7 +67,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         label: "peak it is measured against (bfloat16)",
-        cell: Cell::Value("tensor_operations_flops.bf16_promised_flop_per_sec", Format::Auto),
+        cell: Cell::Value("tensor_operations_flops.bf16_promised_flop_per_sec", Format::Si(None)),
     },
     Row {
         label: "bfloat16's speed over float32",
@@ -190,6 +190,8 @@ fn header(traces: &mut Traces, c: &Column) -> Result<String, Cause> {
     let mut older: Vec<String> = Vec::new();
     for s in &c.trace.sections {
         if let Some(old) = traces.section(&c.path, &c.trace, &s.id)?.older_code {
+            // The header says it in full, so the column's cells carry the dagger alone.
+            traces.older_mark(&c.path, &s.id, &old);
             older.push(old.commit);
         }
     }
@@ -202,7 +204,7 @@ fn header(traces: &mut Traces, c: &Column) -> Result<String, Cause> {
     let current = match older.as_slice() {
         [] => "current code".to_string(),
         _ => format!(
-            "{} of {} sections by older code (commit {})",
+            "† {} of {} sections recorded by older code (commit {})",
             c.trace
                 .sections
                 .iter()
@@ -250,10 +252,14 @@ fn on_gpu(traces: &mut Traces, c: &Column) -> Result<bool, Cause> {
 fn cell(traces: &mut Traces, c: &Column, what: &Cell) -> Result<String, Cause> {
     let no_gpu = "<span class=\"lecture-muted\">no GPU</span>".to_string();
     let mark = |traces: &mut Traces, key: &str| -> String {
-        let found = traces.resolve(&c.path, &c.trace, &address(key)).ok();
-        found
-            .and_then(|f| f.older_code)
-            .map_or(String::new(), |o| super::render::older_code_mark(&o))
+        let older = traces
+            .resolve(&c.path, &c.trace, &address(key))
+            .ok()
+            .and_then(|f| f.older_code);
+        match older {
+            Some(o) => traces.older_mark(&c.path, &address(key).section, &o),
+            None => String::new(),
+        }
     };
     match what {
         Cell::GpuValue(..) | Cell::GpuRatio(..) if !on_gpu(traces, c)? => Ok(no_gpu),
@@ -308,7 +314,7 @@ fn speedup_chart(speedups: &[(String, f64)]) -> Result<String, Cause> {
             String::new()
         }
     };
-    let label = "bfloat16's speed over float32 at the lecture's shape, per device";
+    let label = "bfloat16's speed over float32 at the lecture's shape, per device.";
     let chart = svg(760, 80 + 48 * n as u32, label, |root| {
         let mut chart = drawing(
             ChartBuilder::on(root)

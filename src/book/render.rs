@@ -175,7 +175,11 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
             let path = traces.path(trace.as_deref())?;
             let trace = traces.load(&path)?;
             let shown = traces.section(&path, &trace, section)?;
-            Ok(device_tag(&trace, &shown))
+            let mark = match &shown.older_code {
+                Some(older) => traces.older_mark(&path, section, older),
+                None => String::new(),
+            };
+            Ok(device_tag(&trace, &shown, &mark))
         }
         Directive::Devices => devices::render(traces),
         // The citation pass (`citations.rs`) replaced these before this chapter was rendered.
@@ -242,7 +246,10 @@ pub(super) fn value(
         "{address} · {} trace · {}:{}",
         trace.provenance.device.slug, found.section.source_file, found.line
     );
-    let mark = found.older_code.as_ref().map_or(String::new(), older_code_mark);
+    let mark = match &found.older_code {
+        Some(older) => traces.older_mark(path, &address.section, older),
+        None => String::new(),
+    };
     // Inline: markdown reads around these tags, so even the attribute is escaped for markdown
     // (a backtick in it could close a code span the chapter opened before).
     Ok(format!(
@@ -254,9 +261,8 @@ pub(super) fn value(
 
 /// The device that recorded a section, the day, and the older-code mark where it applies: what a
 /// figure quoted from another trace carries.
-fn device_tag(trace: &Trace, shown: &super::sections::Section) -> String {
+fn device_tag(trace: &Trace, shown: &super::sections::Section, mark: &str) -> String {
     let day = shown.record.run.recorded_at.split('T').next().unwrap_or_default();
-    let mark = shown.older_code.as_ref().map_or(String::new(), older_code_mark);
     format!(
         "<span class=\"lecture-device\" title=\"{} trace, commit {}\">{}, {}</span>{mark}",
         escape_inline(&trace.provenance.device.slug),
@@ -269,10 +275,23 @@ fn device_tag(trace: &Trace, shown: &super::sections::Section) -> String {
 /// The mark beside values that code as it is now did not record (another device's trace). It
 /// also stands inline in prose (after a value), so its text is escaped for markdown too.
 pub fn older_code_mark(older: &OlderCode) -> String {
+    mark_html(&older.text())
+}
+
+/// The mark's short form, for a section whose full mark the page already showed: the dagger that
+/// mark began with, its words on hover.
+pub fn older_code_dagger(older: &OlderCode) -> String {
+    format!(
+        "<span class=\"lecture-older-code lecture-older-code-short\" title=\"{}\">†</span>",
+        escape_inline(&older.text())
+    )
+}
+
+fn mark_html(text: &str) -> String {
     format!(
         "<span class=\"lecture-older-code\" title=\"the section's code changed after this trace recorded it; \
          only the device that wrote the trace can record it again\">{}</span>",
-        escape_inline(&older.text())
+        escape_inline(text)
     )
 }
 

@@ -43,9 +43,9 @@ impl OlderCode {
         }
     }
 
-    /// The words of the mark.
+    /// The words of the mark (the dagger marks the same section's later values on the page).
     pub fn text(&self) -> String {
-        format!("recorded by older code (commit {})", self.commit)
+        format!("† recorded by older code (commit {})", self.commit)
     }
 }
 

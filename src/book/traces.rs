@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use super::directive::Address;
 use super::problem::Cause;
-use super::sections::{Resolved, Section, Sources};
+use super::sections::{OlderCode, Resolved, Section, Sources};
 use super::unrecorded::Unrecorded;
 use crate::trace::{self, Trace};
 
@@ -58,6 +58,8 @@ pub struct Traces {
     sources: Sources,
     quoted: Vec<Quote>,
     unrecorded: Vec<Unrecorded>,
+    /// The (trace, section) pairs whose older-code mark this chapter showed in full already.
+    marked: Vec<(PathBuf, String)>,
 }
 
 /// A section a directive quoted, and whether what it showed depends on a clock.
@@ -81,6 +83,7 @@ impl Traces {
             sources: Sources::new(source_root),
             quoted: Vec::new(),
             unrecorded: Vec::new(),
+            marked: Vec::new(),
         }
     }
 
@@ -244,8 +247,21 @@ impl Traces {
         std::mem::take(&mut self.unrecorded)
     }
 
+    /// The older-code mark beside a value of `section` of the trace at `path`: in full the first
+    /// time a chapter shows one, after that a dagger (the same words on hover), so a passage quoting
+    /// another device's older run reads as prose.
+    pub fn older_mark(&mut self, path: &Path, section: &str, older: &OlderCode) -> String {
+        let key = (path.to_path_buf(), section.to_string());
+        if self.marked.contains(&key) {
+            return super::render::older_code_dagger(older);
+        }
+        self.marked.push(key);
+        super::render::older_code_mark(older)
+    }
+
     /// What was quoted since the last call (one chapter's worth), in the order first quoted.
     pub fn take_quotes(&mut self) -> Vec<Quote> {
+        self.marked.clear();
         std::mem::take(&mut self.quoted)
     }
 }
