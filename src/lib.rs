@@ -8,6 +8,7 @@ pub mod base;
 pub mod bench;
 pub mod book;
 pub mod checkpoint;
+pub mod console;
 pub mod data;
 pub mod device;
 pub mod error;

@@ -24,6 +24,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("book", &["trace", "atomic_file"]),
     ("atomic_file", &["error"]),
     ("host", &[]),
+    ("console", &[]),
     ("json", &[]),
     ("error", &[]),
 ];

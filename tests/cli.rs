@@ -301,3 +301,68 @@ fn killing_a_run_never_damages_the_trace() {
     );
     assert_eq!(partials(), 0, "the next write removed what the kills left");
 }
+
+/// Runs `lecture` with its stdout a pipe whose reader is gone before it writes a line (what
+/// `lecture … | head -1` does to it after the first line).
+fn with_closed_stdout(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_lecture"))
+        .args(args)
+        .stdout(writer)
+        .output()
+        .expect("run lecture")
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly_and_the_trace_is_written_all_the_same() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8 path");
+    let o = with_closed_stdout(&["--trace-dir", d, "--no-book", "--section", "motivating_questions"]);
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "a reader that stopped reading is no failure: {err}");
+    assert!(err.is_empty(), "nothing to say: {err}");
+    let trace = cs336::trace::load(&cpu_trace(dir.path())).expect("the trace was written");
+    assert!(trace.section("motivating_questions").is_some());
+    for args in [
+        vec!["--list"],
+        vec!["--trace-dir", d, "get", "motivating_questions.mfu"],
+        vec!["trace-name"],
+    ] {
+        let o = with_closed_stdout(&args);
+        let (_, err) = text(&o);
+        assert!(o.status.success() && err.is_empty(), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_full_stdout_is_reported_after_the_work_is_done() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full here");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8 path");
+    let o = Command::new(env!("CARGO_BIN_EXE_lecture"))
+        .args(["--trace-dir", d, "--no-book", "--section", "motivating_questions"])
+        .stdout(full)
+        .output()
+        .expect("run lecture");
+    assert_clean_failure(
+        &o,
+        &["could not write to standard output", "trace it writes is written"],
+    );
+    let trace = cs336::trace::load(&cpu_trace(dir.path())).expect("the trace was written");
+    assert!(trace.section("motivating_questions").is_some());
+}
+
+#[test]
+fn escape_sequences_in_what_is_echoed_are_shown_not_obeyed() {
+    let o = lecture(&["--section", "x\u{1b}[2Jy\u{1b}]0;title\u{7}\u{202e}"]);
+    assert_clean_failure(&o, &["unknown section", "x\\u{1b}[2Jy\\u{1b}]0;title\\u{7}\\u{202e}"]);
+    let (_, err) = text(&o);
+    assert!(
+        !err.contains('\u{1b}') && !err.contains('\u{7}') && !err.contains('\u{202e}'),
+        "{err:?}"
+    );
+}

@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use cs336::atomic_file;
+use cs336::console::{self, Console, terminal_safe};
 use cs336::device::{self, DeviceRequest};
 use cs336::lecture::{self, LECTURE, SECTIONS, run};
 use cs336::trace::{self, Trace};
@@ -82,12 +83,26 @@ enum DeviceArg {
 }
 
 fn main() -> ExitCode {
-    match real_main() {
-        Ok(()) => ExitCode::SUCCESS,
+    let mut out = Console::new();
+    let done = real_main(&mut out);
+    // Everything is done by now (a trace written, a book built): what is left is to say so. A
+    // reader that closed the pipe ends the process quietly; any other output failure is reported.
+    let unwritten = out.finish();
+    match done {
         Err(e) => {
-            eprintln!("error: {e:#}");
+            console::warn(format_args!("error: {}", terminal_safe(&format!("{e:#}"))));
             ExitCode::FAILURE
         }
+        Ok(()) => match unwritten {
+            Some(e) => {
+                console::warn(format_args!(
+                    "error: could not write to standard output ({e}); the command's work itself is done (a trace it \
+                     writes is written)"
+                ));
+                ExitCode::FAILURE
+            }
+            None => ExitCode::SUCCESS,
+        },
     }
 }
 
@@ -132,7 +147,7 @@ fn device_trace(dir: &Path, slug: &str) -> Result<PathBuf> {
     )
 }
 
-fn real_main() -> Result<()> {
+fn real_main(out: &mut Console) -> Result<()> {
     let cli = Cli::parse();
     let trace_dir = cli.trace_dir.clone().unwrap_or_else(|| root().join("trace"));
     let request = match cli.device {
@@ -143,7 +158,7 @@ fn real_main() -> Result<()> {
 
     if cli.list {
         for (i, s) in SECTIONS.iter().enumerate() {
-            println!("{:>2}. {:<26} {}", i + 1, s.id, s.title);
+            out.line(format_args!("{:>2}. {:<26} {}", i + 1, s.id, s.title));
         }
         return Ok(());
     }
@@ -156,16 +171,16 @@ fn real_main() -> Result<()> {
                 Some(p) => p,
                 None => device_trace(&trace_dir, &device_name(request)?)?,
             };
-            return get(&path, &key, record);
+            return get(out, &path, &key, record);
         }
-        Some(Command::Book { trace }) => return book(cli.trace_dir.as_deref(), trace),
+        Some(Command::Book { trace }) => return book(out, cli.trace_dir.as_deref(), trace),
         Some(Command::TraceName) => {
-            println!("{}", device_name(request)?);
+            out.line(format_args!("{}", device_name(request)?));
             return Ok(());
         }
         None => {}
     }
-    run_sections(&cli, &trace_dir, request)
+    run_sections(out, &cli, &trace_dir, request)
 }
 
 /// The name of the trace of the device `request` picks (`CS336_CPU_ISA` must be valid: it decides
@@ -177,7 +192,7 @@ fn device_name(request: DeviceRequest) -> Result<String> {
 
 /// Runs the sections `cli` names (all without `--section`), merges them into the trace and
 /// builds the book.
-fn run_sections(cli: &Cli, trace_dir: &Path, request: DeviceRequest) -> Result<()> {
+fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceRequest) -> Result<()> {
     let mut selected = Vec::new();
     for id in &cli.sections {
         match lecture::find(id) {
@@ -200,7 +215,7 @@ fn run_sections(cli: &Cli, trace_dir: &Path, request: DeviceRequest) -> Result<(
     }
     check_neighbours(&path, !cli.no_book)?;
 
-    println!(
+    out.line(format_args!(
         "Running {} section(s) on {} (seed {})",
         if selected.is_empty() {
             SECTIONS.len()
@@ -209,12 +224,12 @@ fn run_sections(cli: &Cli, trace_dir: &Path, request: DeviceRequest) -> Result<(
         },
         choice.device,
         cli.seed
-    );
+    ));
     if let Some(why) = &choice.cuda_unavailable_reason {
-        println!("  not using CUDA: {why}");
+        out.line(format_args!("  not using CUDA: {why}"));
     }
     let done = run::run_lecture(&selected, &choice, cli.seed, &root(), None, |r| {
-        println!("  {:<28} {:>10}", r.id, format_seconds(r.wall_time_s));
+        out.line(format_args!("  {:<28} {:>10}", r.id, format_seconds(r.wall_time_s)));
     });
     let fresh = done.context("the trace was not written; the previous one (if any) is unchanged")?;
     // Concurrent runs take turns from here: each merges into the trace as the one before left
@@ -228,7 +243,7 @@ fn run_sections(cli: &Cli, trace_dir: &Path, request: DeviceRequest) -> Result<(
     };
     let merged = run::merge(previous, fresh);
     trace::save(&path, &merged)?;
-    println!("Wrote {}", path.display());
+    out.line(format_args!("Wrote {}", path.display()));
     if !cli.no_book {
         let options = cs336::book::BuildOptions {
             trace: Some(path.clone()),
@@ -239,10 +254,10 @@ fn run_sections(cli: &Cli, trace_dir: &Path, request: DeviceRequest) -> Result<(
         };
         let index = cs336::book::build(&root().join("book"), &options)
             .context("the trace was written, but the book did not build")?;
-        println!("Book: {}", index.display());
+        out.line(format_args!("Book: {}", index.display()));
     }
     if let Some(warning) = run::unoptimised_warning(&merged) {
-        eprintln!("{warning}");
+        console::warn(format_args!("{warning}"));
     }
     Ok(())
 }
@@ -269,15 +284,16 @@ fn check_neighbours(path: &Path, book: bool) -> Result<()> {
                 dir.display()
             );
         }
-        eprintln!(
-            "warning: {e}\n  (the book shows every trace in that folder and will not build until it is fixed or moved)"
-        );
+        console::warn(format_args!(
+            "warning: {}\n  (the book shows every trace in that folder and will not build until it is fixed or moved)",
+            terminal_safe(&e.to_string())
+        ));
     }
     Ok(())
 }
 
 /// `lecture book`: the book from the traces as they are.
-fn book(trace_dir: Option<&Path>, trace: Option<PathBuf>) -> Result<()> {
+fn book(out: &mut Console, trace_dir: Option<&Path>, trace: Option<PathBuf>) -> Result<()> {
     if let Some(file) = &trace {
         trace::load_named(file)?;
     }
@@ -294,7 +310,7 @@ fn book(trace_dir: Option<&Path>, trace: Option<PathBuf>) -> Result<()> {
         source_root: Some(root()),
     };
     let index = cs336::book::build(&root().join("book"), &options).context("the book did not build")?;
-    println!("{}", index.display());
+    out.line(format_args!("{}", index.display()));
     Ok(())
 }
 
@@ -308,7 +324,7 @@ fn format_seconds(s: f64) -> String {
     }
 }
 
-fn get(path: &Path, key: &str, whole_record: bool) -> Result<()> {
+fn get(out: &mut Console, path: &Path, key: &str, whole_record: bool) -> Result<()> {
     let trace: Trace = trace::load(path)?;
     let mut parts = key.split('.');
     let (Some(section), Some(name)) = (parts.next(), parts.next()) else {
@@ -345,6 +361,6 @@ fn get(path: &Path, key: &str, whole_record: bool) -> Result<()> {
         }
         _ => value.clone(),
     };
-    println!("{}", serde_json::to_string_pretty(&shown)?);
+    out.line(format_args!("{}", serde_json::to_string_pretty(&shown)?));
     Ok(())
 }

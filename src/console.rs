@@ -1,0 +1,84 @@
+//! The terminal is an output like any other: a closed pipe (`lecture --list | head -1`), a full
+//! device (`> /dev/full`) or a stderr that fails must not panic the process, and above all must
+//! not lose a run's work. [`Console`] writes lines to stdout and remembers the first failure
+//! instead of panicking, so a run goes on, writes its trace, and reports the failure (or, for a
+//! reader that simply stopped reading, nothing) at the end. Text from traces and from the command
+//! line reaches the terminal through [`terminal_safe`], so an id holding an escape sequence cannot
+//! clear the screen or retitle the window.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io::{self, Write};
+
+/// Lines to stdout, and what went wrong writing them.
+#[derive(Debug, Default)]
+pub struct Console {
+    failed: Option<io::Error>,
+}
+
+impl Console {
+    pub fn new() -> Console {
+        Console::default()
+    }
+
+    /// Writes one line. After a failure nothing more is written: the reader is gone or the device
+    /// is full, and what the process still has to do (write its trace) comes first.
+    pub fn line(&mut self, args: fmt::Arguments) {
+        if self.failed.is_some() {
+            return;
+        }
+        let mut out = io::stdout().lock();
+        if let Err(e) = out.write_fmt(format_args!("{args}\n")).and_then(|()| out.flush()) {
+            self.failed = Some(e);
+        }
+    }
+
+    /// The failure to report once the work is done: `None` when every line was written, or when
+    /// the only trouble was a reader that closed the pipe (a quiet end, as `head` expects).
+    pub fn finish(self) -> Option<io::Error> {
+        self.failed.filter(|e| e.kind() != io::ErrorKind::BrokenPipe)
+    }
+}
+
+/// Writes a line to stderr, ignoring a failure: there is nowhere left to report it.
+pub fn warn(args: fmt::Arguments) {
+    let _ = io::stderr().lock().write_fmt(format_args!("{args}\n"));
+}
+
+/// `text` with every control character but newline and tab, and every bidirectional override,
+/// written as `\u{…}`: what a terminal would act on instead of show.
+pub fn terminal_safe(text: &str) -> Cow<'_, str> {
+    let acts = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(acts) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| {
+                if acts(c) {
+                    format!("\\u{{{:x}}}", c as u32)
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_and_overrides_are_shown_not_obeyed() {
+        assert_eq!(terminal_safe("plain text\n\tindented"), "plain text\n\tindented");
+        assert_eq!(terminal_safe("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
+        assert_eq!(terminal_safe("\u{1b}]0;title\u{7}"), "\\u{1b}]0;title\\u{7}");
+        assert_eq!(terminal_safe("x\u{202e}gnp.exe"), "x\\u{202e}gnp.exe");
+        assert_eq!(terminal_safe("\r\u{9b}\u{7f}"), "\\u{d}\\u{9b}\\u{7f}");
+        assert_eq!(terminal_safe("ünïcode ×"), "ünïcode ×");
+    }
+}
