@@ -366,3 +366,25 @@ fn escape_sequences_in_what_is_echoed_are_shown_not_obeyed() {
         "{err:?}"
     );
 }
+
+#[test]
+fn a_newer_trace_stops_a_full_run_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8 path");
+    let path = cpu_trace(dir.path());
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    let newer = format!(
+        r#"{{"schema_version": {}, "lecture": "lecture_02", "sections": []}}"#,
+        cs336::trace::SCHEMA_VERSION + 1
+    );
+    std::fs::write(&path, &newer).expect("write");
+    for args in [
+        vec!["--trace-dir", d, "--no-book"],
+        vec!["--trace-dir", d, "--no-book", "--section", "tensor_storage"],
+    ] {
+        let o = lecture(&args);
+        assert_clean_failure(&o, &["newer than this build knows"]);
+        assert!(!text(&o).0.contains("Running"), "no section ran: {}", text(&o).0);
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), newer, "untouched");
+    }
+}

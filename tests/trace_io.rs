@@ -108,8 +108,9 @@ fn unknown_or_missing_schema_version_is_refused() {
     let mut v = serde_json::to_value(sample()).expect("to json");
     v["schema_version"] = serde_json::json!(99);
     let msg = load_err(dir.path(), "future.json", &v.to_string());
+    // Newer than this build: updating the checkout reads it; regenerating would throw it away.
     assert!(
-        msg.contains("schema version 99") && msg.contains("cargo run --release --bin lecture"),
+        msg.contains("schema version 99") && msg.contains("newer than this build knows") && !msg.contains("regenerate"),
         "{msg}"
     );
     let msg = load_err(dir.path(), "other.json", "{\"hello\": 1}");
@@ -462,4 +463,49 @@ fn git_ignores_partial_files_in_the_trace_folder() {
         Ok(s) => assert!(s.success(), "`.tmp-*.partial` is not git-ignored"),
         Err(e) => eprintln!("skipped: no git ({e})"),
     }
+}
+
+#[test]
+fn bytes_flop_and_counts_are_whole_and_not_negative_in_every_state() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let i = section_index("tensors_memory");
+    for bad in [
+        serde_json::json!(-1),
+        serde_json::json!(1.5),
+        serde_json::json!([4, -2]),
+    ] {
+        let text = edited(|v| v["sections"][i]["values"]["bytes"]["value"] = bad.clone());
+        let msg = load_err(dir.path(), "whole.json", &text);
+        assert!(
+            msg.contains("tensors_memory.bytes") && msg.contains("whole numbers, zero or more"),
+            "{bad}: {msg}"
+        );
+    }
+    // An earlier state is checked as the final one is: a merge would write it back.
+    let (j, name) = sample()
+        .sections
+        .iter()
+        .enumerate()
+        .find_map(|(j, s)| {
+            s.values
+                .iter()
+                .find(|(_, r)| r.unit != cs336::trace::Unit::None && !r.history.is_empty())
+                .map(|(n, _)| (j, n.clone()))
+        })
+        .expect("a value with a unit and a history");
+    let text = edited(|v| v["sections"][j]["values"][&name]["history"][0]["value"] = serde_json::json!("x"));
+    let msg = load_err(dir.path(), "history.json", &text);
+    assert!(msg.contains("history[0].value") && msg.contains(&name), "{msg}");
+}
+
+#[test]
+fn a_trace_in_another_lectures_folder_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let folder = dir.path().join("lecture_02");
+    std::fs::create_dir_all(&folder).expect("folder");
+    let path = folder.join("scratch.json");
+    let text = edited(|v| v["lecture"] = serde_json::json!("lecture_03"));
+    std::fs::write(&path, text).expect("write");
+    let msg = trace::load_named(&path).expect_err("another lecture's").to_string();
+    assert!(msg.contains("lecture_03") && msg.contains("lecture_02"), "{msg}");
 }

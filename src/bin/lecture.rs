@@ -213,6 +213,9 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
     if !selected.is_empty() && path.exists() {
         trace::load_named(&path)?;
     }
+    if path.exists() {
+        trace::io::check_replaceable(&path)?;
+    }
     check_neighbours(&path, !cli.no_book)?;
 
     out.line(format_args!(

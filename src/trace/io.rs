@@ -34,7 +34,42 @@ pub fn load_named(path: &Path) -> Result<Trace> {
     let trace = load(path)?;
     let stem = path.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
     super::name::check(&trace.provenance, &stem).map_err(|e| trace_err(path, e))?;
+    // A trace folder is named after its lecture (`trace/lecture_02/`).
+    let folder = path.parent().and_then(|p| p.file_name()).map(|n| n.to_string_lossy());
+    if let Some(folder) = folder.filter(|f| f.starts_with("lecture_"))
+        && folder != trace.lecture
+    {
+        return Err(trace_err(
+            path,
+            format!(
+                "it says it is a trace of `{}`, but it is in the folder of `{folder}`",
+                trace.lecture
+            ),
+        ));
+    }
     Ok(trace)
+}
+
+/// Whether a full run may replace the trace at `path` (it replaces one it cannot read, or one of
+/// an older format, with a fresh one): not when it holds a newer schema than this build knows,
+/// whose contents this build would throw away unread.
+pub fn check_replaceable(path: &Path) -> Result<()> {
+    let Ok(text) = read_bounded(path) else {
+        return Ok(());
+    };
+    let version = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("schema_version").and_then(serde_json::Value::as_u64));
+    match version {
+        Some(v) if v > SCHEMA_VERSION as u64 => Err(trace_err(
+            path,
+            format!(
+                "schema version {v} is newer than this build knows (version {SCHEMA_VERSION}), so a run would \
+                 replace what it cannot read: update this checkout, or move the file away. Nothing was run."
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The file's text, if it is a regular file of at most `MAX_TRACE_BYTES`: a device such as
@@ -87,6 +122,15 @@ fn parse(path: &Path, text: &str) -> Result<Trace> {
             return Err(trace_err(
                 path,
                 "missing field `schema_version`: this is not a lecture trace",
+            ));
+        }
+        Some(v) if v.as_u64().is_some_and(|n| n > SCHEMA_VERSION as u64) => {
+            return Err(trace_err(
+                path,
+                format!(
+                    "schema version {v} is newer than this build knows (this build reads version {SCHEMA_VERSION}): \
+                     update this checkout to read it; a run would replace what it cannot read"
+                ),
             ));
         }
         Some(v) if v.as_u64() != Some(SCHEMA_VERSION as u64) => {

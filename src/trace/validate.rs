@@ -29,15 +29,27 @@ pub fn contents(trace: &Trace) -> Result<(), String> {
             ));
         }
         for (name, record) in &section.values {
-            if let Some(bad) = misfit(&record.value, record.unit) {
+            // The final value and every earlier state: a merge writes them all back.
+            let states = std::iter::once(("value".to_string(), &record.value)).chain(
+                record
+                    .history
+                    .iter()
+                    .enumerate()
+                    .map(|(k, h)| (format!("history[{k}].value"), &h.value)),
+            );
+            for (at, value) in states {
+                let Some(bad) = misfit(value, record.unit) else {
+                    continue;
+                };
                 let unit = serde_json::to_value(record.unit).unwrap_or_default();
                 let unit = unit.as_str().unwrap_or("?");
                 return Err(format!(
-                    "value `{}.{name}` (at `sections[{i}].values.{name}.value`) has unit {unit} but holds `{bad}`: \
+                    "value `{}.{name}` (at `sections[{i}].values.{name}.{at}`) has unit {unit} but holds `{}`: \
                      a value with a unit is a number, or a list or object of numbers{}",
                     section.id,
+                    shorten(&bad.to_string()),
                     if finite_only(record.unit) {
-                        ""
+                        "; bytes, FLOP and counts are whole numbers, zero or more"
                     } else {
                         " (\"NaN\", \"inf\" and \"-inf\" stand for the non-finite ones)"
                     }
@@ -46,6 +58,15 @@ pub fn contents(trace: &Trace) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// At most a few hundred characters of a value, for a message.
+fn shorten(text: &str) -> String {
+    const MAX: usize = 200;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}… ({} characters in all)", &text[..cut], text.chars().count()),
+        None => text.to_string(),
+    }
 }
 
 /// Bytes, FLOP and counts are finite quantities; times, rates and ratios may be measured as
@@ -58,6 +79,10 @@ fn finite_only(unit: Unit) -> bool {
 fn misfit(value: &Value, unit: Unit) -> Option<&Value> {
     match value {
         _ if unit == Unit::None => None,
+        Value::Number(_) if finite_only(unit) => {
+            let whole = number_from_json(value).is_some_and(|x| x >= 0.0 && x.fract() == 0.0);
+            (!whole).then_some(value)
+        }
         Value::Number(_) => None,
         Value::String(_) if !finite_only(unit) && number_from_json(value).is_some() => None,
         Value::Array(items) => items.iter().find_map(|v| misfit(v, unit)),
