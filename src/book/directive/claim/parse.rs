@@ -13,17 +13,35 @@ enum Token {
     Sym(&'static str),
 }
 
+/// The most tokens a claim may have: claims are a line of prose's worth; a longer one is a
+/// mistake or an attack, and an expression tree that long would be walked recursively.
+pub const MAX_TOKENS: usize = 1000;
+
+/// How deeply `not`, parentheses, unary minus and function calls may nest.
+pub const MAX_DEPTH: usize = 64;
+
 const SYMBOLS: [&str; 14] = ["<=", ">=", "==", "!=", "<", ">", "(", ")", "[", "]", ",", "+", "-", "*"];
 
 fn tokens(text: &str) -> Result<Vec<Token>, String> {
     let mut out = Vec::new();
     let mut rest = text.trim_start();
     while !rest.is_empty() {
+        if out.len() == MAX_TOKENS {
+            return Err(format!(
+                "a claim of more than {MAX_TOKENS} tokens ({} characters): split it into several claims",
+                text.len()
+            ));
+        }
         let c = rest.chars().next().unwrap_or(' ');
         let len = if c.is_ascii_digit() || (c == '.' && rest[1..].starts_with(|d: char| d.is_ascii_digit())) {
             let len = number_len(rest);
             let word = &rest[..len];
             let x: f64 = word.parse().map_err(|_| format!("`{word}` is not a number"))?;
+            if !x.is_finite() {
+                return Err(format!(
+                    "`{word}` is too large to be a number (it would read as infinity)"
+                ));
+            }
             out.push(Token::Num(x));
             len
         } else if c.is_ascii_alphabetic() || c == '_' {
@@ -74,7 +92,12 @@ pub fn parse_claim(text: &str, state: StateChoice) -> Result<Claim, String> {
     if tokens.is_empty() {
         return Err("empty claim: write a comparison such as `a.b > c.d`".into());
     }
-    let mut parser = Parser { tokens, at: 0, state };
+    let mut parser = Parser {
+        tokens,
+        at: 0,
+        state,
+        depth: 0,
+    };
     let claim = parser.or()?;
     match parser.peek() {
         None => Ok(claim),
@@ -94,9 +117,24 @@ struct Parser {
     tokens: Vec<Token>,
     at: usize,
     state: StateChoice,
+    /// How many `not`s, parentheses, minus signs and calls enclose the token being read.
+    depth: usize,
 }
 
 impl Parser {
+    /// Runs `f` one level deeper, refusing to go past [`MAX_DEPTH`].
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Parser) -> Result<T, String>) -> Result<T, String> {
+        if self.depth == MAX_DEPTH {
+            return Err(format!(
+                "the claim nests `not`, parentheses, minus signs or calls more than {MAX_DEPTH} deep"
+            ));
+        }
+        self.depth += 1;
+        let result = f(self);
+        self.depth -= 1;
+        result
+    }
+
     fn peek(&self) -> Option<&Token> {
         self.tokens.get(self.at)
     }
@@ -144,7 +182,7 @@ impl Parser {
     fn unary(&mut self) -> Result<Claim, String> {
         if self.is_word("not") {
             self.at += 1;
-            return Ok(Claim::Not(Box::new(self.unary()?)));
+            return Ok(Claim::Not(Box::new(self.nested(Parser::unary)?)));
         }
         if self.is_word("has") {
             self.at += 1;
@@ -157,7 +195,13 @@ impl Parser {
         if self.is_sym("(") {
             let start = self.at;
             self.at += 1;
-            if let Ok(claim) = self.or()
+            let inner = self.nested(Parser::or);
+            if let Err(e) = &inner
+                && e.contains(&format!("more than {MAX_DEPTH} deep"))
+            {
+                return inner;
+            }
+            if let Ok(claim) = inner
                 && self.is_sym(")")
             {
                 self.at += 1;
@@ -233,9 +277,9 @@ impl Parser {
     fn factor(&mut self) -> Result<Expr, String> {
         match self.next() {
             Some(Token::Num(x)) => Ok(Expr::Num(x)),
-            Some(Token::Sym("-")) => Ok(Expr::Neg(Box::new(self.factor()?))),
+            Some(Token::Sym("-")) => Ok(Expr::Neg(Box::new(self.nested(Parser::factor)?))),
             Some(Token::Sym("(")) => {
-                let e = self.expr()?;
+                let e = self.nested(Parser::expr)?;
                 self.require(")", "to close `(`")?;
                 Ok(e)
             }
@@ -243,10 +287,10 @@ impl Parser {
                 let func = Func::from_name(&w)
                     .ok_or_else(|| format!("unknown function `{w}` (functions: ratio, reldiff, abs, min, max)"))?;
                 self.at += 1;
-                let mut args = vec![self.expr()?];
+                let mut args = vec![self.nested(Parser::expr)?];
                 while self.is_sym(",") {
                     self.at += 1;
-                    args.push(self.expr()?);
+                    args.push(self.nested(Parser::expr)?);
                 }
                 self.require(")", &format!("to close `{w}(`"))?;
                 if args.len() != func.arity() {
@@ -322,5 +366,53 @@ mod tests {
         assert!(err("a.b & c.d").contains("unexpected `&`"));
         assert!(err("a.b@middle").contains("`first`, `last` or an index"));
         assert!(err("(a.b > c.d").contains("expected `)`"));
+        assert!(err("1e999 > 1").contains("too large to be a number"));
+    }
+
+    #[test]
+    fn deep_and_long_claims_are_errors_not_aborts() {
+        let err = |s: &str| parse_claim(s, StateChoice::Last).expect_err("refused");
+        // Nested 100,000 deep: refused by the token limit; 200 deep (within it): by the depth limit.
+        for n in [100_000, 200] {
+            let why = if n > MAX_TOKENS {
+                "more than 1000 tokens"
+            } else {
+                "more than 64 deep"
+            };
+            for text in [
+                format!("{}1{} == 1", "(".repeat(n), ")".repeat(n)),
+                format!("{}a.b", "not ".repeat(n)),
+                format!("{}1 > 0", "-".repeat(n)),
+                format!("{}1{} > 0", "abs(".repeat(n), ")".repeat(n)),
+            ] {
+                assert!(err(&text).contains(why), "{n}: {}", err(&text));
+            }
+        }
+        let long = format!("{}1 > 0", "1 + ".repeat(1_000_000 / 2));
+        assert!(err(&long).contains("more than 1000 tokens"));
+        // Within the limits, deep and long claims still parse.
+        let ok = format!("{}a.b{} > 0", "(".repeat(MAX_DEPTH - 1), ")".repeat(MAX_DEPTH - 1));
+        assert!(parse_claim(&ok, StateChoice::Last).is_ok(), "{ok}");
+        let ok = format!("{}1 > 0", "1 + ".repeat(400));
+        assert!(parse_claim(&ok, StateChoice::Last).is_ok());
+    }
+
+    proptest::proptest! {
+        /// Any mix of the nesting forms, however deep, parses or is refused: never a stack overflow.
+        #[test]
+        fn any_nesting_is_refused_or_parsed(forms in proptest::collection::vec(0u8..5, 0..3000)) {
+            let mut text = String::new();
+            for f in &forms {
+                text.push_str(["(", "not ", "-", "abs(", "1 + "][*f as usize]);
+            }
+            text.push_str("a.b");
+            for f in forms.iter().rev() {
+                if matches!(f, 0 | 3) {
+                    text.push(')');
+                }
+            }
+            text.push_str(" > 0");
+            let _ = parse_claim(&text, StateChoice::Last);
+        }
     }
 }
