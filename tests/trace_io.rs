@@ -509,3 +509,32 @@ fn a_trace_in_another_lectures_folder_is_refused() {
     let msg = trace::load_named(&path).expect_err("another lecture's").to_string();
     assert!(msg.contains("lecture_03") && msg.contains("lecture_02"), "{msg}");
 }
+
+/// Every file a user or a trace names is read through `read_limited`: a device, a pipe or a huge
+/// file is refused at once, never read without end or waited on.
+#[cfg(unix)]
+#[test]
+fn devices_pipes_and_huge_files_are_refused_before_reading() {
+    use cs336::trace::io::{Limited, read_limited};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let huge = dir.path().join("huge.rs");
+    let file = std::fs::File::create(&huge).expect("create");
+    file.set_len(1 << 30).expect("a sparse GiB");
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    let refused = |p: &Path| match read_limited(p, 4 << 20, "a source file") {
+        Err(Limited::Refused(msg)) => msg,
+        other => panic!("{}: {other:?}", p.display()),
+    };
+    assert!(refused(Path::new("/dev/zero")).contains("not a regular file"));
+    assert!(refused(&huge).contains("larger than the 4 MiB a source file may have"));
+    if made.is_ok_and(|s| s.success()) {
+        assert!(refused(&fifo).contains("not a regular file"));
+    }
+    let small = dir.path().join("small.rs");
+    std::fs::write(&small, "fn f() {}").expect("write");
+    assert_eq!(
+        read_limited(&small, 4 << 20, "a source file").expect("read"),
+        "fn f() {}"
+    );
+}

@@ -108,6 +108,9 @@ pub enum BibliographyError {
     #[error("cannot read the bibliography {}: {source}", path.display())]
     Read { path: PathBuf, source: std::io::Error },
 
+    #[error("the bibliography {} is refused: {msg}", path.display())]
+    Refused { path: PathBuf, msg: String },
+
     #[error("the bibliography {} is not valid: line {line}: {msg}", path.display())]
     Parse { path: PathBuf, line: usize, msg: String },
 
@@ -118,12 +121,21 @@ pub enum BibliographyError {
     Empty { path: PathBuf },
 }
 
+/// The most a bibliography may hold: ours is a few kilobytes; `/dev/zero` named there is refused.
+pub const MAX_BYTES: u64 = 4 << 20;
+
 impl Bibliography {
     /// Reads and checks the file at `path`.
     pub fn load(path: &Path) -> Result<Bibliography, BibliographyError> {
-        let text = std::fs::read_to_string(path).map_err(|source| BibliographyError::Read {
-            path: path.to_path_buf(),
-            source,
+        let text = crate::trace::io::read_limited(path, MAX_BYTES, "a bibliography").map_err(|e| match e {
+            crate::trace::io::Limited::Io(source) => BibliographyError::Read {
+                path: path.to_path_buf(),
+                source,
+            },
+            crate::trace::io::Limited::Refused(msg) => BibliographyError::Refused {
+                path: path.to_path_buf(),
+                msg,
+            },
         })?;
         Bibliography::parse(path, &text)
     }

@@ -17,6 +17,10 @@ use super::problem::Cause;
 use crate::trace::source::{FunctionSource, function_source};
 use crate::trace::{SectionRecord, Trace, ValueRecord, walk};
 
+/// The most a section's source file may hold (ours are under 20 KiB): a trace naming a huge file
+/// is refused before the file is read.
+pub const MAX_SOURCE_BYTES: u64 = 4 << 20;
+
 /// A section that passed the check.
 pub struct Section<'t> {
     pub record: &'t SectionRecord,
@@ -175,7 +179,8 @@ impl Sources {
         self.functions
             .entry(key)
             .or_insert_with(|| {
-                let text = std::fs::read_to_string(file).map_err(|e| format!("the file cannot be read ({e})"))?;
+                let text = crate::trace::io::read_limited(file, MAX_SOURCE_BYTES, "a section's source file")
+                    .map_err(|e| format!("the file cannot be read ({e})"))?;
                 function_source(&text, id).map(Arc::new).map_err(|e| e.to_string())
             })
             .clone()

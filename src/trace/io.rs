@@ -75,24 +75,49 @@ pub fn check_replaceable(path: &Path) -> Result<()> {
 /// The file's text, if it is a regular file of at most `MAX_TRACE_BYTES`: a device such as
 /// `/dev/zero` would be read until memory runs out, a pipe would wait forever.
 fn read_bounded(path: &Path) -> Result<String> {
-    let refuse = |meta: &std::fs::Metadata| -> Result<()> {
-        if !meta.is_file() {
-            return Err(trace_err(path, "not a regular file (a trace is a JSON file)"));
+    read_limited(path, MAX_TRACE_BYTES, "a trace").map_err(|e| match e {
+        Limited::Io(err) => Error::io(path, err),
+        Limited::Refused(msg) => trace_err(path, msg),
+    })
+}
+
+/// Why [`read_limited`] returned no text.
+#[derive(Debug)]
+pub enum Limited {
+    Io(std::io::Error),
+    /// Not a regular file, too large, or not UTF-8: the words say which.
+    Refused(String),
+}
+
+impl std::fmt::Display for Limited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Limited::Io(e) => write!(f, "{e}"),
+            Limited::Refused(msg) => f.write_str(msg),
         }
-        if meta.len() > MAX_TRACE_BYTES {
-            return Err(trace_err(
-                path,
-                format!(
-                    "{} bytes, larger than the {} MiB a trace may have",
-                    meta.len(),
-                    MAX_TRACE_BYTES >> 20
-                ),
-            ));
+    }
+}
+
+/// The text of `path` if it is a regular UTF-8 file of at most `max` bytes (`what` names such a
+/// file in messages): every file the lecture or the book reads that a user or a trace names goes
+/// through here, so a device, a pipe or a huge file is refused before it is read, never read
+/// without end or waited on.
+pub fn read_limited(path: &Path, max: u64, what: &str) -> std::result::Result<String, Limited> {
+    let refuse = |meta: &std::fs::Metadata| -> std::result::Result<(), Limited> {
+        if !meta.is_file() {
+            return Err(Limited::Refused(format!("not a regular file ({what} is a file)")));
+        }
+        if meta.len() > max {
+            return Err(Limited::Refused(format!(
+                "{} bytes, larger than the {} {what} may have",
+                meta.len(),
+                human_limit(max)
+            )));
         }
         Ok(())
     };
     // `metadata` does not open the file: opening a named pipe would block.
-    refuse(&std::fs::metadata(path).map_err(|e| Error::io(path, e))?)?;
+    refuse(&std::fs::metadata(path).map_err(Limited::Io)?)?;
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -101,16 +126,24 @@ fn read_bounded(path: &Path) -> Result<String> {
         use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NONBLOCK);
     }
-    let file = options.open(path).map_err(|e| Error::io(path, e))?;
-    refuse(&file.metadata().map_err(|e| Error::io(path, e))?)?;
+    let file = options.open(path).map_err(Limited::Io)?;
+    refuse(&file.metadata().map_err(Limited::Io)?)?;
     let mut bytes = Vec::new();
-    file.take(MAX_TRACE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(path, e))?;
-    if bytes.len() as u64 > MAX_TRACE_BYTES {
-        return Err(trace_err(path, "grew past the size a trace may have while being read"));
+    file.take(max + 1).read_to_end(&mut bytes).map_err(Limited::Io)?;
+    if bytes.len() as u64 > max {
+        return Err(Limited::Refused(format!(
+            "grew past the size {what} may have while being read"
+        )));
     }
-    String::from_utf8(bytes).map_err(|e| trace_err(path, format!("not UTF-8 text: {e}")))
+    String::from_utf8(bytes).map_err(|e| Limited::Refused(format!("not UTF-8 text: {e}")))
+}
+
+fn human_limit(max: u64) -> String {
+    if max >= 1 << 20 && max.is_multiple_of(1 << 20) {
+        format!("{} MiB", max >> 20)
+    } else {
+        format!("{max} bytes")
+    }
 }
 
 /// Parses trace JSON; `path` is only used in messages.

@@ -71,11 +71,38 @@ pub enum SourceError {
 /// Finds the top-level `fn name(…) … { … }` in `file` and returns it from its first doc comment
 /// or attribute to its closing brace.
 pub fn function_source(file: &str, name: &str) -> Result<FunctionSource, SourceError> {
+    // The lexer and the walk below recurse into every bracket: refuse what would overflow the stack.
+    check_nesting(file)?;
     let stream = TokenStream::from_str(file).map_err(|e| SourceError::Lex(e.to_string()));
     let found = stream.and_then(|stream| find_function(stream, file, name));
     // proc-macro2 keeps every lexed text in a thread-local map so spans can report lines; free it.
     proc_macro2::extra::invalidate_current_thread_spans();
     found
+}
+
+/// How deeply brackets may nest in a source file (rustfmt'd code rarely passes 20).
+pub const MAX_NESTING: usize = 256;
+
+/// Refuses a file whose brackets nest past [`MAX_NESTING`]. Brackets inside strings and comments
+/// count too, which can only overcount: a bound, not a parser.
+fn check_nesting(file: &str) -> Result<(), SourceError> {
+    let mut depth = 0usize;
+    for (i, line) in file.lines().enumerate() {
+        for c in line.chars() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if depth > MAX_NESTING {
+                return Err(SourceError::Lex(format!(
+                    "brackets nest more than {MAX_NESTING} deep by line {}",
+                    i + 1
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn find_function(stream: TokenStream, file: &str, name: &str) -> Result<FunctionSource, SourceError> {
@@ -199,6 +226,17 @@ fn drop_trailing_commas(tokens: &mut Vec<Token>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn brackets_nested_past_the_bound_are_an_error_not_an_overflow() {
+        for n in [MAX_NESTING + 1, 50_000, 100_000] {
+            let file = format!("fn f() {}{}", "{".repeat(n), "}".repeat(n));
+            let err = function_source(&file, "f").expect_err("too deep");
+            assert!(err.to_string().contains("more than 256 deep"), "{err}");
+        }
+        let file = format!("fn f() {}{}", "{".repeat(MAX_NESTING), "}".repeat(MAX_NESTING));
+        assert!(function_source(&file, "f").is_ok());
+    }
 
     const FILE: &str = r##"use x;
 
