@@ -388,3 +388,50 @@ fn a_newer_trace_stops_a_full_run_too() {
         assert_eq!(std::fs::read_to_string(&path).expect("read"), newer, "untouched");
     }
 }
+
+#[test]
+fn flags_a_command_would_ignore_are_refused() {
+    for (args, expect) in [
+        (vec!["--list", "get", "a.b"], "`--list` lists the sections"),
+        (
+            vec!["--list", "--section", "tensors_memory"],
+            "`--list` lists the sections",
+        ),
+        (
+            vec!["--section", "tensors_memory", "--section", "tensors_memory"],
+            "`--section tensors_memory` is given twice",
+        ),
+        (
+            vec!["--device", "cuda", "book"],
+            "`book` runs no section, so --device would do nothing",
+        ),
+        (
+            vec!["--seed", "3", "get", "a.b"],
+            "`get` runs no section, so --seed would do nothing",
+        ),
+        (
+            vec!["--no-book", "trace-name"],
+            "`trace-name` runs no section, so --no-book",
+        ),
+    ] {
+        assert_clean_failure(&lecture(&args), &[expect]);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_trace_dir_that_is_not_utf8_is_written_to() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"odd\xffname"));
+    let o = Command::new(env!("CARGO_BIN_EXE_lecture"))
+        .arg("--trace-dir")
+        .arg(&odd)
+        .args(["--no-book", "--section", "motivating_questions"])
+        .output()
+        .expect("run lecture");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    let trace = cs336::trace::load(&cpu_trace(&odd)).expect("the trace was written");
+    assert!(trace.section("motivating_questions").is_some());
+}

@@ -31,17 +31,17 @@ struct Cli {
     #[arg(long, value_name = "DIR", global = true)]
     trace_dir: Option<PathBuf>,
 
-    /// Seed for every random number in the run.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    /// Seed for every random number in the run (default 0).
+    #[arg(long)]
+    seed: Option<u64>,
 
     /// Do not build the HTML book after writing the trace.
     #[arg(long)]
     no_book: bool,
 
     /// Device to run on; `auto` picks CUDA when it is usable, else the CPU.
-    #[arg(long, value_enum, default_value_t = DeviceArg::Auto, global = true)]
-    device: DeviceArg,
+    #[arg(long, value_enum, global = true)]
+    device: Option<DeviceArg>,
 
     #[command(subcommand)]
     command: Option<Command>,
@@ -150,7 +150,8 @@ fn device_trace(dir: &Path, slug: &str) -> Result<PathBuf> {
 fn real_main(out: &mut Console) -> Result<()> {
     let cli = Cli::parse();
     let trace_dir = cli.trace_dir.clone().unwrap_or_else(|| root().join("trace"));
-    let request = match cli.device {
+    check_flags(&cli)?;
+    let request = match cli.device.unwrap_or(DeviceArg::Auto) {
         DeviceArg::Auto => DeviceRequest::Auto,
         DeviceArg::Cpu => DeviceRequest::Cpu,
         DeviceArg::Cuda => DeviceRequest::Cuda,
@@ -183,6 +184,44 @@ fn real_main(out: &mut Console) -> Result<()> {
     run_sections(out, &cli, &trace_dir, request)
 }
 
+/// Refuses flags that the command would otherwise ignore without a word.
+fn check_flags(cli: &Cli) -> Result<()> {
+    let command = match &cli.command {
+        Some(Command::Book { .. }) => Some("book"),
+        Some(Command::Get { .. }) => Some("get"),
+        Some(Command::TraceName) => Some("trace-name"),
+        None => None,
+    };
+    if cli.list && (command.is_some() || !cli.sections.is_empty()) {
+        bail!("`--list` lists the sections and does nothing else: drop it, or the rest");
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = cli.sections.iter().find(|id| !seen.insert(id.as_str())) {
+        bail!(
+            "`--section {}` is given twice: each section runs once per run",
+            terminal_safe(twice)
+        );
+    }
+    if let Some(command) = command {
+        let ignored: Vec<&str> = [
+            ("--seed", cli.seed.is_some()),
+            ("--no-book", cli.no_book),
+            ("--device", cli.device.is_some() && command == "book"),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect();
+        if !ignored.is_empty() {
+            bail!(
+                "`{command}` runs no section, so {} would do nothing: drop {}",
+                ignored.join(" and "),
+                if ignored.len() == 1 { "it" } else { "them" }
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The name of the trace of the device `request` picks (`CS336_CPU_ISA` must be valid: it decides
 /// a CPU's kernels, and so the name).
 fn device_name(request: DeviceRequest) -> Result<String> {
@@ -193,6 +232,7 @@ fn device_name(request: DeviceRequest) -> Result<String> {
 /// Runs the sections `cli` names (all without `--section`), merges them into the trace and
 /// builds the book.
 fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceRequest) -> Result<()> {
+    let seed = cli.seed.unwrap_or(0);
     let mut selected = Vec::new();
     for id in &cli.sections {
         match lecture::find(id) {
@@ -226,12 +266,12 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
             selected.len()
         },
         choice.device,
-        cli.seed
+        seed
     ));
     if let Some(why) = &choice.cuda_unavailable_reason {
         out.line(format_args!("  not using CUDA: {why}"));
     }
-    let done = run::run_lecture(&selected, &choice, cli.seed, &root(), None, |r| {
+    let done = run::run_lecture(&selected, &choice, seed, &root(), None, |r| {
         out.line(format_args!("  {:<28} {:>10}", r.id, format_seconds(r.wall_time_s)));
     });
     let fresh = done.context("the trace was not written; the previous one (if any) is unchanged")?;

@@ -11,7 +11,10 @@ use cs336::book::LecturePreprocessor;
 use mdbook_preprocessor::Preprocessor;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let result = match args.as_slice() {
         // Everything we emit is markdown with inline HTML, which every renderer passes through.
         [supports, _renderer] if supports == "supports" => Ok(()),

@@ -23,7 +23,9 @@ pub fn run(seed: u64, root: &Path) -> RunInfo {
         git: git(root),
         rustc: rustc(),
         build: build(),
-        command_line: std::env::args().collect(),
+        // As the OS gave it, lossily: an argument that is not UTF-8 (a folder's name) is kept
+        // readable rather than stopping the run after its sections ran.
+        command_line: std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
     }
 }
 

@@ -30,7 +30,9 @@ pub fn walk<'v>(value: &'v Value, path: &[String]) -> Result<&'v Value, (String,
             }))
         }
         Value::Array(items) => {
-            let item = step.parse::<usize>().ok().and_then(|i| items.get(i));
+            // Digits only: `usize`'s parser would take `+1` as 1.
+            let digits = !step.is_empty() && step.bytes().all(|b| b.is_ascii_digit());
+            let item = step.parse::<usize>().ok().filter(|_| digits).and_then(|i| items.get(i));
             let item = item.ok_or_else(|| {
                 (
                     step.clone(),
@@ -66,5 +68,7 @@ mod tests {
         );
         assert_eq!(walk(&v, &steps("nope")).unwrap_err().0, "nope");
         assert!(walk(&v, &steps("max.x")).unwrap_err().1.contains("has no parts"));
+        // An index is digits: `+1` is no index, though Rust's integer parser would take it.
+        assert!(walk(&v, &steps("rows.+1")).unwrap_err().1.contains("indexed from 0"));
     }
 }
