@@ -198,7 +198,11 @@ mod tests {
     fn values_with_units_hold_numbers() {
         use serde_json::json;
         assert_eq!(misfit(&json!(3), Unit::Bytes), None);
-        assert_eq!(misfit(&json!([1, [2.5, 3]]), Unit::Count), None);
+        assert_eq!(misfit(&json!([1, [2, 3]]), Unit::Count), None);
+        // Bytes, FLOP and counts are whole and not negative; times and rates need not be.
+        assert_eq!(misfit(&json!([1, [2.5, 3]]), Unit::Count), Some(&json!(2.5)));
+        assert_eq!(misfit(&json!(-1), Unit::Bytes), Some(&json!(-1)));
+        assert_eq!(misfit(&json!(-1.5), Unit::Seconds), None);
         assert_eq!(misfit(&json!("inf"), Unit::FlopPerSec), None);
         assert_eq!(misfit(&json!("inf"), Unit::Flop), Some(&json!("inf")));
         assert_eq!(misfit(&json!({"a": true}), Unit::Seconds), Some(&json!(true)));
