@@ -250,10 +250,11 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
     // Before any section runs: the trace can be written, a partial run has a valid trace to
     // merge into (a full run replaces an unreadable one), and the book can read its other traces.
     atomic_file::check_writable(&path)?;
+    // A partial run merges into the trace, so it must load (a newer schema is refused there); a
+    // full run replaces it, but not one of a newer schema, which it would throw away unread.
     if !selected.is_empty() && path.exists() {
         trace::load_named(&path)?;
-    }
-    if path.exists() {
+    } else if path.exists() {
         trace::io::check_replaceable(&path)?;
     }
     check_neighbours(&path, !cli.no_book)?;

@@ -188,14 +188,17 @@ fn verdict(speedups: &[(String, f64)]) -> String {
 fn header(traces: &mut Traces, c: &Column) -> Result<String, Cause> {
     let device = &c.trace.provenance.device;
     let mut older: Vec<String> = Vec::new();
+    let mut stale = 0;
     for s in &c.trace.sections {
         if let Some(old) = traces.section(&c.path, &c.trace, &s.id)?.older_code {
             // The header says it in full, so the column's cells carry the dagger alone.
             traces.older_mark(&c.path, &s.id, &old);
-            older.push(old.commit);
+            stale += 1;
+            if !older.contains(&old.commit) {
+                older.push(old.commit);
+            }
         }
     }
-    older.dedup();
     let day = c
         .trace
         .created_at()
@@ -204,14 +207,7 @@ fn header(traces: &mut Traces, c: &Column) -> Result<String, Cause> {
     let current = match older.as_slice() {
         [] => "current code".to_string(),
         _ => format!(
-            "† {} of {} sections recorded by older code (commit {})",
-            c.trace
-                .sections
-                .iter()
-                .filter(|s| traces
-                    .section(&c.path, &c.trace, &s.id)
-                    .is_ok_and(|x| x.older_code.is_some()))
-                .count(),
+            "† {stale} of {} sections recorded by older code (commit {})",
             c.trace.sections.len(),
             older.join(", ")
         ),

@@ -143,10 +143,6 @@ impl Traces {
     fn gpu(&mut self) -> Result<PathBuf, Cause> {
         let default = self.path(None).ok();
         let all = self.all()?;
-        let created = |t: &Trace| {
-            t.created_at()
-                .and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok())
-        };
         all.iter()
             .filter(|(p, t)| t.provenance.device.kind == "cuda" && Some(p) != default.as_ref())
             .max_by_key(|(_, t)| created(t))
@@ -158,10 +154,6 @@ impl Traces {
     /// newest.
     fn newest(&mut self) -> Result<PathBuf, Cause> {
         let all = self.all()?;
-        let created = |t: &Trace| {
-            t.created_at()
-                .and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok())
-        };
         // The most complete trace first, then the newest: `lecture --section ID` on a machine with
         // no trace yet writes one holding that section alone, which would otherwise hide every
         // full trace and fail the build on the first other section.
@@ -264,6 +256,12 @@ impl Traces {
         self.marked.clear();
         std::mem::take(&mut self.quoted)
     }
+}
+
+/// When the trace's newest section was recorded, as a time that orders correctly.
+fn created(t: &Trace) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+    t.created_at()
+        .and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok())
 }
 
 /// Removes `.` and `..` components lexically, so messages show `…/trace/lecture_02/cpu.json`
