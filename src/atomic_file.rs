@@ -89,6 +89,48 @@ pub fn check_writable(path: &Path) -> Result<()> {
         .map_err(|e| file_err(dir, format!("cannot be written: {}", without_path(e))))
 }
 
+/// Checks that the file system holding `path` has room for `bytes` more, before the work whose
+/// result will be written there starts: a run that fails on a full disk after it ran has lost its
+/// work. Where the OS does not say how much is free, nothing is refused.
+pub fn check_space(path: &Path, bytes: u64) -> Result<()> {
+    let target = follow_links(path)?;
+    let dir = folder_of(&target);
+    let Some(free) = free_bytes(dir) else { return Ok(()) };
+    if free < bytes {
+        return Err(file_err(
+            dir,
+            format!(
+                "only {free} bytes are free on its disk, and writing here needs about {bytes}: free some space \
+                 first. Nothing was run, and {} is as it was.",
+                target.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Bytes an unprivileged process may still write on the file system holding `dir`.
+#[cfg(unix)]
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c_path` is a valid C string and `stats` is written by the call before it is read.
+    let stats = unsafe {
+        if libc::statvfs(c_path.as_ptr(), stats.as_mut_ptr()) != 0 {
+            return None;
+        }
+        stats.assume_init()
+    };
+    #[allow(clippy::unnecessary_cast)] // the field types differ between platforms
+    Some((stats.f_bavail as u64).saturating_mul(stats.f_frsize as u64))
+}
+
+#[cfg(not(unix))]
+fn free_bytes(_dir: &Path) -> Option<u64> {
+    None
+}
+
 /// An exclusive lock, held until dropped.
 #[derive(Debug)]
 pub struct FileLock {
@@ -112,12 +154,70 @@ pub fn lock_beside(path: &Path) -> Result<FileLock> {
         .write(true)
         .open(&lock_path)
         .map_err(|e| Error::io(&lock_path, e))?;
-    file.lock()
-        .map_err(|e| file_err(&lock_path, format!("cannot be locked: {e}")))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            // Never a silent wait: say for what, and for whom (a stopped holder waits forever).
+            let holder = std::fs::read_to_string(&lock_path).unwrap_or_default();
+            crate::console::warn(format_args!(
+                "waiting for {}: {}",
+                crate::console::terminal_safe(&lock_path.display().to_string()),
+                crate::console::terminal_safe(&describe_holder(holder.trim()))
+            ));
+            file.lock()
+                .map_err(|e| file_err(&lock_path, format!("cannot be locked: {e}")))?;
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(file_err(&lock_path, format!("cannot be locked: {e}")));
+        }
+    }
+    // Who holds it, for the next process that has to wait (best effort: a full disk only loses
+    // that courtesy).
+    let mut holder = &file;
+    if file.set_len(0).is_ok() {
+        let _ = writeln!(holder, "{}", std::process::id());
+    }
     Ok(FileLock {
         _file: file,
         path: lock_path,
     })
+}
+
+/// Who holds a lock, from the process id its holder wrote into it: the command, and whether
+/// that process is stopped (then it holds the lock until it is continued or ended).
+fn describe_holder(written: &str) -> String {
+    let Ok(pid) = written.parse::<u32>() else {
+        return "another process holds it (it did not say which)".into();
+    };
+    let command = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .ok()
+        .map(|raw| {
+            let words: Vec<String> = raw
+                .split(|&b| b == 0)
+                .filter(|w| !w.is_empty())
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            // A command line can be long (a `python -c` script): its start says enough.
+            crate::console::shorten(&words.join(" ").replace(['\n', '\r'], " "), 160)
+        })
+        .filter(|c| !c.is_empty());
+    // The state is the first field after the command's closing parenthesis in /proc/PID/stat.
+    let stopped = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .is_some_and(|stat| {
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .is_some_and(|state| state == "T" || state == "t")
+        });
+    let who = match command {
+        Some(command) => format!("process {pid} ({command}) holds it"),
+        None => format!("process {pid} holds it"),
+    };
+    if stopped {
+        format!("{who}, and it is stopped: it keeps the lock until it is continued (`kill -CONT {pid}`) or ended")
+    } else {
+        format!("{who}; this run goes on when it is done")
+    }
 }
 
 /// The file a path names after following symbolic links (also a link to a file not yet there).
@@ -221,4 +321,48 @@ fn process_alive(pid: u32) -> bool {
 fn process_alive(_pid: u32) -> bool {
     // No cheap check: keep every file that names a process.
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn space_is_checked_against_what_the_disk_has_free() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.json");
+        check_space(&path, 1).expect("a byte is free");
+        let free = free_bytes(dir.path()).expect("statvfs answers here");
+        let err = check_space(&path, free.saturating_add(1 << 40))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("bytes are free on its disk") && err.contains("Nothing was run"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_lock_holder_is_named_and_a_stopped_one_said_to_be() {
+        let me = describe_holder(&std::process::id().to_string());
+        assert!(me.starts_with(&format!("process {} (", std::process::id())), "{me}");
+        assert!(me.ends_with("this run goes on when it is done"), "{me}");
+        assert!(describe_holder("").contains("did not say which"));
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().expect("sleep");
+        // SAFETY: sends SIGSTOP to our own child.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGSTOP) };
+        let mut said = String::new();
+        // The state changes once the kernel has stopped it.
+        for _ in 0..100 {
+            said = describe_holder(&child.id().to_string());
+            if said.contains("stopped") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        child.kill().ok();
+        child.wait().ok();
+        assert!(said.contains("(sleep 30)") && said.contains("it is stopped"), "{said}");
+        assert!(said.contains(&format!("kill -CONT {}", child.id())), "{said}");
+    }
 }

@@ -40,9 +40,62 @@ impl Console {
     }
 }
 
+/// Standard output could not be written. Commands that print as they go (the benchmarks) return
+/// it through `?` from [`outln!`](crate::outln), and end with [`exit`]: quietly when the reader
+/// closed the pipe, with this message otherwise.
+#[derive(Debug, thiserror::Error)]
+#[error("could not write to standard output: {0}")]
+pub struct StdoutError(pub io::Error);
+
+/// Writes one line to stdout, returning the failure instead of panicking as `println!` does.
+pub fn write_line(args: fmt::Arguments) -> Result<(), StdoutError> {
+    let mut out = io::stdout().lock();
+    out.write_fmt(args)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .map_err(StdoutError)
+}
+
+/// `println!` that returns a [`StdoutError`] instead of panicking on a closed pipe or a full disk.
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::console::write_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::console::write_line(format_args!($($arg)*))
+    };
+}
+
+/// How a command that printed through [`outln!`](crate::outln) ends: success; a quiet success when
+/// its reader closed the pipe (as `bench … | head` expects); else the error on stderr and failure.
+pub fn exit(result: anyhow::Result<()>) -> std::process::ExitCode {
+    let Err(e) = result else {
+        return std::process::ExitCode::SUCCESS;
+    };
+    let closed_pipe = e.chain().any(|c| {
+        c.downcast_ref::<StdoutError>()
+            .is_some_and(|s| s.0.kind() == io::ErrorKind::BrokenPipe)
+    });
+    if closed_pipe {
+        return std::process::ExitCode::SUCCESS;
+    }
+    warn(format_args!("error: {}", terminal_safe(&format!("{e:#}"))));
+    std::process::ExitCode::FAILURE
+}
+
 /// Writes a line to stderr, ignoring a failure: there is nowhere left to report it.
 pub fn warn(args: fmt::Arguments) {
     let _ = io::stderr().lock().write_fmt(format_args!("{args}\n"));
+}
+
+/// At most `max` characters of `text`, for a message: a value, a directive, a command line can be
+/// a megabyte long, and a message that repeats it whole buries what it says.
+pub fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}… ({} characters in all)", &text[..cut], text.chars().count()),
+        None => text.to_string(),
+    }
 }
 
 /// `text` with every control character but newline and tab, and every bidirectional override,

@@ -98,6 +98,22 @@ pub enum Error {
 }
 
 impl Error {
+    /// Host memory too small for what an op asked: `available` is what the OS could hand out
+    /// (`None` where it does not say), `requested` saturates where the byte count overflows.
+    pub(crate) fn host_memory(op: &'static str, requested: u128, available: Option<u64>) -> Self {
+        let gib = |b: f64| b / GIB;
+        let asked = format!("{requested} bytes ({:.3} GiB)", gib(requested as f64));
+        let msg = match available {
+            Some(free) => format!(
+                "needs {asked} of host memory, but only {free} bytes ({:.3} GiB) are available: \
+                 use smaller sizes",
+                gib(free as f64)
+            ),
+            None => format!("needs {asked} of host memory, more than this machine could allocate: use smaller sizes"),
+        };
+        Error::InvalidArgument { op, msg }
+    }
+
     pub(crate) fn invalid(op: &'static str, msg: impl Into<String>) -> Self {
         Error::InvalidArgument { op, msg: msg.into() }
     }

@@ -45,12 +45,22 @@ pub fn logical_cores() -> usize {
 
 /// Total host memory in bytes (from /proc/meminfo).
 pub fn memory_bytes() -> Option<u64> {
-    let kib: u64 = file_field("/proc/meminfo", ':', "MemTotal")?
+    meminfo_bytes("MemTotal")
+}
+
+/// Memory the kernel could hand out now without swapping, in bytes (`MemAvailable`): what a new
+/// allocation can use before the machine starts to thrash or the OOM killer steps in.
+pub fn available_memory_bytes() -> Option<u64> {
+    meminfo_bytes("MemAvailable")
+}
+
+fn meminfo_bytes(key: &str) -> Option<u64> {
+    let kib: u64 = file_field("/proc/meminfo", ':', key)?
         .split_whitespace()
         .next()?
         .parse()
         .ok()?;
-    Some(kib * 1024)
+    kib.checked_mul(1024)
 }
 
 /// SIMD extensions the CPU reports and that matter for the kernels here.

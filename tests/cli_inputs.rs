@@ -247,3 +247,170 @@ fn a_write_that_fails_for_space_says_so_once() {
     assert_eq!(err.matches("os error").count(), 1, "{err}");
     assert!(!trace_file(dir.path()).exists(), "no trace written");
 }
+
+/// `bench` with `args`, at most `limit`.
+fn run_bench(args: &[&str], stdout: Option<std::fs::File>, limit: Duration) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bench"));
+    cmd.args(args)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    match stdout {
+        Some(file) => cmd.stdout(file),
+        None => cmd.stdout(std::process::Stdio::piped()),
+    };
+    common::process::finish(cmd.spawn().expect("spawn bench"), limit, &args.join(" "))
+}
+
+/// Sizes a benchmark cannot run are refused with a message before anything is allocated: no abort
+/// on a failed 4 TB allocation, no panic on a time `Duration` cannot hold, no nonsense from 0.
+#[test]
+fn bench_refuses_what_it_cannot_run_before_it_allocates() {
+    let cases: [(&[&str], &[&str]); 5] = [
+        (
+            &["train-step", "--dim", "1000000", "--layers", "1", "--batch", "1"],
+            &["host memory", "GiB", "smaller sizes"],
+        ),
+        (&["train-step", "--layers", "0"], &["--layers must be at least 1"]),
+        (&["train-step", "--batch", "0"], &["--batch must be at least 1"]),
+        (&["cpu-matmul", "--min-time", "1e300"], &["--min-time 1e300", "a day"]),
+        (&["matmul-overhead", "--min-time=-1"], &["--min-time -1.0"]),
+    ];
+    for (args, expect) in cases {
+        let o = run_bench(args, None, QUICK);
+        assert_clean_failure(&o, expect);
+    }
+    // clap's own refusal of a value not in the list: exit 2 with the choices, not a panic.
+    let o = run_bench(&["train-step", "--optimizer", "adam"], None, QUICK);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("possible values: adagrad, sgd"), "{err}");
+}
+
+/// A bench whose reader closed the pipe ends quietly; one whose stdout is full says so.
+#[cfg(unix)]
+#[test]
+fn bench_output_into_a_closed_pipe_or_a_full_device() {
+    let args = ["matmul-overhead", "--min-time", "0", "--min-samples", "1"];
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bench"));
+    cmd.args(args).stdout(writer).stderr(std::process::Stdio::piped());
+    let o = common::process::finish(cmd.spawn().expect("spawn"), QUICK, "bench | (closed)");
+    let (_, err) = text(&o);
+    assert!(o.status.success() && err.is_empty(), "quiet: {err}");
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        let o = run_bench(&args, Some(full), QUICK);
+        assert_clean_failure(&o, &["could not write to standard output", "No space left"]);
+    }
+}
+
+/// A run never writes through a link that leaves the trace folder for a file that is not a trace,
+/// full or partial; a link to a trace elsewhere (a shared folder) is followed.
+#[cfg(unix)]
+#[test]
+fn a_link_out_of_the_trace_folder_is_followed_only_to_a_trace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8");
+    let path = trace_file(dir.path());
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "my notes").expect("write");
+    std::os::unix::fs::symlink(&notes, &path).expect("link");
+    for args in [
+        vec!["--trace-dir", d, "--no-book"],
+        vec!["--trace-dir", d, "--no-book", "--section", "motivating_questions"],
+    ] {
+        let o = run_lecture(&args, None, RUN);
+        assert_clean_failure(&o, &["symbolic link to", "notes.txt", "not a trace", "Nothing was run"]);
+        assert_no_section_ran(&text(&o).0);
+        assert_eq!(std::fs::read_to_string(&notes).expect("read"), "my notes");
+    }
+    // A dangling link out of the folder would create a file there: refused too.
+    std::fs::remove_file(&path).expect("rm");
+    std::os::unix::fs::symlink(dir.path().join("nowhere.json"), &path).expect("link");
+    let o = run_lecture(&["--trace-dir", d, "--no-book"], None, RUN);
+    assert_clean_failure(&o, &["does not exist"]);
+    // A link to a trace in another folder is written through.
+    std::fs::remove_file(&path).expect("rm");
+    let shared = dir.path().join("shared.json");
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let e = elsewhere.path().to_str().expect("utf-8");
+    assert_success(&run_lecture(
+        &["--trace-dir", e, "--no-book", "--section", "motivating_questions"],
+        None,
+        RUN,
+    ));
+    std::fs::rename(trace_file(elsewhere.path()), &shared).expect("move");
+    std::os::unix::fs::symlink(&shared, &path).expect("link");
+    let o = run_lecture(
+        &["--trace-dir", d, "--no-book", "--section", "motivating_questions"],
+        None,
+        RUN,
+    );
+    assert_success(&o);
+    assert!(std::fs::symlink_metadata(&path).expect("meta").file_type().is_symlink());
+    assert!(cs336::trace::load(&shared).is_ok());
+}
+
+/// A run waiting for the trace's lock says so, and names the process that holds it.
+#[test]
+fn a_run_that_waits_for_a_lock_says_for_whom() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8");
+    let path = trace_file(dir.path());
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    let lock_path = path.with_file_name(format!(".{}.lock", path.file_name().expect("name").to_string_lossy()));
+    let mut lock = std::fs::File::create(&lock_path).expect("lock file");
+    lock.lock().expect("lock");
+    writeln!(lock, "{}", std::process::id()).expect("write pid");
+
+    let mut cmd = common::process::lecture_cmd(
+        &["--trace-dir", d, "--no-book", "--section", "motivating_questions"],
+        None,
+    );
+    let mut child = cmd.spawn().expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let said = rx.recv_timeout(RUN).expect("the run says it waits");
+    assert!(said.starts_with("waiting for ") && said.contains(".lock"), "{said}");
+    assert!(said.contains(&format!("process {} (", std::process::id())), "{said}");
+    drop(lock);
+    let o = common::process::finish(child, RUN, "lecture after the lock is released");
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert!(cs336::trace::load(&path).is_ok());
+}
+
+/// JSON beside a trace that is no trace at all (a `package.json`) is passed over by the book and
+/// by a run's check of the folder; a broken trace still is not.
+#[test]
+fn json_that_is_no_trace_is_passed_over_beside_the_traces() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8");
+    let html = dir.path().join("html");
+    let path = trace_file(dir.path());
+    assert_success(&run_lecture(&["--trace-dir", d, "--no-book"], None, RUN));
+    std::fs::write(
+        path.with_file_name("package.json"),
+        r#"{"name": "x", "version": "1.0.0"}"#,
+    )
+    .expect("write");
+    std::fs::write(path.with_file_name("results.json"), "[1, 2, 3]").expect("write");
+    let file = path.to_str().expect("utf-8");
+    assert_success(&run_lecture(&["book", "--trace", file], Some(&html), RUN));
+    assert_success(&run_lecture(
+        &["--trace-dir", d, "--section", "motivating_questions"],
+        Some(&html),
+        RUN,
+    ));
+    std::fs::write(path.with_file_name("cut.json"), "{\"schema_version\": 2, \"lect").expect("write");
+    let o = run_lecture(&["book", "--trace", file], Some(&html), RUN);
+    assert_clean_failure(&o, &["cut.json"]);
+}

@@ -261,7 +261,7 @@ fn cuda_plans_accept_exactly_what_the_cpu_accepts() {
     let sm = 132;
     let l = Layout::contiguous(&[2]);
     for dtype in ALL {
-        let buf = CpuBuffer::from_f64(dtype, [1.0, 2.0].into_iter());
+        let buf = CpuBuffer::from_f64(dtype, [1.0, 2.0].into_iter()).expect("two elements fit");
         for op in unary_ops() {
             let cpu_ok = cpu::unary(op, &buf, &l).is_ok();
             let cuda_ok = ops::unary(op, dtype, 0, 0, &l, sm).is_ok();

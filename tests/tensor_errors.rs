@@ -259,3 +259,31 @@ fn trunc_normal_refuses_bad_arguments_instead_of_hanging() {
     let y = Tensor::trunc_normal(&[1000], 1.0, 2.0, -1.0, 2.0, DType::F32, &mut rng).unwrap();
     assert!(y.to_vec_f64().unwrap().iter().all(|&v| (-1.0..=2.0).contains(&v)));
 }
+
+/// A tensor host memory cannot hold is refused before anything is allocated (Rust would abort
+/// the process on the failed allocation): made directly, or as the result of an op whose output
+/// is far larger than its inputs (a broadcast, an outer product).
+#[test]
+fn results_too_large_for_host_memory_are_errors_not_aborts() {
+    let huge = 1usize << 20; // 2^40 float32s: 4 TiB
+    let says_memory = |r: cs336::Result<Tensor>, op: &str| {
+        let msg = r.expect_err("4 TiB cannot be allocated").to_string();
+        assert!(msg.starts_with(op) && msg.contains("of host memory"), "{msg}");
+    };
+    says_memory(Tensor::zeros(&[huge, huge], DType::F32), "zeros");
+    says_memory(Tensor::ones(&[huge, huge], DType::F32), "tensor");
+    says_memory(Tensor::randn(&[huge, huge], DType::F32, &mut Rng::seed(0)), "tensor");
+    let column = Tensor::ones(&[huge, 1], DType::F32).expect("4 MiB");
+    let row = Tensor::ones(&[1, huge], DType::F32).expect("4 MiB");
+    says_memory(column.add(&row), "add");
+    says_memory(column.matmul(&row), "matmul");
+    says_memory(
+        column.broadcast_to(&[huge, huge]).and_then(|t| t.contiguous()),
+        "contiguous",
+    );
+    // A shape whose element count overflows is refused by name, not wrapped around.
+    let msg = Tensor::zeros(&[usize::MAX, 2], DType::F32)
+        .expect_err("overflows")
+        .to_string();
+    assert!(msg.contains("more elements than memory can address"), "{msg}");
+}

@@ -538,3 +538,113 @@ fn devices_pipes_and_huge_files_are_refused_before_reading() {
         "fn f() {}"
     );
 }
+
+/// What the schema does not allow is refused, in the words of the JSON file: a struct written as
+/// the list of its fields (serde's derive alone would take it), and no Rust type name in messages.
+#[test]
+fn what_the_schema_does_not_allow_is_refused_in_json_words() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let as_list = edited(|v| {
+        let fields: Vec<serde_json::Value> = v["sections"][0]["run"]
+            .as_object()
+            .expect("run is an object")
+            .values()
+            .cloned()
+            .collect();
+        v["sections"][0]["run"] = serde_json::json!(fields);
+    });
+    let msg = load_err(dir.path(), "list.json", &as_list);
+    assert!(
+        msg.contains("at `sections[0].run`: invalid type: a list, expected an object of named fields"),
+        "{msg}"
+    );
+    let cases = [
+        (
+            "missing.json",
+            edited(|v| {
+                v.as_object_mut().expect("object").remove("provenance");
+            }),
+            "at the top level: missing field `provenance`",
+        ),
+        (
+            "string.json",
+            edited(|v| v["sections"][0]["run"] = serde_json::json!("x")),
+            "invalid type: the string \"x\", expected an object",
+        ),
+        (
+            "negative.json",
+            edited(|v| v["sections"][0]["source_line"] = serde_json::json!(-1)),
+            "expected a whole number, zero or more",
+        ),
+        (
+            "object.json",
+            edited(|v| v["sections"] = serde_json::json!({"a": 1})),
+            "invalid type: an object, expected a list",
+        ),
+    ];
+    for (name, text, expect) in cases {
+        let msg = load_err(dir.path(), name, &text);
+        assert!(msg.contains(expect), "{name}: {msg}");
+        for rust in [
+            "struct ",
+            "u64",
+            "u32",
+            "usize",
+            "RunInfo",
+            "Provenance",
+            "sequence",
+            "a map",
+            " at `.`",
+        ] {
+            assert!(!msg.contains(rust), "{name}: `{rust}` in {msg}");
+        }
+    }
+}
+
+/// A whole number beyond 64 bits would be read as the nearest float and written back rounded by
+/// the next merge; it is refused, naming its line. One within 64 bits survives exactly.
+#[test]
+fn whole_numbers_are_kept_exactly_or_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = edited(|_| {});
+    let at = text.find("\"wall_time_s\":").expect("a wall time") + "\"wall_time_s\":".len();
+    let end = at + text[at..].find(',').expect("more fields");
+    let huge = format!("{}123456789012345678901234567890{}", &text[..at], &text[end..]);
+    let msg = load_err(dir.path(), "huge.json", &huge);
+    assert!(
+        msg.contains("line 1: the whole number 123456789012345678901234567890 is larger than a trace keeps exactly"),
+        "{msg}"
+    );
+
+    let first = sample().sections[0].values.keys().next().expect("a value").clone();
+    let text = edited(|v| {
+        let record = &mut v["sections"][0]["values"][first.as_str()];
+        record["unit"] = serde_json::json!("count");
+        record["value"] = serde_json::json!(u64::MAX);
+        let history = record.get_mut("history").and_then(serde_json::Value::as_array_mut);
+        for state in history.into_iter().flatten() {
+            state["value"] = serde_json::json!(u64::MAX);
+        }
+    });
+    let path = dir.path().join("max.json");
+    std::fs::write(&path, text).expect("write");
+    let trace = trace::load(&path).expect("u64::MAX is a whole number a trace keeps");
+    trace::save(&path, &trace).expect("save");
+    let back = std::fs::read_to_string(&path).expect("read");
+    assert!(back.contains("18446744073709551615"), "written back exactly");
+}
+
+/// JSON nested past serde_json's limit is an error that names the file, never a stack overflow.
+#[test]
+fn deeply_nested_values_are_refused_not_overflowed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = sample().sections[0].values.keys().next().expect("a value").clone();
+    let text = edited(|v| v["sections"][0]["values"][first.as_str()]["value"] = serde_json::json!("DEEP"));
+    let deep = text.replacen(
+        "\"DEEP\"",
+        &format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000)),
+        1,
+    );
+    let msg = load_err(dir.path(), "deep.json", &deep);
+    assert!(msg.contains("recursion limit"), "{msg}");
+}

@@ -2,6 +2,7 @@
 //! PyTorch f32/bf16, at the same shapes and thread count, in one run, taking turns so every
 //! contender sees the same machine; a table of GFLOP/s and our ratio to each.
 
+use crate::outln;
 use std::cell::RefCell;
 
 use super::reference::{self, Info, Server};
@@ -77,8 +78,8 @@ fn cell(x: Option<f64>, precision: usize, suffix: &str) -> String {
     }
 }
 
-pub fn print_table(rows: &[Row]) {
-    println!(
+pub fn print_table(rows: &[Row]) -> anyhow::Result<()> {
+    outln!(
         "{:<15} {:>9} {:>9} {:>9} {:>9} {:>9} │ {:>9} {:>9} {:>9} {:>9}",
         "GFLOP/s",
         "our f32",
@@ -90,13 +91,13 @@ pub fn print_table(rows: &[Row]) {
         "f32/pt",
         "bf16/pt",
         "bf16/f32"
-    );
+    )?;
     for r in rows {
         let gf = |s: Option<Timing>| s.map(|s| r.shape.flop() / s.median_s / 1e9);
         // Our speed over theirs = their time over ours.
         let ratio = |theirs: Option<Timing>, ours: Timing| theirs.map(|t| t.median_s / ours.median_s);
         let [np32, pt32, pt16] = r.references;
-        println!(
+        outln!(
             "{:<15} {} {} {} {} {} │ {} {} {} {}",
             r.shape.label(),
             cell(gf(Some(r.ours_f32)), 1, ""),
@@ -108,7 +109,7 @@ pub fn print_table(rows: &[Row]) {
             cell(ratio(pt32, r.ours_f32), 2, "×"),
             cell(ratio(pt16, r.ours_bf16), 2, "×"),
             cell(ratio(Some(r.ours_f32), r.ours_bf16), 2, "×"),
-        );
+        )?;
     }
     let counts: Vec<usize> = rows
         .iter()
@@ -120,33 +121,35 @@ pub fn print_table(rows: &[Row]) {
                 .map(|s| s.reps)
         })
         .collect();
-    println!(
+    outln!(
         "\nnp = numpy, pt = PyTorch. A ratio is our speed over theirs (> 1: we are faster); bf16/f32 is our bf16 over our f32.\nsamples per entry: {}–{}",
         counts.iter().min().unwrap_or(&0),
         counts.iter().max().unwrap_or(&0)
-    );
+    )?;
+    Ok(())
 }
 
-fn describe(info: &Info) {
+fn describe(info: &Info) -> anyhow::Result<()> {
     let libs: Vec<String> = info.libraries.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    println!(
+    outln!(
         "references: Python {}, {}, {} threads",
         info.python,
         libs.join(", "),
         info.threads
-    );
+    )?;
     if let Some(cap) = &info.torch_cpu_capability {
-        println!(
+        outln!(
             "  PyTorch: CPU capability {cap}, {} threads",
             info.torch_threads.map_or("?".to_string(), |t| t.to_string())
-        );
+        )?;
     }
     for lib in info.blas.iter().flatten() {
-        println!("  BLAS loaded by numpy: {lib}");
+        outln!("  BLAS loaded by numpy: {lib}")?;
     }
     for e in &info.errors {
-        println!("  not measured: {e}");
+        outln!("  not measured: {e}")?;
     }
+    Ok(())
 }
 
 /// The table as JSON: per shape, each contender's timing (seconds) and GFLOP/s.
@@ -194,30 +197,30 @@ pub fn run(budget: Budget, threads: usize, with_reference: bool, skip: &[String]
         info.as_ref().is_some_and(|i| i.libraries.contains_key(library)) && !skip.contains(&label(name))
     });
     if !skip.is_empty() {
-        println!("not timed (--skip): {}", skip.join(", "));
+        outln!("not timed (--skip): {}", skip.join(", "))?;
     }
-    println!(
+    outln!(
         "CPU matmul, {threads} threads; medians of samples taken in turns (≥{} samples and ≥{:.1} s per entry)",
         budget.min_samples,
         budget.min_time.as_secs_f64()
-    );
-    println!(
+    )?;
+    outln!(
         "our f32: gemm crate, one single-threaded call per part on our thread team; our bf16: {}",
         bf16_matmul_isa()
-    );
+    )?;
     match &info {
-        Some(info) => describe(info),
-        None => println!(
+        Some(info) => describe(info)?,
+        None => outln!(
             "references: not run (pass --with-reference to install numpy and PyTorch into {} and time them)",
             reference::venv_dir().display()
-        ),
+        )?,
     }
     let mut rows = Vec::new();
     for shape in SHAPES {
-        eprintln!("timing {}", shape.label());
+        crate::console::warn(format_args!("timing {}", shape.label()));
         rows.push(measure(shape, budget, server.as_ref(), &available)?);
     }
-    println!();
-    print_table(&rows);
+    outln!()?;
+    print_table(&rows)?;
     Ok(rows)
 }

@@ -4,6 +4,7 @@
 //! taking turns: once into one preallocated output, once into a new zeroed output per call, which
 //! separates the cost of a new output from the rest of the layer.
 
+use crate::outln;
 use anyhow::{Context, bail};
 use gemm::Parallelism;
 
@@ -101,13 +102,13 @@ pub fn measure(shape: Shape, budget: Budget) -> anyhow::Result<Row> {
 }
 
 pub fn run(budget: Budget, threads: usize) -> anyhow::Result<Vec<Row>> {
-    println!("f32 matmul: Tensor::matmul vs gemm::gemm called directly on the same buffers");
-    println!(
+    outln!("f32 matmul: Tensor::matmul vs gemm::gemm called directly on the same buffers")?;
+    outln!(
         "{threads} threads, medians of samples taken in turns (≥{} each, ≥{:.1} s each)\n",
         budget.min_samples,
         budget.min_time.as_secs_f64()
-    );
-    println!(
+    )?;
+    outln!(
         "{:<16} {:>10} {:>10} {:>10} {:>11} {:>11} {:>9} {:>12} {:>8}",
         "shape",
         "tensor ms",
@@ -118,12 +119,12 @@ pub fn run(budget: Budget, threads: usize) -> anyhow::Result<Vec<Row>> {
         "overhead",
         "vs fresh out",
         "samples"
-    );
+    )?;
     let mut rows = Vec::new();
     for shape in SHAPES {
         let row = measure(shape, budget)?;
         let gf = |s: f64| shape.flop() / s / 1e9;
-        println!(
+        outln!(
             "{:<16} {:>10.3} {:>10.3} {:>10.3} {:>11.1} {:>11.1} {:>+8.1}% {:>+11.1}% {:>8}",
             shape.label(),
             row.tensor_s * 1e3,
@@ -134,7 +135,7 @@ pub fn run(budget: Budget, threads: usize) -> anyhow::Result<Vec<Row>> {
             row.overhead() * 100.0,
             (row.tensor_s / row.direct_fresh_s - 1.0) * 100.0,
             row.samples
-        );
+        )?;
         rows.push(row);
     }
     let big: Vec<&Row> = rows
@@ -142,12 +143,12 @@ pub fn run(budget: Budget, threads: usize) -> anyhow::Result<Vec<Row>> {
         .filter(|r| r.shape.m * r.shape.k * r.shape.n >= 1024 * 1024 * 1024)
         .collect();
     let worst = big.iter().map(|r| r.overhead()).fold(f64::NEG_INFINITY, f64::max);
-    println!(
+    outln!(
         "\nworst overhead at 1024³ and above: {:+.1}% (goal: ≤ 5%)",
         worst * 100.0
-    );
-    println!(
+    )?;
+    outln!(
         "overhead: tensor over direct into a reused output; vs fresh out: tensor over direct into a new zeroed output per call (\"fresh\")"
-    );
+    )?;
     Ok(rows)
 }

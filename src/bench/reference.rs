@@ -66,18 +66,18 @@ fn has_packages(python: &Path) -> bool {
 pub fn ensure_venv(venv: &Path) -> anyhow::Result<PathBuf> {
     let python = python_in(venv);
     if !python.exists() {
-        eprintln!("creating a virtual environment in {}", venv.display());
+        crate::console::warn(format_args!("creating a virtual environment in {}", venv.display()));
         run_checked(
             Command::new("python3").args(["-m", "venv"]).arg(venv),
             "python3 -m venv",
         )?;
     }
     if !has_packages(&python) {
-        eprintln!(
+        crate::console::warn(format_args!(
             "installing {} from PyPI into {} (torch brings its CUDA libraries: a few GB, once)",
             PACKAGES.join(", "),
             venv.display()
-        );
+        ));
         run_checked(
             Command::new(&python)
                 .args(["-m", "pip", "install", "--quiet"])

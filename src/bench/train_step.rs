@@ -118,7 +118,46 @@ fn operand(rows: usize, cols: usize, t: bool, rng: &mut Rng, device: &Device) ->
     if t { x.t() } else { Ok(x) }
 }
 
+impl Config {
+    /// Sizes of at least 1 (a model without layers or a step without rows measures nothing), and a
+    /// step whose tensors fit in host memory, estimated before anything is allocated.
+    pub fn check(&self) -> Result<()> {
+        for (name, size) in [("dim", self.dim), ("layers", self.num_layers), ("batch", self.batch)] {
+            if size == 0 {
+                return Err(Error::invalid(
+                    "bench train-step",
+                    format!("--{name} must be at least 1"),
+                ));
+            }
+        }
+        if self.device == Device::Cpu {
+            crate::device::cpu::check_bytes("bench train-step", self.estimated_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// What the step holds at once, in f32 bytes: the parameters, their gradients and AdaGrad's
+    /// sums; the operands of the replayed products; and the activations and their gradients.
+    pub fn estimated_bytes(&self) -> u128 {
+        // In f64: an estimate, exact for any size that could fit, and never overflowing (the
+        // conversion back saturates).
+        let (dim, layers, batch) = (self.dim as f64, self.num_layers as f64, self.batch as f64);
+        let parameters = dim * dim * layers + dim;
+        // `step_matmuls`' operands in closed form (the list itself could be too long to make):
+        // forward, the final layer's two backward products, then each layer's.
+        let operands = layers * (batch * dim + dim * dim)
+            + (batch * dim + dim)
+            + (dim * batch + batch)
+            + (batch + dim)
+            + layers * 2.0 * batch * dim
+            + (layers - 1.0).max(0.0) * (batch * dim + dim * dim);
+        let activations = 4.0 * batch * dim * (layers + 2.0);
+        (4.0 * (3.0 * parameters + operands + activations)) as u128
+    }
+}
+
 pub fn run(config: &Config) -> Result<Report> {
+    config.check()?;
     let mut rng = Rng::seed(config.seed);
     let model = Cruncher::new(config.dim, config.num_layers, &mut rng)?.to_device(&config.device)?;
     let mut optimizer: Box<dyn Optimizer> = match config.optimizer.as_str() {
@@ -208,6 +247,60 @@ pub fn run(config: &Config) -> Result<Report> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The closed form of the memory estimate counts the same operands as the replayed list.
+    #[test]
+    fn estimated_operands_match_the_replayed_list() {
+        for (dim, layers, batch) in [(1, 1, 1), (16, 2, 4), (7, 5, 3), (32, 1, 64)] {
+            let config = Config {
+                dim,
+                num_layers: layers,
+                batch,
+                ..Config::default()
+            };
+            let listed: usize = step_matmuls(dim, layers, batch)
+                .iter()
+                .map(|((m, k, _), (k2, n, _))| m * k + k2 * n)
+                .sum();
+            let parameters = (dim * dim * layers + dim) as u128;
+            let activations = 4 * (batch * dim * (layers + 2)) as u128;
+            assert_eq!(
+                config.estimated_bytes(),
+                4 * (3 * parameters + listed as u128 + activations),
+                "dim {dim}, layers {layers}, batch {batch}"
+            );
+        }
+    }
+
+    /// Sizes of 0, and a step far larger than any memory, are refused before anything is made.
+    #[test]
+    fn empty_and_oversized_steps_are_refused() {
+        for (dim, layers, batch, word) in [(0, 1, 1, "--dim"), (8, 0, 1, "--layers"), (8, 1, 0, "--batch")] {
+            let config = Config {
+                dim,
+                num_layers: layers,
+                batch,
+                ..Config::default()
+            };
+            let err = config.check().unwrap_err().to_string();
+            assert!(err.contains(word) && err.contains("at least 1"), "{err}");
+        }
+        let huge = Config {
+            dim: 1_000_000,
+            num_layers: 1,
+            batch: 1,
+            ..Config::default()
+        };
+        let err = run(&huge).unwrap_err().to_string();
+        assert!(err.contains("host memory") && err.contains("GiB"), "{err}");
+        let absurd = Config {
+            dim: usize::MAX,
+            num_layers: usize::MAX,
+            batch: usize::MAX,
+            ..Config::default()
+        };
+        assert!(absurd.check().unwrap_err().to_string().contains("host memory"));
+    }
 
     /// The replayed list has exactly the step's counted matmul FLOPs.
     #[test]

@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use cs336::bench;
+use cs336::outln;
 use cs336::timing::Budget;
 
 #[derive(Parser)]
@@ -41,18 +42,26 @@ enum Command {
 
 #[derive(Args)]
 struct TrainStep {
+    /// Width of every layer (at least 1).
     #[arg(long, default_value_t = 1024)]
     dim: usize,
+    /// Hidden layers (at least 1).
     #[arg(long, default_value_t = 4)]
     layers: usize,
+    /// Rows per step (at least 1).
     #[arg(long, default_value_t = 256)]
     batch: usize,
-    /// adagrad or sgd
-    #[arg(long, default_value = "adagrad")]
-    optimizer: String,
+    #[arg(long, value_enum, default_value_t = OptimizerArg::Adagrad)]
+    optimizer: OptimizerArg,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OptimizerArg {
+    Adagrad,
+    Sgd,
 }
 
 #[derive(Args)]
@@ -68,11 +77,19 @@ struct Common {
     min_time: f64,
 }
 
+/// The longest `--min-time` taken, in seconds.
+const MAX_MIN_TIME_S: f64 = 86_400.0;
+
 impl Common {
     fn budget(&self) -> anyhow::Result<Budget> {
-        if self.min_samples == 0 || self.threads == 0 || !(self.min_time >= 0.0 && self.min_time.is_finite()) {
+        if self.min_samples == 0 || self.threads == 0 {
+            anyhow::bail!("--threads and --min-samples must be at least 1");
+        }
+        // A day is more than any measurement here needs, and far inside what `Duration` holds.
+        if !(0.0..=MAX_MIN_TIME_S).contains(&self.min_time) {
             anyhow::bail!(
-                "--threads and --min-samples must be at least 1 and --min-time a non-negative number of seconds"
+                "--min-time {:?}: give seconds from 0 to {MAX_MIN_TIME_S} (a day)",
+                self.min_time
             );
         }
         Ok(Budget {
@@ -83,8 +100,11 @@ impl Common {
     }
 }
 
-fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+fn main() -> std::process::ExitCode {
+    cs336::console::exit(run(Cli::parse()))
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::MatmulOverhead(c) => {
             let budget = c.budget()?;
@@ -117,46 +137,57 @@ fn train_step(cli: TrainStep) -> anyhow::Result<()> {
         dim: cli.dim,
         num_layers: cli.layers,
         batch: cli.batch,
-        optimizer: cli.optimizer,
+        optimizer: match cli.optimizer {
+            OptimizerArg::Adagrad => "adagrad",
+            OptimizerArg::Sgd => "sgd",
+        }
+        .into(),
         ..Config::default()
     };
     let r = train_step::run(&config)?;
     if cli.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        outln!("{}", serde_json::to_string_pretty(&r)?)?;
         return Ok(());
     }
-    println!(
+    outln!(
         "Cruncher(dim={}, num_layers={}), batch {}, {} ({} parameters)",
-        config.dim, config.num_layers, config.batch, config.optimizer, r.num_parameters
-    );
-    println!(
+        config.dim,
+        config.num_layers,
+        config.batch,
+        config.optimizer,
+        r.num_parameters
+    )?;
+    outln!(
         "  matmul FLOPs per step (counted)  {:.4e}   (6·B·P = {:.4e}; the data's gradient is skipped)",
-        r.counted_matmul_flops as f64, r.six_b_p as f64
-    );
-    println!("  step (median)                     {:.3} ms", r.step_s * 1e3);
-    println!(
+        r.counted_matmul_flops as f64,
+        r.six_b_p as f64
+    )?;
+    outln!("  step (median)                     {:.3} ms", r.step_s * 1e3)?;
+    outln!(
         "    forward + backward              {:.3} ms",
         r.forward_backward_s * 1e3
-    );
-    println!("    optimizer update                {:.3} ms", r.optimizer_s * 1e3);
-    println!(
+    )?;
+    outln!("    optimizer update                {:.3} ms", r.optimizer_s * 1e3)?;
+    outln!(
         "  the step's matmuls alone          {:.3} ms   ({:.3e} FLOP/s)",
         r.matmul_s * 1e3,
         r.matmul_flop_per_sec
-    );
-    println!(
+    )?;
+    outln!(
         "  overhead (step − matmuls) / step  {:.1} %   (goal ≤ 12 %)",
         r.overhead_fraction * 100.0
-    );
+    )?;
     match (r.promised_flop_per_sec, r.step_mfu) {
-        (Some(p), Some(m)) => println!(
+        (Some(p), Some(m)) => outln!(
             "  step throughput                   {:.3e} FLOP/s = MFU {:.3} of {:.3e}",
-            r.step_flop_per_sec, m, p
-        ),
-        _ => println!(
+            r.step_flop_per_sec,
+            m,
+            p
+        )?,
+        _ => outln!(
             "  step throughput                   {:.3e} FLOP/s (no promised peak)",
             r.step_flop_per_sec
-        ),
+        )?,
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
+use cs336::outln;
 
 use cs336::bench::cuda::{self as gpu_bench, Bandwidth, GemmBench};
 use cs336::device::cuda::ops::UpdateKernel;
@@ -44,13 +45,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    cs336::console::exit(run())
 }
 
 fn mode_peak(name: &str, mode: GemmMode) -> Option<f64> {
@@ -70,7 +65,7 @@ fn run() -> Result<()> {
         Err(why) => bail!("no usable GPU: {why}"),
     };
     let p = gpu.props().clone();
-    println!(
+    outln!(
         "{} ({} SMs, {:.1} GiB, compute capability {}.{}, driver {} / CUDA {}, NVRTC {}, cuBLAS {}); kernels compiled in {:.1} s",
         p.name,
         p.sm_count,
@@ -82,7 +77,7 @@ fn run() -> Result<()> {
         p.nvrtc_version,
         p.cublas_version.as_deref().unwrap_or("?"),
         gpu.compile_seconds
-    );
+    )?;
 
     let (m, n, k) = (args.b, args.k, args.d);
     let mut gemms: Vec<(GemmBench, Option<f64>)> = Vec::new();
@@ -102,13 +97,13 @@ fn run() -> Result<()> {
         let bench = gpu_bench::bench_gemm(&gpu.0, mode, (m, n, k), args.warmup, reps, 0)
             .with_context(|| format!("{} matmul", mode.name()))?;
         let peak = mode_peak(&p.name, mode);
-        println!(
+        outln!(
             "  matmul {:<13} {m}x{k} @ {k}x{n}: {:>9.3} ms  {:>7.1} TFLOP/s  MFU {}",
             mode.name(),
             bench.timing.median_s * 1e3,
             bench.flop_per_sec / 1e12,
             peak.map_or("n/a".to_string(), |pk| format!("{:.3}", bench.flop_per_sec / pk))
-        );
+        )?;
         gemms.push((bench, peak));
     }
 
@@ -140,12 +135,12 @@ fn run() -> Result<()> {
     }
     let copy = bandwidths[0].bytes_per_sec;
     for bw in &bandwidths {
-        println!(
+        outln!(
             "  {:<48} {:>8.1} GB/s  ({:.2} of device copy)",
             bw.what,
             bw.bytes_per_sec / 1e9,
             bw.bytes_per_sec / copy
-        );
+        )?;
     }
 
     if let Some(path) = args.json {
@@ -158,7 +153,7 @@ fn run() -> Result<()> {
         );
         let text = serde_json::to_string_pretty(&doc)?;
         cs336::atomic_file::write(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
-        println!("Wrote {}", path.display());
+        outln!("Wrote {}", path.display())?;
     }
     Ok(())
 }

@@ -106,6 +106,9 @@ fn main() -> ExitCode {
     }
 }
 
+/// Bytes a trace is taken to need when there is none yet to measure (a full one is about 150 KB).
+const MIN_TRACE_ESTIMATE: u64 = 1 << 20;
+
 /// The crate root: where `cargo run` was pointed, else the current folder.
 fn root() -> PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR")
@@ -250,6 +253,11 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
     // Before any section runs: the trace can be written, a partial run has a valid trace to
     // merge into (a full run replaces an unreadable one), and the book can read its other traces.
     atomic_file::check_writable(&path)?;
+    trace::io::check_link(&path)?;
+    // Room for the new trace beside the old one (the write goes to a temporary file first), with
+    // the old one's size as the estimate: a run that finds the disk full after it ran loses its work.
+    let old_size = std::fs::metadata(&path).map_or(0, |m| m.len());
+    atomic_file::check_space(&path, 2 * old_size.max(MIN_TRACE_ESTIMATE))?;
     // A partial run merges into the trace, so it must load (a newer schema is refused there); a
     // full run replaces it, but not one of a newer schema, which it would throw away unread.
     if !selected.is_empty() && path.exists() {
@@ -286,7 +294,12 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
         Some(trace::load_named(&path)?)
     };
     let merged = run::merge(previous, fresh);
-    trace::save(&path, &merged)?;
+    trace::save(&path, &merged).with_context(|| {
+        format!(
+            "the trace was not written; {} is as it was before this run",
+            path.display()
+        )
+    })?;
     out.line(format_args!("Wrote {}", path.display()));
     if !cli.no_book {
         let options = cs336::book::BuildOptions {
@@ -317,6 +330,8 @@ fn check_neighbours(path: &Path, book: bool) -> Result<()> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file() && p.file_name() != path.file_name())
+        // The book passes over JSON that is no trace at all, and so does this check.
+        .filter(|p| !trace::io::is_foreign_json(p))
         .collect();
     others.sort();
     for other in others {

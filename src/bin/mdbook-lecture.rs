@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use cs336::book::LecturePreprocessor;
+use cs336::console::{terminal_safe, warn};
 use mdbook_preprocessor::Preprocessor;
 
 fn main() -> ExitCode {
@@ -20,14 +21,16 @@ fn main() -> ExitCode {
         [supports, _renderer] if supports == "supports" => Ok(()),
         [] => run(),
         _ => {
-            eprintln!("usage: mdbook-lecture [supports RENDERER]  (mdbook runs this; see book/book.toml)");
+            warn(format_args!(
+                "usage: mdbook-lecture [supports RENDERER]  (mdbook runs this; see book/book.toml)"
+            ));
             return ExitCode::from(2);
         }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            warn(format_args!("error: {}", terminal_safe(&format!("{e:#}"))));
             ExitCode::FAILURE
         }
     }
@@ -36,11 +39,11 @@ fn main() -> ExitCode {
 fn run() -> Result<()> {
     let (ctx, book) = mdbook_preprocessor::parse_input(std::io::stdin()).context("reading the book from mdbook")?;
     if ctx.mdbook_version != mdbook_preprocessor::MDBOOK_VERSION {
-        eprintln!(
+        warn(format_args!(
             "warning: mdbook-lecture was built against mdbook {}, but is being called from mdbook {}",
             mdbook_preprocessor::MDBOOK_VERSION,
-            ctx.mdbook_version
-        );
+            terminal_safe(&ctx.mdbook_version)
+        ));
     }
     let book = LecturePreprocessor::default().run(&ctx, book)?;
     let mut out = std::io::stdout().lock();

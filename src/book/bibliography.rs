@@ -142,6 +142,24 @@ impl Bibliography {
 
     /// Parses `text` (the contents of `path`, which messages name).
     pub fn parse(path: &Path, text: &str) -> Result<Bibliography, BibliographyError> {
+        // Each source is a table: serde would also take one written as an array of its fields.
+        if let Ok(table) = toml::from_str::<toml::Table>(text)
+            && let Some((key, other)) = table.iter().find(|(_, v)| !v.is_table())
+        {
+            return Err(BibliographyError::Entry {
+                path: path.to_path_buf(),
+                key: key.clone(),
+                msg: format!(
+                    "is {} `{}`, where a source is a table (`[{key}]` with its title, authors, year, url and kind)",
+                    match other.type_str() {
+                        "array" => "an array",
+                        "integer" => "an integer",
+                        kind => kind,
+                    },
+                    crate::console::shorten(&other.to_string(), 80)
+                ),
+            });
+        }
         let entries: IndexMap<String, Entry> = toml::from_str(text).map_err(|e| {
             let line = e
                 .span()
@@ -149,7 +167,10 @@ impl Bibliography {
             BibliographyError::Parse {
                 path: path.to_path_buf(),
                 line,
-                msg: e.message().to_string(),
+                // serde's words for a mismatch name Rust types; TOML's names tables and arrays.
+                msg: crate::trace::strict::plain(e.message())
+                    .replace("an object", "a table")
+                    .replace("a list", "an array"),
             }
         })?;
         if entries.is_empty() {
@@ -281,6 +302,18 @@ mod tests {
             kind: Kind::Paper,
             lecture_sections: Vec::new(),
         }
+    }
+
+    #[test]
+    fn mismatches_are_said_in_toml_words() {
+        let path = Path::new("references.toml");
+        let err = Bibliography::parse(path, "a = [1]\n").unwrap_err().to_string();
+        assert!(
+            err.contains("entry `a`: is an array `[1]`, where a source is a table"),
+            "{err}"
+        );
+        let err = Bibliography::parse(path, "[a]\ntitle = 3\n").unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("the number `3`"), "{err}");
     }
 
     #[test]

@@ -94,6 +94,7 @@ mod devices;
 pub mod directive;
 pub mod format;
 pub mod html;
+pub mod inputs;
 pub mod preprocessor;
 pub mod problem;
 pub mod provenance;
@@ -144,6 +145,8 @@ pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf, BookEr
         root: book_root.to_path_buf(),
         msg: e.to_string(),
     };
+    // mdbook reads the chapters whole and unchecked: a pipe or a device there is refused first.
+    inputs::check(book_root).map_err(|e| io_failed(&e))?;
     let mut book = mdbook_driver::MDBook::load(book_root).map_err(failed)?;
     if let Some(dir) = &options.out_dir {
         book.config.build.build_dir = dir.clone();

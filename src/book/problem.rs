@@ -5,6 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::directive::SYNTAX;
+use crate::console::shorten;
 
 /// The command that (re)records one section.
 pub fn rerun(section: &str) -> String {
@@ -218,12 +219,18 @@ impl fmt::Display for Problem {
             "{}:{}: `{}`: {}\n    fix: {}",
             self.chapter.display(),
             self.line,
-            self.directive,
-            self.cause,
+            shorten(&self.directive, DIRECTIVE_SHOWN),
+            shorten(&self.cause.to_string(), CAUSE_SHOWN),
             self.cause.fix()
         )
     }
 }
+
+/// Characters of a directive a message quotes (a directive can be a megabyte long).
+const DIRECTIVE_SHOWN: usize = 200;
+
+/// Characters of a cause a message shows (it may quote the claim or a list of keys).
+const CAUSE_SHOWN: usize = 2000;
 
 /// How many places a repeated cause lists before "and N more".
 const PLACES_SHOWN: usize = 4;
@@ -233,7 +240,7 @@ const PLACES_SHOWN: usize = 4;
 pub fn report(problems: &[Problem]) -> String {
     let mut groups: Vec<(String, Vec<&Problem>)> = Vec::new();
     for p in problems {
-        let cause = p.cause.to_string();
+        let cause = shorten(&p.cause.to_string(), CAUSE_SHOWN);
         match groups.iter_mut().find(|(c, _)| *c == cause) {
             Some((_, members)) => members.push(p),
             None => groups.push((cause, vec![p])),
@@ -250,7 +257,10 @@ pub fn report(problems: &[Problem]) -> String {
         let places: Vec<String> = members
             .iter()
             .take(PLACES_SHOWN)
-            .map(|p| format!("{}:{} `{}`", p.chapter.display(), p.line, p.directive))
+            .map(|p| {
+                let directive = shorten(&p.directive, DIRECTIVE_SHOWN);
+                format!("{}:{} `{directive}`", p.chapter.display(), p.line)
+            })
             .collect();
         text.push_str(&places.join(", "));
         if members.len() > PLACES_SHOWN {
@@ -298,5 +308,25 @@ mod tests {
         );
         assert_eq!(text.matches("fix: ").count(), 2);
         assert!(text.starts_with("the book has 7 problem(s):"));
+    }
+
+    /// A megabyte-long directive is quoted by its start, with its length.
+    #[test]
+    fn long_directives_and_causes_are_cut_in_messages() {
+        let directive = format!("{{{{assert {} == 1}}}}", "1 + ".repeat(250_000));
+        let claim = directive.clone();
+        let problem = Problem {
+            chapter: PathBuf::from("src/a.md"),
+            line: 3,
+            directive,
+            cause: Cause::Claim {
+                claim,
+                msg: "too many tokens".into(),
+            },
+        };
+        let text = report(&[problem.clone(), problem]);
+        assert!(text.len() < 6_000, "{} characters", text.len());
+        assert!(text.contains("characters in all)"), "{}", &text[..500]);
+        assert!(text.contains("src/a.md:3 `{{assert 1 + 1 + "), "{}", &text[..500]);
     }
 }

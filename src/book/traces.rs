@@ -187,6 +187,8 @@ impl Traces {
         let paths: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+            // Other JSON beside the traces (a `package.json`, a benchmark's results) is not ours.
+            .filter(|p| !trace::io::is_foreign_json(p))
             .collect();
         if paths.is_empty() {
             return Err(Cause::NoTraces { dir: self.dir.clone() });

@@ -30,7 +30,10 @@ impl Storage {
 
     pub(crate) fn unary(&self, op: UnaryOp, layout: &Layout) -> Result<Buffer> {
         Ok(match &*self.read() {
-            Buffer::Cpu(x) => Buffer::Cpu(cpu::unary(op, x, layout)?),
+            Buffer::Cpu(x) => {
+                cpu::check_room(op.name(), x.dtype(), layout.numel())?;
+                Buffer::Cpu(cpu::unary(op, x, layout)?)
+            }
             Buffer::Cuda(x) => Buffer::Cuda(cuda::unary(op, x, layout)?),
         })
     }
@@ -40,7 +43,11 @@ impl Storage {
         self.same_device(op.name(), rhs)?;
         let (a, b) = (self.read(), rhs.read());
         Ok(match (&*a, &*b) {
-            (Buffer::Cpu(x), Buffer::Cpu(y)) => Buffer::Cpu(cpu::binary(op, x, la, y, lb)?),
+            (Buffer::Cpu(x), Buffer::Cpu(y)) => {
+                // The broadcast shape: two long vectors make a square.
+                cpu::check_room(op.name(), x.dtype(), la.numel())?;
+                Buffer::Cpu(cpu::binary(op, x, la, y, lb)?)
+            }
             (Buffer::Cuda(x), Buffer::Cuda(y)) => Buffer::Cuda(cuda::binary(op, x, la, y, lb)?),
             _ => return Err(self.mismatch(op.name(), rhs.device())),
         })
@@ -59,7 +66,13 @@ impl Storage {
         self.same_device("matmul", rhs)?;
         let (a, b) = (self.read(), rhs.read());
         Ok(match (&*a, &*b) {
-            (Buffer::Cpu(x), Buffer::Cpu(y)) => Buffer::Cpu(cpu::matmul(x, la, y, lb)?),
+            (Buffer::Cpu(x), Buffer::Cpu(y)) => {
+                // [batch…, m, n]: a column times a row makes a square.
+                let rows = la.shape[..la.ndim().saturating_sub(1)].iter();
+                let out = rows.chain(lb.shape.last()).try_fold(1usize, |n, &d| n.checked_mul(d));
+                cpu::check_room("matmul", x.dtype(), out.unwrap_or(usize::MAX))?;
+                Buffer::Cpu(cpu::matmul(x, la, y, lb)?)
+            }
             (Buffer::Cuda(x), Buffer::Cuda(y)) => Buffer::Cuda(cuda::matmul(x, la, y, lb)?),
             _ => return Err(self.mismatch("matmul", rhs.device())),
         })
@@ -68,21 +81,31 @@ impl Storage {
     /// A contiguous copy of a strided view.
     pub(crate) fn gather(&self, layout: &Layout) -> Result<Buffer> {
         Ok(match &*self.read() {
-            Buffer::Cpu(x) => Buffer::Cpu(cpu::gather(x, layout)),
+            Buffer::Cpu(x) => {
+                // A broadcast view made contiguous takes its full size.
+                cpu::check_room("contiguous", x.dtype(), layout.numel())?;
+                Buffer::Cpu(cpu::gather(x, layout))
+            }
             Buffer::Cuda(x) => Buffer::Cuda(cuda::gather(x, layout)?),
         })
     }
 
     pub(crate) fn cast(&self, layout: &Layout, dtype: DType) -> Result<Buffer> {
         Ok(match &*self.read() {
-            Buffer::Cpu(x) => Buffer::Cpu(cpu::cast(x, layout, dtype)),
+            Buffer::Cpu(x) => {
+                cpu::check_room("to_dtype", dtype, layout.numel())?;
+                Buffer::Cpu(cpu::cast(x, layout, dtype))
+            }
             Buffer::Cuda(x) => Buffer::Cuda(cuda::cast(x, layout, dtype)?),
         })
     }
 
     pub(crate) fn triu(&self, layout: &Layout, diagonal: i64) -> Result<Buffer> {
         Ok(match &*self.read() {
-            Buffer::Cpu(x) => Buffer::Cpu(cpu::triu(x, layout, diagonal)?),
+            Buffer::Cpu(x) => {
+                cpu::check_room("triu", x.dtype(), layout.numel())?;
+                Buffer::Cpu(cpu::triu(x, layout, diagonal)?)
+            }
             Buffer::Cuda(x) => Buffer::Cuda(cuda::triu(x, layout, diagonal)?),
         })
     }
@@ -116,7 +139,10 @@ impl Storage {
         Ok(match (&*self.read(), device) {
             (Buffer::Cpu(x), Device::Cuda(c)) if pinned => Buffer::Cuda(cuda::upload_pinned(&c.0, x, range)?),
             (Buffer::Cpu(x), Device::Cuda(c)) => Buffer::Cuda(cuda::upload(&c.0, x, range)?),
-            (Buffer::Cuda(x), Device::Cpu) => Buffer::Cpu(cuda::download(x, range)?),
+            (Buffer::Cuda(x), Device::Cpu) => {
+                cpu::check_room("to_device", x.dtype(), range.len())?;
+                Buffer::Cpu(cuda::download(x, range)?)
+            }
             _ => return Err(self.mismatch("to_device", device)),
         })
     }
@@ -180,8 +206,8 @@ impl Storage {
 /// kernel: nothing is copied from the host).
 pub(crate) fn full(device: &Device, dtype: DType, n: usize, value: f64) -> Result<Buffer> {
     Ok(match device {
-        Device::Cpu if value == 0.0 => Buffer::Cpu(CpuBuffer::zeros(dtype, n)),
-        Device::Cpu => Buffer::Cpu(CpuBuffer::from_f64(dtype, std::iter::repeat_n(value, n))),
+        Device::Cpu if value == 0.0 => Buffer::Cpu(CpuBuffer::zeros(dtype, n)?),
+        Device::Cpu => Buffer::Cpu(CpuBuffer::from_f64(dtype, std::iter::repeat_n(value, n))?),
         Device::Cuda(c) => Buffer::Cuda(cuda::full(&c.0, dtype, n, value)?),
     })
 }

@@ -28,6 +28,15 @@ macro_rules! scalar_data {
 }
 scalar_data!(f64, f32, i32, i64, u32, usize);
 
+/// The number of elements of `shape`, refused when it does not fit a `usize` (a plain product
+/// would wrap around in a release build and allocate a tensor of the wrong size).
+pub(crate) fn numel(op: &'static str, shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| Error::invalid(op, format!("shape {shape:?} has more elements than memory can address")))
+}
+
 fn sequence_shape<T: NestedData>(items: &[T]) -> Result<Vec<usize>> {
     let mut shape = vec![items.len()];
     if let Some(first) = items.first() {
@@ -83,7 +92,7 @@ impl Tensor {
     }
 
     pub fn from_f64_vec(values: &[f64], shape: &[usize], dtype: DType) -> Result<Tensor> {
-        Tensor::from_cpu(CpuBuffer::from_f64(dtype, values.iter().copied()), shape)
+        Tensor::from_cpu(CpuBuffer::from_f64(dtype, values.iter().copied())?, shape)
     }
 
     /// Takes ownership of a typed vector without conversion.
@@ -93,7 +102,7 @@ impl Tensor {
 
     /// Made directly on `device` (on a GPU by a fill kernel: nothing is copied from the host).
     pub fn full_on(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
-        let n = shape.iter().product();
+        let n = numel("full", shape)?;
         Tensor::from_buffer(backend::full(device, dtype, n, value)?, shape, device.clone())
     }
 
@@ -121,13 +130,13 @@ impl Tensor {
 
     /// 0, 1, …, n−1.
     pub fn arange(n: usize, dtype: DType) -> Result<Tensor> {
-        Tensor::from_cpu(CpuBuffer::from_f64(dtype, (0..n).map(|i| i as f64)), &[n])
+        Tensor::from_cpu(CpuBuffer::from_f64(dtype, (0..n).map(|i| i as f64))?, &[n])
     }
 
     /// Samples from N(0, 1), rounded into `dtype`.
     pub fn randn(shape: &[usize], dtype: DType, rng: &mut Rng) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
-        Tensor::from_cpu(CpuBuffer::from_f64(dtype, (0..n).map(|_| rng.normal())), shape)
+        let n = numel("randn", shape)?;
+        Tensor::from_cpu(CpuBuffer::from_f64(dtype, (0..n).map(|_| rng.normal()))?, shape)
     }
 
     /// `randn` made on `device`. On the CPU it is `randn`; on a GPU the samples are drawn on the
@@ -150,15 +159,15 @@ impl Tensor {
     }
 
     fn drawn_on(gpu: &CudaDevice, dist: Distribution, shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
-        let n = shape.iter().product();
+        let n = numel("random", shape)?;
         let buffer = backend::random_on_gpu(gpu, dist, dtype, n, seed)?;
         Tensor::from_buffer(buffer, shape, Device::Cuda(gpu.clone()))
     }
 
     /// Samples uniformly from [0, 1).
     pub fn rand(shape: &[usize], dtype: DType, rng: &mut Rng) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
-        Tensor::from_cpu(CpuBuffer::from_f64(dtype, (0..n).map(|_| rng.uniform())), shape)
+        let n = numel("rand", shape)?;
+        Tensor::from_cpu(CpuBuffer::from_f64(dtype, (0..n).map(|_| rng.uniform()))?, shape)
     }
 
     /// N(mean, std²) restricted to [a, b] by redrawing samples that fall outside, like
@@ -184,7 +193,9 @@ impl Tensor {
                 ),
             ));
         }
-        let n: usize = shape.iter().product();
+        let n = numel("trunc_normal", shape)?;
+        // The samples are drawn as f64 first.
+        crate::device::cpu::check_room("trunc_normal", DType::I64, n)?;
         let mut values = Vec::with_capacity(n);
         let mut draws: u64 = 0;
         while values.len() < n {

@@ -9,6 +9,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::schema::{SCHEMA_VERSION, Trace};
+use super::strict::{self, Strict};
 use super::validate;
 use crate::atomic_file;
 use crate::error::{Error, Result};
@@ -50,6 +51,15 @@ pub fn load_named(path: &Path) -> Result<Trace> {
     Ok(trace)
 }
 
+/// Whether `path` holds JSON that is no lecture trace at all (a `package.json`, a benchmark's
+/// results) rather than a trace: a JSON object without `schema_version`, or any other JSON value.
+/// Readers of a trace folder pass over such files; a file that is not valid JSON is not passed
+/// over, since it may be a trace cut short, which should be said.
+pub fn is_foreign_json(path: &Path) -> bool {
+    let Ok(text) = read_bounded(path) else { return false };
+    serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| v.get("schema_version").is_none())
+}
+
 /// Whether a full run may replace the trace at `path` (it replaces one it cannot read, or one of
 /// an older format, with a fresh one): not when it holds a newer schema than this build knows,
 /// whose contents this build would throw away unread.
@@ -69,6 +79,50 @@ pub fn check_replaceable(path: &Path) -> Result<()> {
             ),
         )),
         _ => Ok(()),
+    }
+}
+
+/// Whether a run may write through `path` when it is a symbolic link: a link that stays in the
+/// trace's folder, or that leads to a trace (a shared folder of traces), is followed; one that
+/// leads elsewhere to anything else (`cpu-….json -> ../../notes.txt`), or to nothing yet, is
+/// refused, so that a run never overwrites or creates a file outside the trace folder that is not
+/// a trace. Full and partial runs both ask this before anything runs.
+pub fn check_link(path: &Path) -> Result<()> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return Ok(());
+    }
+    let target = atomic_file::follow_links(path)?;
+    let folder_of = |p: &Path| {
+        let parent = p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::canonicalize(parent).ok()
+    };
+    if folder_of(&target).is_some() && folder_of(&target) == folder_of(path) {
+        return Ok(());
+    }
+    let refuse = |what: &str| {
+        Err(trace_err(
+            path,
+            format!(
+                "is a symbolic link to {}, outside the trace folder, and {what}: a run would write over it. \
+                 Remove the link, or point it at a trace. Nothing was run.",
+                target.display()
+            ),
+        ))
+    };
+    if !target.exists() {
+        return refuse("that file does not exist");
+    }
+    let holds_trace = read_bounded(&target).ok().is_some_and(|text| {
+        serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| v.get("schema_version").is_some())
+    });
+    if holds_trace {
+        Ok(())
+    } else {
+        refuse("that file is not a trace")
     }
 }
 
@@ -182,9 +236,13 @@ fn parse(path: &Path, text: &str) -> Result<Trace> {
         Some(_) => {}
     }
     validate::duplicate_keys(text).map_err(|e| trace_err(path, e))?;
-    let trace: Trace = serde_path_to_error::deserialize(value).map_err(|e| {
-        let at = e.path().to_string();
-        trace_err(path, format!("at `{at}`: {}", e.into_inner()))
+    validate::exact_integers(text).map_err(|e| trace_err(path, e))?;
+    let trace: Trace = serde_path_to_error::deserialize(Strict(&value)).map_err(|e| {
+        let at = match e.path().to_string() {
+            root if root == "." => "the top level".to_string(),
+            at => format!("`{at}`"),
+        };
+        trace_err(path, format!("at {at}: {}", strict::plain(&e.into_inner().to_string())))
     })?;
     validate::contents(&trace).map_err(|e| trace_err(path, e))?;
     for (i, section) in trace.sections.iter().enumerate() {

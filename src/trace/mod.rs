@@ -11,6 +11,7 @@ pub mod name;
 pub mod provenance;
 pub mod schema;
 pub mod source;
+pub mod strict;
 pub mod validate;
 pub mod walk;
 

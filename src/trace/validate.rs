@@ -18,6 +18,50 @@ pub fn duplicate_keys(text: &str) -> Result<(), String> {
     Unique { at: "" }.deserialize(&mut de).map_err(|e| e.to_string())
 }
 
+/// The first whole number in `text` (valid JSON) that a 64-bit integer cannot hold. serde_json
+/// reads such a number as the nearest float (`123456789012345678901234567890` becomes
+/// `1.2345678901234568e29`), and a merge would write the rounded number back over the file's.
+pub fn exact_integers(text: &str) -> Result<(), String> {
+    let bytes = text.as_bytes();
+    let (mut i, mut line, mut in_string) = (0, 1usize, false);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'\n' => line += 1,
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len() && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                    i += 1;
+                }
+                let token = &text[start..i];
+                let whole = !token.contains(['.', 'e', 'E']);
+                if whole && token.parse::<i64>().is_err() && token.parse::<u64>().is_err() {
+                    let read_as = token.parse::<f64>().map_or_else(|_| "?".into(), |x| format!("{x:e}"));
+                    return Err(format!(
+                        "line {line}: the whole number {} is larger than a trace keeps exactly (64 bits): it would \
+                         be read as {read_as}, and written back rounded",
+                        shorten(token)
+                    ));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
 /// Section ids held once; values with a unit hold numbers.
 pub fn contents(trace: &Trace) -> Result<(), String> {
     let mut first: HashMap<&str, usize> = HashMap::new();
@@ -62,11 +106,7 @@ pub fn contents(trace: &Trace) -> Result<(), String> {
 
 /// At most a few hundred characters of a value, for a message.
 fn shorten(text: &str) -> String {
-    const MAX: usize = 200;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}… ({} characters in all)", &text[..cut], text.chars().count()),
-        None => text.to_string(),
-    }
+    crate::console::shorten(text, 200)
 }
 
 /// Bytes, FLOP and counts are finite quantities; times, rates and ratios may be measured as
@@ -192,6 +232,29 @@ mod tests {
         // Deep nesting meets serde_json's recursion limit, not the stack's.
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
         assert!(duplicate_keys(&deep).unwrap_err().contains("recursion limit"));
+    }
+
+    #[test]
+    fn whole_numbers_beyond_64_bits_are_refused_with_their_line() {
+        assert_eq!(
+            exact_integers(r#"{"a": [1, -9223372036854775808, 18446744073709551615]}"#),
+            Ok(())
+        );
+        // Floats are floats: their digits past a double's are expected to round.
+        assert_eq!(exact_integers(r#"{"a": 1.23456789012345678901234567890e29}"#), Ok(()));
+        // Digits inside strings are text.
+        assert_eq!(
+            exact_integers(r#"{"a": "123456789012345678901234567890 \" 1"}"#),
+            Ok(())
+        );
+        let err = exact_integers("{\n\"a\": 1,\n\"b\": 123456789012345678901234567890}").unwrap_err();
+        assert!(
+            err.starts_with("line 3: the whole number 123456789012345678901234567890"),
+            "{err}"
+        );
+        assert!(err.contains("1.2345678901234568e29"), "{err}");
+        assert!(exact_integers("[18446744073709551616]").is_err());
+        assert!(exact_integers("[-9223372036854775809]").is_err());
     }
 
     #[test]

@@ -11,7 +11,15 @@ pub fn walk<'v>(value: &'v Value, path: &[String]) -> Result<&'v Value, (String,
     match value {
         Value::Object(map) => {
             let mut first_error = None;
+            // Joined steps longer than every key match none: stop there, so a path of a million
+            // steps costs a million steps, not a million joins of up to a million steps each.
+            let longest = map.keys().map(String::len).max().unwrap_or(0);
+            let mut joined_len = 0;
             for end in 1..=path.len() {
+                joined_len += path[end - 1].len() + usize::from(end > 1);
+                if joined_len > longest {
+                    break;
+                }
                 if let Some(next) = map.get(&path[..end].join(".")) {
                     match walk(next, &path[end..]) {
                         Ok(found) => return Ok(found),
@@ -70,5 +78,12 @@ mod tests {
         assert!(walk(&v, &steps("max.x")).unwrap_err().1.contains("has no parts"));
         // An index is digits: `+1` is no index, though Rust's integer parser would take it.
         assert!(walk(&v, &steps("rows.+1")).unwrap_err().1.contains("indexed from 0"));
+        // A path of a million steps is answered at its first step (joining every prefix of it at
+        // every level would not end in a test's time).
+        let long: Vec<String> = std::iter::repeat_n("x".to_string(), 1_000_000).collect();
+        assert_eq!(walk(&v, &long).unwrap_err().0, "x");
+        let mut max_then_long = steps("max");
+        max_then_long.extend(long);
+        assert!(walk(&v, &max_then_long).unwrap_err().1.contains("has no parts"));
     }
 }

@@ -3,6 +3,34 @@
 use half::{bf16, f16};
 
 use crate::base::{DType, Element};
+use crate::error::{Error, Result};
+use crate::host;
+
+/// Allocations from this size on are checked against the memory the OS has left: below it the
+/// check would cost more than the allocation (reading `/proc/meminfo` takes microseconds, and small
+/// tensors are made in loops), and a failure is not plausible.
+const CHECKED_FROM_BYTES: u128 = 64 << 20;
+
+/// Refuses, before anything is allocated, `len` elements of `dtype` that host memory cannot hold.
+/// Rust aborts the process when an allocation fails, and Linux may grant a too-large one and kill
+/// the process later when its pages are touched; sizes come from the user (`bench train-step
+/// --dim 1000000`, a broadcast of two long vectors), so they are checked here instead.
+pub fn check_room(op: &'static str, dtype: DType, len: usize) -> Result<()> {
+    check_bytes(op, len as u128 * dtype.size_in_bytes() as u128)
+}
+
+/// [`check_room`] for a total estimated in bytes (what a whole run will hold at once).
+pub fn check_bytes(op: &'static str, bytes: u128) -> Result<()> {
+    if bytes < CHECKED_FROM_BYTES {
+        return Ok(());
+    }
+    let available = host::available_memory_bytes();
+    let limit = available.map_or(isize::MAX as u128, u128::from);
+    if bytes > limit {
+        return Err(Error::host_memory(op, bytes, available));
+    }
+    Ok(())
+}
 
 /// Host memory for each dtype.
 #[derive(Debug, Clone)]
@@ -51,28 +79,41 @@ impl CpuBuffer {
     /// A zero-filled buffer. Rust never hands out uninitialised memory, so this is also what
     /// `empty` gets (large zeroed allocations come from the OS as untouched pages, so the cost is
     /// paid lazily, much like an uninitialised allocation).
-    pub fn zeros(dtype: DType, len: usize) -> CpuBuffer {
-        match dtype {
+    /// Refused, with nothing allocated, when host memory cannot hold it ([`check_room`]).
+    pub fn zeros(dtype: DType, len: usize) -> Result<CpuBuffer> {
+        check_room("zeros", dtype, len)?;
+        Ok(match dtype {
             DType::F32 => CpuBuffer::F32(vec![0.0; len]),
             DType::F16 => CpuBuffer::F16(vec![f16::ZERO; len]),
             DType::BF16 => CpuBuffer::BF16(vec![bf16::ZERO; len]),
             DType::I32 => CpuBuffer::I32(vec![0; len]),
             DType::I64 => CpuBuffer::I64(vec![0; len]),
-        }
+        })
     }
 
-    /// Converts f64 values into a buffer of `dtype`, rounding to nearest even.
-    pub fn from_f64(dtype: DType, values: impl Iterator<Item = f64>) -> CpuBuffer {
-        fn conv<T: Element>(values: impl Iterator<Item = f64>) -> Vec<T> {
-            values.map(T::from_f64).collect()
+    /// Converts f64 values into a buffer of `dtype`, rounding to nearest even. Refused, with
+    /// nothing allocated, when host memory cannot hold them; the allocation itself is fallible too.
+    pub fn from_f64(dtype: DType, values: impl ExactSizeIterator<Item = f64>) -> Result<CpuBuffer> {
+        fn conv<T: Element>(values: impl ExactSizeIterator<Item = f64>) -> Result<Vec<T>> {
+            let mut out = Vec::new();
+            out.try_reserve_exact(values.len()).map_err(|_| {
+                Error::host_memory(
+                    "tensor",
+                    values.len() as u128 * std::mem::size_of::<T>() as u128,
+                    host::available_memory_bytes(),
+                )
+            })?;
+            out.extend(values.map(T::from_f64));
+            Ok(out)
         }
-        match dtype {
-            DType::F32 => CpuBuffer::F32(conv(values)),
-            DType::F16 => CpuBuffer::F16(conv(values)),
-            DType::BF16 => CpuBuffer::BF16(conv(values)),
-            DType::I32 => CpuBuffer::I32(conv(values)),
-            DType::I64 => CpuBuffer::I64(conv(values)),
-        }
+        check_room("tensor", dtype, values.len())?;
+        Ok(match dtype {
+            DType::F32 => CpuBuffer::F32(conv(values)?),
+            DType::F16 => CpuBuffer::F16(conv(values)?),
+            DType::BF16 => CpuBuffer::BF16(conv(values)?),
+            DType::I32 => CpuBuffer::I32(conv(values)?),
+            DType::I64 => CpuBuffer::I64(conv(values)?),
+        })
     }
 
     pub fn get_f64(&self, index: usize) -> Option<f64> {

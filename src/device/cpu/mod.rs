@@ -11,7 +11,7 @@ pub mod peak_loops;
 mod team;
 pub mod update;
 
-pub use buffer::{BufferElement, CpuBuffer};
+pub use buffer::{BufferElement, CpuBuffer, check_bytes, check_room};
 pub use matmul::matmul;
 
 /// The instruction set bf16 matmuls use on this thread: "amx_bf16" (AMX tiles), "avx512_bf16"
