@@ -171,7 +171,7 @@ pub fn to_bytes(model: &dyn Module, optimizer: &dyn Optimizer, step: u64) -> Res
 
 /// Saves model, optimizer state and `step` to `path`, atomically.
 pub fn save(path: &Path, model: &dyn Module, optimizer: &dyn Optimizer, step: u64) -> Result<()> {
-    crate::atomic_file::write(path, &to_bytes(model, optimizer, step)?)
+    Ok(crate::atomic_file::write(path, &to_bytes(model, optimizer, step)?)?)
 }
 
 /// What a checkpoint file says about itself.

@@ -75,8 +75,9 @@ pub enum Error {
     #[error("{path}: {err}")]
     Io { path: PathBuf, err: std::io::Error },
 
-    #[error("trace {path}: {msg}")]
-    Trace { path: PathBuf, msg: String },
+    /// A trace refused, or a file the trace crate could not write (`cs336::trace::Error`).
+    #[error(transparent)]
+    Trace(#[from] cs336_trace::Error),
 
     #[error("CUDA: {0}")]
     Cuda(String),

@@ -2,26 +2,26 @@
 //! tensor library that counts its bytes and FLOPs, the lecture's sections as functions that run
 //! and record what they measured, and a book that shows only recorded numbers.
 
-pub mod atomic_file;
 pub mod autograd;
 pub mod base;
 pub mod bench;
-pub mod book;
 pub mod checkpoint;
-pub mod console;
 pub mod data;
 pub mod device;
 pub mod error;
 pub mod flops;
-pub mod host;
-pub mod json;
 pub mod lecture;
 pub mod nn;
 pub mod optim;
 pub mod rng;
 pub mod tensor;
 pub mod timing;
-pub mod trace;
+
+// The two crates below this one, under the names they always had here: `cs336::trace` (plain
+// data, and the files and terminal it meets) and `cs336::book` (which reads traces alone).
+pub use cs336_book as book;
+pub use cs336_trace as trace;
+pub use cs336_trace::{atomic_file, console, host, json, outln};
 
 pub use error::{Error, Result};
 pub use tensor::{DType, Tensor, einops};

@@ -131,6 +131,15 @@ fn mdbook_and_lecture_book_give_the_same_book() {
         eprintln!("skipped: no `mdbook` on PATH (`cargo install mdbook --locked`)");
         return;
     }
+    // The preprocessor is the book crate's binary, built beside `lecture` by `cargo build`.
+    let preprocessor = Path::new(env!("CARGO_BIN_EXE_lecture")).with_file_name("mdbook-lecture");
+    if !preprocessor.is_file() {
+        eprintln!(
+            "skipped: no {} (`cargo build --release -p cs336-book` builds it)",
+            preprocessor.display()
+        );
+        return;
+    }
     let out = tempfile::tempdir().expect("tempdir");
     let ours = out.path().join("ours");
     assert_success(&run_lecture(&["book"], Some(&ours), LIMIT));
@@ -139,10 +148,7 @@ fn mdbook_and_lecture_book_give_the_same_book() {
         .args(["build", "--dest-dir"])
         .arg(&theirs)
         .arg(Path::new(common::ROOT).join("book"))
-        .env(
-            "MDBOOK_PREPROCESSOR__LECTURE__COMMAND",
-            env!("CARGO_BIN_EXE_mdbook-lecture"),
-        )
+        .env("MDBOOK_PREPROCESSOR__LECTURE__COMMAND", &preprocessor)
         .output()
         .expect("mdbook runs");
     assert!(

@@ -265,7 +265,7 @@ fn run_bench(args: &[&str], stdout: Option<std::fs::File>, limit: Duration) -> s
 /// on a failed 4 TB allocation, no panic on a time `Duration` cannot hold, no nonsense from 0.
 #[test]
 fn bench_refuses_what_it_cannot_run_before_it_allocates() {
-    let cases: [(&[&str], &[&str]); 5] = [
+    let cases: [(&[&str], &[&str]); 6] = [
         (
             &["train-step", "--dim", "1000000", "--layers", "1", "--batch", "1"],
             &["host memory", "GiB", "smaller sizes"],
@@ -274,6 +274,10 @@ fn bench_refuses_what_it_cannot_run_before_it_allocates() {
         (&["train-step", "--batch", "0"], &["--batch must be at least 1"]),
         (&["cpu-matmul", "--min-time", "1e300"], &["--min-time 1e300", "a day"]),
         (&["matmul-overhead", "--min-time=-1"], &["--min-time -1.0"]),
+        (
+            &["matmul-overhead", "--threads", "100000"],
+            &["--threads 100000", "cores"],
+        ),
     ];
     for (args, expect) in cases {
         let o = run_bench(args, None, QUICK);

@@ -15,8 +15,9 @@ use std::time::Duration;
 use common::process::{assert_clean_failure, assert_success, lecture_cmd};
 use cs336::device::cpu::isa::{self, CpuIsa, IsaError};
 use cs336::device::{self, DeviceRequest};
+use cs336::lecture::provenance;
 use cs336::lecture::run::run_section;
-use cs336::trace::{SectionRecord, provenance};
+use cs336::trace::SectionRecord;
 use serde_json::Value;
 
 const SECTION: &str = "tensor_operations_flops";

@@ -314,7 +314,7 @@ fn every_section_has_provenance_and_a_source_hash() {
     // One run: every section carries the same run provenance, built as this test was.
     let run = &t.sections[0].run;
     assert_eq!(run.seed, common::SEED);
-    assert_eq!(run.build, cs336::trace::provenance::build());
+    assert_eq!(run.build, cs336::lecture::provenance::build());
     assert!(run.build.is_optimised(), "{:?}", run.build);
     assert_eq!(t.created_at(), Some(run.recorded_at.as_str()));
     for s in &t.sections {

@@ -4,8 +4,7 @@ mod common;
 
 use std::path::Path;
 
-use cs336::Error;
-use cs336::trace::{self, Trace};
+use cs336::trace::{self, Error, Trace};
 
 fn sample() -> Trace {
     common::fresh_trace().clone()
@@ -100,6 +99,9 @@ fn malformed_json_is_refused_with_the_position() {
     let msg = load_err(dir.path(), "broken.json", "{\"schema_version\": 1, \"lecture\": ");
     assert!(msg.contains("not valid JSON"), "{msg}");
     assert!(msg.contains("line 1"), "{msg}");
+    // A byte order mark (what some editors put first) is named, not "expected value at column 1".
+    let msg = load_err(dir.path(), "bom.json", &format!("\u{feff}{}", edited(|_| {})));
+    assert!(msg.contains("byte order mark"), "{msg}");
 }
 
 #[test]
@@ -574,7 +576,7 @@ fn what_the_schema_does_not_allow_is_refused_in_json_words() {
         (
             "negative.json",
             edited(|v| v["sections"][0]["source_line"] = serde_json::json!(-1)),
-            "expected a whole number, zero or more",
+            "expected a whole number from 0 to 4294967295",
         ),
         (
             "object.json",

@@ -77,6 +77,9 @@ struct Common {
     min_time: f64,
 }
 
+/// Threads per core a benchmark may ask for.
+const MAX_THREADS_PER_CORE: usize = 4;
+
 /// The longest `--min-time` taken, in seconds.
 const MAX_MIN_TIME_S: f64 = 86_400.0;
 
@@ -84,6 +87,15 @@ impl Common {
     fn budget(&self) -> anyhow::Result<Budget> {
         if self.min_samples == 0 || self.threads == 0 {
             anyhow::bail!("--threads and --min-samples must be at least 1");
+        }
+        // More threads than cores only time the scheduler; a hundred thousand take minutes to start.
+        let most = MAX_THREADS_PER_CORE * cs336::host::logical_cores();
+        if self.threads > most {
+            anyhow::bail!(
+                "--threads {}: this machine has {} cores, and a benchmark takes at most {most} threads",
+                self.threads,
+                cs336::host::logical_cores()
+            );
         }
         // A day is more than any measurement here needs, and far inside what `Duration` holds.
         if !(0.0..=MAX_MIN_TIME_S).contains(&self.min_time) {

@@ -294,11 +294,16 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
         Some(trace::load_named(&path)?)
     };
     let merged = run::merge(previous, fresh);
-    trace::save(&path, &merged).with_context(|| {
-        format!(
+    let existed = path.exists();
+    trace::save(&path, &merged).with_context(|| match existed {
+        true => format!(
             "the trace was not written; {} is as it was before this run",
             path.display()
-        )
+        ),
+        false => format!(
+            "the trace was not written, so there is still none at {}",
+            path.display()
+        ),
     })?;
     out.line(format_args!("Wrote {}", path.display()));
     if !cli.no_book {

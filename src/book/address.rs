@@ -130,8 +130,8 @@ mod tests {
 
     #[test]
     fn directives_that_quote_a_value_take_a_state() {
-        use crate::book::directive::{Claim, Directive, parse};
-        use crate::book::format::Format;
+        use crate::directive::{Claim, Directive, parse};
+        use crate::format::Format;
         let mut first = Address::new("optimizer", "state", &["layers", "0"]);
         first.state = StateChoice::First;
         assert_eq!(

@@ -106,6 +106,10 @@ pub mod unrecorded;
 
 use std::path::{Path, PathBuf};
 
+// The trace crate under the names this crate's modules use for it.
+use cs336_trace as trace;
+use cs336_trace::{atomic_file, console};
+
 pub use preprocessor::LecturePreprocessor;
 pub use problem::{BookError, Cause, Problem};
 

@@ -151,7 +151,8 @@ impl Cause {
                     .into()
             }
             Cause::Source { section, device, .. } => format!(
-                "the section moved or was renamed since the trace recorded it: run `{}` on {device} to record it again",
+                "the section's file changed since the trace recorded it (the section moved or was renamed, or the file \
+                 no longer reads as Rust source): restore the file, or run `{}` on {device} to record it again",
                 rerun(section)
             ),
             Cause::MissingValue { section, name, .. } => format!(

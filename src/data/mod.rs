@@ -24,7 +24,7 @@ const TOKEN_BYTES: usize = 4;
 /// atomically.
 pub fn write_tokens(path: &Path, tokens: &[i32]) -> Result<()> {
     let bytes: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
-    crate::atomic_file::write(path, &bytes)
+    Ok(crate::atomic_file::write(path, &bytes)?)
 }
 
 /// How a token file was read.

@@ -127,7 +127,7 @@ pub fn save<T: npyz::AutoSerialize>(path: &Path, values: &[T], shape: &[usize], 
         .map_err(io)?;
     writer.extend(values.iter()).map_err(io)?;
     writer.finish().map_err(io)?;
-    crate::atomic_file::write(path, &bytes)
+    Ok(crate::atomic_file::write(path, &bytes)?)
 }
 
 /// The tokens of a converted (non-int32) array, each checked to fit in int32.

@@ -13,6 +13,7 @@ mod models;
 mod napkin;
 mod operations;
 mod optimizer;
+pub mod provenance;
 mod randomness;
 pub mod recorder;
 pub mod run;

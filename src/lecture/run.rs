@@ -6,14 +6,13 @@
 use std::path::Path;
 use std::time::Instant;
 
+use super::provenance;
 use super::{LECTURE, SECTIONS, SectionCtx, SectionDef};
 use crate::device::{Device, DeviceChoice};
 use crate::error::{Error, Result};
 use crate::host;
 use crate::trace::source::FunctionSource;
-use crate::trace::{
-    self, DeviceInfo, Provenance, RunInfo, SCHEMA_VERSION, SectionRecord, Trace, ValueRecord, provenance,
-};
+use crate::trace::{self, DeviceInfo, Provenance, RunInfo, SCHEMA_VERSION, SectionRecord, Trace, ValueRecord};
 
 /// A section that failed, and why. The cause is part of the message, not a `source`: with a
 /// source, `anyhow`'s `{:#}` would print it twice.

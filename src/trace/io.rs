@@ -202,6 +202,12 @@ fn human_limit(max: u64) -> String {
 
 /// Parses trace JSON; `path` is only used in messages.
 fn parse(path: &Path, text: &str) -> Result<Trace> {
+    if text.starts_with('\u{feff}') {
+        return Err(trace_err(
+            path,
+            "not valid JSON: it starts with a byte order mark (U+FEFF), which JSON does not allow; save it without one",
+        ));
+    }
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| trace_err(path, format!("not valid JSON: {e}")))?;
     match value.get("schema_version") {

@@ -127,7 +127,7 @@ impl<'de> MapAccess<'de> for Fields<'de> {
 pub fn plain(message: &str) -> String {
     const WORDS: &[(&str, &str)] = &[
         ("expected u64", "expected a whole number, zero or more"),
-        ("expected u32", "expected a whole number, zero or more"),
+        ("expected u32", "expected a whole number from 0 to 4294967295"),
         ("expected usize", "expected a whole number, zero or more"),
         ("expected i64", "expected a whole number"),
         ("expected f64", "expected a number"),

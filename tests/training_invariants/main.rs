@@ -35,7 +35,7 @@ fn fresh(id: &str) -> SectionRecord {
         device: Device::Cpu,
         cuda_unavailable_reason: None,
     };
-    let run = cs336::trace::provenance::run(0, std::path::Path::new(common::ROOT));
+    let run = cs336::lecture::provenance::run(0, std::path::Path::new(common::ROOT));
     run::run_section(def, &choice, &run).unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -5,7 +5,7 @@ use plotters::prelude::SeriesLabelPosition;
 
 use super::plot::{Axis, LineChart, Reference, Scale, Series, line_chart};
 use super::{ChartData, MAX_POINTS, MAX_SERIES};
-use crate::book::problem::Cause;
+use crate::problem::Cause;
 
 /// The items of a recorded list (at most a chart's points).
 fn len(data: &ChartData, name: &str) -> Result<usize, Cause> {

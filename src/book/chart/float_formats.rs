@@ -6,8 +6,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::plot::{FG, PALETTE, Scale, drawing, svg, text_style, tick};
 use super::{ChartData, MAX_ROWS};
-use crate::book::format::{Format, format_value};
-use crate::book::problem::Cause;
+use crate::format::{Format, format_value};
+use crate::problem::Cause;
 use crate::trace::{Unit, json_number};
 
 const SIGN: RGBColor = PALETTE[3];

@@ -5,8 +5,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{MAX_POINTS, MAX_SERIES};
-use crate::book::format::{Format, format_value};
-use crate::book::problem::Cause;
+use crate::format::{Format, format_value};
+use crate::problem::Cause;
 use crate::trace::{Unit, json_number};
 
 /// Stand-in colour for "the page's text colour": replaced by `currentColor` in the SVG text.
@@ -59,7 +59,7 @@ pub fn svg(
     let size = format!("width=\"{width}\" height=\"{height}\"");
     let attrs = format!(
         "class=\"lecture-chart-svg\" role=\"img\" aria-label=\"{}\"",
-        crate::book::html::escape(label)
+        crate::html::escape(label)
     );
     if !out.contains(&size) {
         return Err(chart_error("unexpected SVG header from plotters"));

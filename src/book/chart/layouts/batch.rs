@@ -4,9 +4,9 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{COLUMN_STEP, ELEMENT, ROW_STEP, boxed, count, counts, head, text};
-use crate::book::chart::ChartData;
-use crate::book::chart::plot::{FG, drawing, svg, text_style};
-use crate::book::problem::Cause;
+use crate::chart::ChartData;
+use crate::chart::plot::{FG, drawing, svg, text_style};
+use crate::problem::Cause;
 
 use super::MAX_GRID;
 

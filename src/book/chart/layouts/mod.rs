@@ -16,7 +16,7 @@ pub use strides::tensor_strides;
 
 use super::ChartData;
 use super::plot::{FG, PALETTE, drawing, text_style};
-use crate::book::problem::Cause;
+use crate::problem::Cause;
 
 pub(super) type Area<'a, 'b> = DrawingArea<SVGBackend<'b>, Shift>;
 

@@ -4,9 +4,9 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::{COLUMN_STEP, ELEMENT, ROW_STEP, arc, boxed, count, counts, head, short, text};
-use crate::book::chart::ChartData;
-use crate::book::chart::plot::{FG, drawing, svg};
-use crate::book::problem::Cause;
+use crate::chart::ChartData;
+use crate::chart::plot::{FG, drawing, svg};
+use crate::problem::Cause;
 use crate::trace::number_from_json;
 
 use super::{MAX_SIDE, MAX_STORAGE};

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::{Claim, Cmp, Expr, Func, Op, key_text};
-use crate::book::directive::Address;
+use crate::directive::Address;
 use crate::trace::number_from_json;
 
 /// Where a claim's keys come from.
@@ -177,8 +177,8 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::book::directive::StateChoice;
-    use crate::book::directive::claim::parse_claim;
+    use crate::directive::StateChoice;
+    use crate::directive::claim::parse_claim;
 
     struct Map(HashMap<String, Value>);
 

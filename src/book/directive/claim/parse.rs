@@ -3,7 +3,7 @@
 
 use super::super::StateChoice;
 use super::{Claim, Cmp, Expr, Func, Op};
-use crate::book::address::address_of;
+use crate::address::address_of;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Token {
@@ -322,7 +322,7 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::book::directive::Address;
+    use crate::directive::Address;
 
     fn key(s: &str) -> Expr {
         let (a, b) = s.split_once('.').unwrap_or((s, ""));

@@ -1,11 +1,12 @@
 //! Where a trace came from: the host (its facts are read by `crate::host`; the device's by the
 //! lecture's runner), and what a run decides: time, seed, commit, compiler, build and command line.
+//! Here, not in the trace crate: how this binary was built is known to this crate's build script.
 
 use std::path::Path;
 use std::process::Command;
 
-use super::schema::{BuildInfo, GitInfo, HostInfo, RunInfo};
 use crate::host;
+use crate::trace::{BuildInfo, GitInfo, HostInfo, RunInfo};
 
 pub fn host() -> HostInfo {
     HostInfo {

@@ -7,8 +7,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use cs336::book::LecturePreprocessor;
-use cs336::console::{terminal_safe, warn};
+use cs336_book::LecturePreprocessor;
+use cs336_trace::console::{terminal_safe, warn};
 use mdbook_preprocessor::Preprocessor;
 
 fn main() -> ExitCode {
