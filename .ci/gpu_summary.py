@@ -2,7 +2,7 @@
 """The table `.ci/gpu-check` ends with: ours (cuda_bench's JSON) vs PyTorch (torch_matmul_gpu.py's
 JSON), TFLOP/s and MFU per dtype, the bandwidths, and the issue's targets as PASS/MISS lines.
 Usage: gpu_summary.py CUDA_BENCH_JSON TORCH_JSON (the second may be missing: then ours alone).
-tests/gpu_summary.rs runs it on a report made by the same Rust code cuda_bench uses."""
+tests/cli/gpu_summary.rs runs it on a report made by the same Rust code cuda_bench uses."""
 import json, sys
 
 def load(path):

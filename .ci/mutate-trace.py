@@ -46,7 +46,7 @@ TRACE = newest_cpu_trace()
 
 # Test binary -> the filter selecting its tests of committed traces ("" for all).
 TESTS = {
-    "committed_trace": "committed_cpu_traces_equal_a_fresh_run",
+    "trace": "committed_cpu_traces_equal_a_fresh_run",
     "invariants_foundation": "",
     "training_invariants": "committed_traces",
     "einops": "section_",

@@ -5,7 +5,7 @@
 // (broadcasting is a stride of 0); the output is fresh and contiguous. Floating-point elements are
 // computed in f32 and rounded back once, like the CPU backend. Integer elements use exact,
 // wrapping i64 arithmetic (i32 results keep their low 32 bits), again as the CPU backend does, so
-// the two agree bit for bit. `tests/kernels_compile.rs` checks that every declared op has its
+// the two agree bit for bit. `tests/tensor/kernels_compile.rs` checks that every declared op has its
 // kernels.
 //
 // Launch: any grid (grid-stride loops), blockDim.x threads per block.

@@ -5,7 +5,7 @@
 //! The HTML that block directives emit sits in the chapter's markdown as an HTML block, which a
 //! blank line ends: the rest would be read as markdown again (a `[link](javascript:…)`, a
 //! `# heading`). So `escape` also encodes line breaks, and every block we emit is one line.
-//! `tests/book_markup.rs` proves it for arbitrary strings in every trace field the book shows.
+//! `tests/book/book_markup.rs` proves it for arbitrary strings in every trace field the book shows.
 //!
 //! # What JavaScript on the book's pages must respect
 //!

@@ -1,4 +1,4 @@
-// Drives headless Chromium through the built book for tests/book_browser/, which writes the plan
+// Drives headless Chromium through the built book for tests/book/book_browser/, which writes the plan
 // and checks what comes back: this script presses keys and reports what the page shows, it
 // asserts nothing itself.
 //

@@ -1,4 +1,4 @@
-//! Two traces of the lecture compared value by value (`tests/committed_trace/` holds a committed trace
+//! Two traces of the lecture compared value by value (`tests/trace/committed_trace/` holds a committed trace
 //! against a fresh run). Everything a section records is compared: its place in the lecture, code
 //! hash, seed, the order of its record calls, and each value's unit, dtype, shape, timing mark,
 //! line, token and every state of its history, down to each element of a list or field of an

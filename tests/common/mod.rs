@@ -87,7 +87,7 @@ pub struct Checkable {
 
 /// The trace the book shows by default (`trace = "newest"` in `book/book.toml`): of the committed
 /// traces, the one whose newest section was recorded last. It must be current in every section
-/// (`tests/committed_trace/`); the others need not be.
+/// (`tests/trace/committed_trace/`); the others need not be.
 pub fn default_trace_path() -> PathBuf {
     // The book's own choice, so the tests hold to it exactly the trace a reader is shown.
     let dir = trace_root().join("lecture_02");
@@ -101,7 +101,7 @@ pub fn default_trace_path() -> PathBuf {
 /// the book's default ([`default_trace_path`]): only the trace's own device can record them again
 /// (a GPU, or another CPU model than this machine's), the book marks such sections instead of
 /// failing, and no current invariant speaks for them. Says on the terminal which were set aside.
-/// The default trace is never filtered: `tests/committed_trace/` fails when it is stale.
+/// The default trace is never filtered: `tests/trace/committed_trace/` fails when it is stale.
 pub fn checkable_traces() -> Vec<Checkable> {
     let default = default_trace_path();
     let mut out = Vec::new();

@@ -8,7 +8,7 @@
     interop.py write-npy FOLDER
         Writes token files with `np.save` (and one with `tofile`) for the Rust loader to read.
 
-Run by tests/python_interop.rs; `.ci/run` installs numpy and safetensors into a virtual
+Run by tests/trace/python_interop.rs; `.ci/run` installs numpy and safetensors into a virtual
 environment for it. Exit status 1 with a message on any mismatch.
 """
 import json

@@ -4,7 +4,7 @@
 //! and its derivative. Each layer reads the part it runs from that one entry:
 //! - here: the op enums, `ALL` (the list tests iterate), names, kernel names, the arithmetic;
 //! - the CPU backend calls `apply_f32`/`apply_i64`; the CUDA backend launches `<kernel>_<dtype>`
-//!   (defined by one line in `kernels/elementwise.cu`: `tests/kernels_compile.rs` compiles every
+//!   (defined by one line in `kernels/elementwise.cu`: `tests/tensor/kernels_compile.rs` compiles every
 //!   kernel a declared op can launch, on a machine without a GPU);
 //! - the tensor layer gets a method per op (`Tensor::sqrt`), so does autograd (`Var::sqrt`), and
 //!   autograd's backward runs the declared derivative.

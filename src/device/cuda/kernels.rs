@@ -1,7 +1,7 @@
 //! The CUDA C sources in `kernels/`, compiled at run time by NVRTC.
 //!
 //! Compilation needs only `libnvrtc` (no GPU, no driver, no CUDA include folder), so it is also
-//! what proves on a CPU-only machine that every kernel compiles (`tests/kernels_compile.rs`). The
+//! what proves on a CPU-only machine that every kernel compiles (`tests/tensor/kernels_compile.rs`). The
 //! sources are embedded in the binary, so a copied binary carries its kernels with it.
 //!
 //! Each file is compiled into one module for a real architecture (`sm_90` on Hopper), giving both
@@ -28,7 +28,7 @@ pub const COMMON_HEADER: KernelSource = KernelSource {
     text: include_str!("../../../kernels/common.cuh"),
 };
 
-/// Every kernel file, as compiled into this binary. `tests/kernels_compile.rs` checks that this
+/// Every kernel file, as compiled into this binary. `tests/tensor/kernels_compile.rs` checks that this
 /// list and the `kernels/` folder name the same files.
 pub const SOURCES: &[KernelSource] = &[
     KernelSource {

@@ -1,7 +1,7 @@
 //! Kernel launches as plain data. Every op first builds a [`Launch`] (kernel name, arguments, grid)
 //! from layouts and device addresses; only then is it run. Planning needs no GPU, so tests on a
 //! CPU-only machine check every plan against the parameter lists NVRTC compiled
-//! (`tests/kernels_compile.rs`), and [`super::CudaBackend::launch`] checks each launch against
+//! (`tests/tensor/kernels_compile.rs`), and [`super::CudaBackend::launch`] checks each launch against
 //! them again before it reaches the driver: a kernel that is missing or called with the wrong
 //! arguments is an error, never garbage.
 

@@ -6,7 +6,7 @@
 use cs336::{DType, Error, Tensor};
 use proptest::prelude::*;
 
-use crate::reference::{RefView, flat, indices, naive_positions};
+use super::reference::{RefView, flat, indices, naive_positions};
 
 /// Shapes of up to `max_dims` dimensions; sizes mostly 1..=4, sometimes 0.
 pub fn shape_strategy(max_dims: usize) -> impl Strategy<Value = Vec<usize>> {
@@ -298,7 +298,7 @@ fn check_writes(c: &Chain, base: &Tensor, pick: usize) -> Result<(), TestCaseErr
 }
 
 proptest! {
-    #![proptest_config(crate::config(256))]
+    #![proptest_config(crate::tensor_props::config(256))]
 
     #[test]
     fn random_view_chains_match_the_model(

@@ -2,7 +2,7 @@
 //! only), and how it treats a trace whose code has changed since: strictly for the default
 //! trace, with a visible mark for another device's.
 
-mod common;
+use crate::common;
 
 use common::{Workspace, fresh_trace, only_problem};
 use cs336::book::Cause;

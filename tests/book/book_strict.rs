@@ -1,6 +1,6 @@
 //! The book refuses to build rather than show a blank, a stale number or an unescaped string.
 
-mod common;
+use crate::common;
 
 use common::{Workspace, fresh_trace, only_problem};
 use cs336::book::Cause;

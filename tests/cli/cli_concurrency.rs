@@ -2,7 +2,7 @@
 //! section reaches the trace (the merge happens under a lock, re-reading the trace inside it), and
 //! with the book on every run builds it (into a fresh folder swapped in under a lock).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

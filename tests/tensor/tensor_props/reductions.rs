@@ -14,9 +14,9 @@ use cs336::{Error, Tensor};
 use half::{bf16, f16};
 use proptest::prelude::*;
 
-use crate::elementwise::{eps, round_to};
-use crate::reference::{flat, indices, random_values, stored_as};
-use crate::views::shape_strategy;
+use super::elementwise::{eps, round_to};
+use super::reference::{flat, indices, random_values, stored_as};
+use super::views::shape_strategy;
 
 /// A shape and the dimensions to reduce: a random subset, each written as d or d − ndim.
 fn shape_and_dims() -> impl Strategy<Value = (Vec<usize>, Vec<isize>)> {
@@ -229,7 +229,7 @@ fn ops() -> impl Strategy<Value = ReduceOp> {
 }
 
 proptest! {
-    #![proptest_config(crate::config(256))]
+    #![proptest_config(crate::tensor_props::config(256))]
 
     #[test]
     fn float_reductions_match_the_reference(

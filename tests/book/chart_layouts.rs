@@ -4,7 +4,7 @@
 //! each other or are missing fail the build naming the value. (And the throughput chart's peak
 //! lines, whose labels are drawn from the recorded peaks.)
 
-mod common;
+use crate::common;
 
 use common::{Workspace, fresh_trace, only_problem, section_mut};
 use cs336::book::Cause;

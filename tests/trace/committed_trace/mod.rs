@@ -22,8 +22,7 @@
 
 mod rules;
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::cell::RefCell;
 use std::path::Path;
@@ -323,7 +322,7 @@ fn committed_cpu_traces_equal_a_fresh_run() {
             d.is_empty(),
             "{} differs from a fresh run (seed 0) in {} place(s):\n  {}\nIf the code changed what it records, run \
              `cargo run --release --bin lecture -- --no-book` and commit the trace; if the machine decides a value, \
-             name it in RULES in tests/committed_trace/rules.rs with the reason.",
+             name it in RULES in tests/trace/committed_trace/rules.rs with the reason.",
             path.display(),
             d.len(),
             d.join("\n  ")
@@ -365,7 +364,7 @@ fn committed_cpu_traces_equal_a_fresh_run() {
         .collect();
     assert!(
         unused.is_empty(),
-        "RULES in tests/committed_trace/rules.rs name values no trace records: {unused:?}"
+        "RULES in tests/trace/committed_trace/rules.rs name values no trace records: {unused:?}"
     );
 }
 

@@ -4,7 +4,7 @@
 //! rendered as mdbook renders it, and its HTML must hold exactly the elements, attributes and
 //! links of the same chapter over a benign trace whose strings have the same lengths.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

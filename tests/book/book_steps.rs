@@ -2,9 +2,9 @@
 //! browser: one entry per record call of the section, in the trace's order, each naming the
 //! element beside the line that made the call (or below the code) and the text of the state it
 //! recorded; after the last step every element reads what the static page shows. The browser
-//! tests (`tests/book_browser/`) check what the script then does with it.
+//! tests (`tests/book/book_browser/`) check what the script then does with it.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

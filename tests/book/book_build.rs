@@ -1,7 +1,7 @@
 //! End to end: run the lecture in-process, build the repository's book from that trace into a
 //! temporary folder, and read the HTML as a reader's browser would get it.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! naming the values, and a malformed claim is an error at its chapter and line. The trace is the
 //! committed CPU trace, edited so that a comparison comes out the other way.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! The trace file: round trip, atomic replacement, and clear refusals of bad files.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
@@ -233,7 +233,7 @@ fn failing_section(_cx: &mut cs336::lecture::SectionCtx) -> cs336::Result<()> {
 static FAILING: cs336::lecture::SectionDef = cs336::lecture::SectionDef {
     id: "failing_section",
     title: "A section that fails",
-    file: "tests/trace_io.rs",
+    file: "tests/trace/trace_io.rs",
     source: include_str!("trace_io.rs"),
     run: failing_section,
 };

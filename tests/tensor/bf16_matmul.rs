@@ -10,7 +10,7 @@
 //!   |got − c| ≤ u_bf16·|c| + (1 + u_bf16)·γ_k·Σ|a·b|,   u_bf16 = 2⁻⁸, γ_k = k·2⁻²⁴ / (1 − k·2⁻²⁴),
 //! the first term from the final rounding, the second from any order of f32 additions.
 
-mod common;
+use crate::common;
 
 use cs336::device::cpu::bf16_gemm::{self, Bf16Kernel, Operand, Problem};
 use cs336::device::cpu::bf16_matmul_isa;

@@ -15,8 +15,8 @@ use cs336::{DType, Tensor};
 use half::{bf16, f16};
 use proptest::prelude::*;
 
-use crate::elementwise::{broadcast, broadcast_read, eps};
-use crate::reference::{flat, indices, random_values, stored_as};
+use super::elementwise::{broadcast, broadcast_read, eps};
+use super::reference::{flat, indices, random_values, stored_as};
 
 fn size() -> impl Strategy<Value = usize> {
     prop_oneof![1 => Just(0usize), 3 => Just(1usize), 10 => 2..=17usize, 2 => 18..=70usize]
@@ -167,7 +167,7 @@ fn run_case<T: BufferElement>(c: &Case) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(crate::config(256))]
+    #![proptest_config(crate::tensor_props::config(256))]
 
     #[test]
     fn matmul_matches_the_f64_reference(c in cases(), d in 0..3usize) {

@@ -2,7 +2,7 @@
 //! state beside the line that recorded it, and values find their lines by token after the code is
 //! reformatted.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

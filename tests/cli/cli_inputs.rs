@@ -2,7 +2,7 @@
 //! folders it cannot write, a corrupt neighbour trace, `get --record` with a path. Every case
 //! ends quickly with one clear message; a run that cannot write fails before any section runs.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -21,8 +21,8 @@ use cs336::{DType, Tensor};
 use half::{bf16, f16};
 use proptest::prelude::*;
 
-use crate::reference::{flat, indices, random_values, stored_as};
-use crate::views::shape_strategy;
+use super::reference::{flat, indices, random_values, stored_as};
+use super::views::shape_strategy;
 
 /// An output shape and two operand shapes that broadcast to it: each operand drops some leading
 /// dimensions and has some others set to 1.
@@ -246,7 +246,7 @@ fn binary_ops() -> impl Strategy<Value = BinaryOp> {
 }
 
 proptest! {
-    #![proptest_config(crate::config(256))]
+    #![proptest_config(crate::tensor_props::config(256))]
 
     #[test]
     fn binary_float_ops_broadcast_like_the_reference(

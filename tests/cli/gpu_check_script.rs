@@ -218,25 +218,34 @@ fn gpu_prepare_refuses_what_it_cannot_carry() {
 /// is carried to the GPU machine and run there on the trace just written.
 #[test]
 fn every_trace_invariant_binary_runs_on_the_gpu_trace() {
+    // Every `.rs` file under `dir`, however deep (a binary's modules may be folders).
+    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("a test folder") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    // Spelled in parts, so that this file, itself in a test binary, does not match them.
+    let calls = [concat!("for_each", "_trace("), concat!("checkable", "_traces(")];
     let mut binaries = Vec::new();
     for entry in std::fs::read_dir(Path::new(ROOT).join("tests")).expect("tests/") {
         let path = entry.expect("an entry").path();
         // A test binary is a file `tests/NAME.rs` or a folder `tests/NAME/` with a `main.rs`.
-        let files: Vec<PathBuf> = if path.extension().is_some_and(|e| e == "rs") {
-            vec![path.clone()]
+        let mut files = Vec::new();
+        if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path.clone());
         } else if path.join("main.rs").is_file() {
-            let inside = std::fs::read_dir(&path)
-                .expect("a test folder")
-                .map(|e| e.expect("an entry").path());
-            inside.filter(|p| p.extension().is_some_and(|e| e == "rs")).collect()
-        } else {
-            Vec::new()
-        };
+            rust_files(&path, &mut files);
+        }
         if !files.is_empty() {
             let read = |p: &PathBuf| std::fs::read_to_string(p).expect("readable");
             let text: String = files.iter().map(read).collect::<Vec<_>>().join("\n");
             // A test binary of the crate's (it declares the shared test module) that reads traces.
-            let reads_traces = text.contains("for_each_trace(") || text.contains("checkable_traces(");
+            let reads_traces = calls.iter().any(|call| text.contains(call));
             if text.contains("\nmod common;") && reads_traces {
                 binaries.push(path.file_stem().expect("a name").to_string_lossy().into_owned());
             }

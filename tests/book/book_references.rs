@@ -3,7 +3,7 @@
 //! authors and year on hover; an unknown key or a malformed bibliography fails the build saying
 //! where and what.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! `lecture book`: the HTML book from traces already recorded, without running a section or
 //! touching a trace, with the search index that `mdbook serve` also gives.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};

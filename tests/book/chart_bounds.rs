@@ -2,7 +2,7 @@
 //! build with a message naming the value, and never make a chart (or the process) grow without
 //! bound. (On the code before this test, a bit width of 4294967295 aborted the process.)
 
-mod common;
+use crate::common;
 
 use common::{Workspace, fresh_trace, only_problem};
 use cs336::book::Cause;

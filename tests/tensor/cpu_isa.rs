@@ -7,7 +7,7 @@
 //! under test: `gemm` runs AVX-512F where the CPU has it, else AVX2+FMA, else portable code; our
 //! bf16 kernel goes as high as the level allows.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

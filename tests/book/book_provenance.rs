@@ -2,7 +2,7 @@
 //! (trace-wide), and the run of each quoted section (a partial run re-records some sections, so
 //! one trace may hold several runs); timings from an unoptimised build are marked.
 
-mod common;
+use crate::common;
 
 use common::{Workspace, fresh_trace, provenance_box, section_mut};
 

@@ -12,8 +12,7 @@
 
 mod plan;
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;

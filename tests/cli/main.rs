@@ -1,0 +1,13 @@
+//! The commands as a person runs them: `lecture` (runs, `get`, `book`, concurrency, clumsy and hostile inputs), `bench`, and the GPU check's scripts rehearsed without a GPU.
+//! One test binary for the topic (each links the whole library once); each module was a binary of
+//! its own.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cli;
+mod cli_book;
+mod cli_concurrency;
+mod cli_inputs;
+mod gpu_check_script;
+mod gpu_summary;
