@@ -101,6 +101,7 @@ pub mod provenance;
 pub mod render;
 pub mod sections;
 mod swap;
+mod tables;
 pub mod traces;
 pub mod unrecorded;
 

@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::chart;
-use super::claims::{self, Branches};
+use super::claims::Branches;
 use super::code_view;
 use super::devices;
 use super::directive::{self, Address, Directive, Found};
@@ -16,6 +16,7 @@ use super::html::{escape, escape_inline};
 use super::problem::Cause;
 use super::provenance::{self, short_commit};
 use super::sections::OlderCode;
+use super::tables;
 use super::traces::Traces;
 use super::unrecorded;
 use crate::trace::{Trace, Unit};
@@ -191,7 +192,7 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
             format,
             unit,
             trace,
-        } => claims::table(traces, address, *format, *unit, trace.as_deref()),
+        } => tables::table(traces, address, *format, *unit, trace.as_deref()),
         Directive::If { .. }
         | Directive::ElseIf { .. }
         | Directive::Else

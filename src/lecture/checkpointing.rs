@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::training::{Batches, LinearData, Precision, bits, message_in, temp_dir, train};
+use super::trainer::{Batches, LinearData, Precision, bits, message_in, temp_dir, train};
 use super::{SectionCtx, record};
 use crate::atomic_file;
 use crate::checkpoint;

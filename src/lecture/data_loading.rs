@@ -2,7 +2,7 @@
 //! memory on a GPU.
 
 use super::SectionCtx;
-use super::training::{message_in, temp_dir};
+use super::trainer::{message_in, temp_dir};
 use crate::atomic_file;
 use crate::data::npy::{self, Order};
 use crate::data::{self, TokenFile};

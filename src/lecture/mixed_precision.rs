@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::training::{Batches, LinearData, Precision, train};
+use super::trainer::{Batches, LinearData, Precision, train};
 use super::{SectionCtx, record};
 use crate::error::Result;
 use crate::nn::{Cruncher, Module, ParamOptions};

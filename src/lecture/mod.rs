@@ -18,7 +18,7 @@ mod randomness;
 pub mod recorder;
 pub mod run;
 mod train_loop;
-mod training;
+mod trainer;
 
 pub(crate) use recorder::record;
 pub use recorder::{IntoValue, SectionCtx};

@@ -1,7 +1,7 @@
 //! Randomness: a seed per source of randomness, so each result can be reproduced on its own.
 
 use super::SectionCtx;
-use super::training::bits;
+use super::trainer::bits;
 use crate::error::Result;
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};

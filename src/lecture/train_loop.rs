@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::training::{Batches, LinearData, OnStep, Precision, train_observed};
+use super::trainer::{Batches, LinearData, OnStep, Precision, train_observed};
 use super::{SectionCtx, record};
 use crate::error::Result;
 use crate::nn::{Cruncher, Module};

@@ -41,7 +41,12 @@ fn trace_root() -> PathBuf {
 /// `CS336_TRACE_ROOT=DIR` checks the traces under DIR instead: the GPU check runs these tests,
 /// built here, on the trace it has just written on the GPU machine.
 pub fn committed_traces() -> Vec<(PathBuf, Trace)> {
-    let root = trace_root();
+    traces_under(&trace_root())
+}
+
+/// Every `**/*.json` under `root`, parsed (a file that does not parse fails the test).
+pub fn traces_under(root: &Path) -> Vec<(PathBuf, Trace)> {
+    let root = root.to_path_buf();
     let mut out = Vec::new();
     let mut stack = vec![root];
     while let Some(dir) = stack.pop() {
@@ -89,8 +94,13 @@ pub struct Checkable {
 /// traces, the one whose newest section was recorded last. It must be current in every section
 /// (`tests/trace/committed_trace/`); the others need not be.
 pub fn default_trace_path() -> PathBuf {
+    default_trace_under(&trace_root())
+}
+
+/// [`default_trace_path`] for the traces under `root`.
+pub fn default_trace_under(root: &Path) -> PathBuf {
     // The book's own choice, so the tests hold to it exactly the trace a reader is shown.
-    let dir = trace_root().join("lecture_02");
+    let dir = root.join("lecture_02");
     let mut traces = Traces::new(&dir, TraceChoice::Newest, Path::new(ROOT));
     traces
         .path(None)
@@ -103,22 +113,43 @@ pub fn default_trace_path() -> PathBuf {
 /// failing, and no current invariant speaks for them. Says on the terminal which were set aside.
 /// The default trace is never filtered: `tests/trace/committed_trace/` fails when it is stale.
 pub fn checkable_traces() -> Vec<Checkable> {
-    let default = default_trace_path();
+    checkable_traces_under(&trace_root())
+}
+
+/// [`checkable_traces`] for the traces under `root`. A trace other than the default may also lack
+/// a section newer than itself: only its device can record it, so it is set aside as well, and
+/// said to be not recorded on that device.
+pub fn checkable_traces_under(root: &Path) -> Vec<Checkable> {
+    let default = default_trace_under(root);
     let mut out = Vec::new();
-    for (path, mut t) in committed_traces() {
+    for (path, mut t) in traces_under(root) {
         let mut set_aside = Vec::new();
         if path != default {
             let (current, stale): (Vec<_>, Vec<_>) = t.sections.drain(..).partition(section_is_current);
             t.sections = current;
             set_aside = stale.into_iter().map(|s| s.id).collect();
-        }
-        if !set_aside.is_empty() {
-            note_once(&format!(
-                "note: {}: {} section(s) recorded by older code, not checked: {}",
-                path.display(),
-                set_aside.len(),
-                set_aside.join(", ")
-            ));
+            if !set_aside.is_empty() {
+                note_once(&format!(
+                    "note: {}: {} section(s) recorded by older code, not checked: {}",
+                    path.display(),
+                    set_aside.len(),
+                    set_aside.join(", ")
+                ));
+            }
+            let missing: Vec<String> = cs336::lecture::SECTIONS
+                .iter()
+                .map(|d| d.id.to_string())
+                .filter(|id| !set_aside.contains(id) && t.section(id).is_none())
+                .collect();
+            if !missing.is_empty() {
+                note_once(&format!(
+                    "note: {}: {} section(s) not recorded on this device (newer than the trace), not checked: {}",
+                    path.display(),
+                    missing.len(),
+                    missing.join(", ")
+                ));
+                set_aside.extend(missing);
+            }
         }
         out.push(Checkable {
             path,
@@ -136,9 +167,9 @@ pub fn section_is_current(s: &SectionRecord) -> bool {
         .is_some_and(|code| code.hash() == s.source_hash)
 }
 
-/// The section `id` of a committed trace, or `None` when it was set aside as older code's. A
-/// trace that lacks the section altogether fails the test: every trace records every section (a
-/// CPU trace is re-recorded by `cargo run --release --bin lecture`, a GPU trace on its GPU).
+/// The section `id` of a committed trace, or `None` when it was set aside (older code's, or not
+/// recorded on that device). The default trace that lacks a section fails the test: it records
+/// every section (`cargo run --release --bin lecture` records it again).
 pub fn section_to_check<'t>(c: &'t Checkable, id: &str) -> Option<&'t SectionRecord> {
     match c.trace.section(id) {
         Some(s) => Some(s),

@@ -68,63 +68,53 @@ use gradients_models::*;
 use speed::*;
 use training::*;
 
-fn check(id: &str, v: &Values, cpu: bool) {
-    match id {
-        "tensor_operations_flops" => check_tensor_operations_flops(v, cpu),
-        "gradients_basics" => check_gradients_basics(v),
-        "gradients_flops" => check_gradients_flops(v, cpu),
-        "module_parameters" => check_module_parameters(v),
-        "custom_model" => check_custom_model(v),
-        "note_about_randomness" => check_note_about_randomness(v),
-        "data_loading" => check_data_loading(v, cpu),
-        "optimizer" => check_optimizer(v),
-        "train_loop" => check_train_loop(v),
-        "checkpointing" => check_checkpointing(v),
-        "mixed_precision_training" => check_mixed_precision_training(v),
-        other => panic!("no checks for {other}"),
-    }
-}
-
-const SECTIONS: &[&str] = &[
-    "tensor_operations_flops",
-    "gradients_basics",
-    "gradients_flops",
-    "module_parameters",
-    "custom_model",
-    "note_about_randomness",
-    "data_loading",
-    "optimizer",
-    "train_loop",
-    "checkpointing",
-    "mixed_precision_training",
-];
-
-macro_rules! fresh_tests {
-    ($($id:ident),*) => {$(
-        #[test]
-        fn $id() {
-            let record = fresh(stringify!($id));
-            check(stringify!($id), &record.values, true);
-            if let Some(isa) = record.values.get("bf16_matmul_isa") {
-                assert_eq!(isa.value, Value::from(cs336::device::cpu::bf16_matmul_isa()), "bf16_matmul_isa");
+/// The sections these invariants check, each named once: the dispatch by id, the list of ids and
+/// one test per section running it fresh are all made from this table.
+macro_rules! checked_sections {
+    ($($id:ident => $check:expr),* $(,)?) => {
+        fn check(id: &str, v: &Values, cpu: bool) {
+            match id {
+                $(stringify!($id) => ($check)(v, cpu),)*
+                other => panic!("no checks for {other}"),
             }
         }
-    )*};
+
+        const SECTIONS: &[&str] = &[$(stringify!($id)),*];
+
+        $(
+            #[test]
+            fn $id() {
+                let record = fresh(stringify!($id));
+                check(stringify!($id), &record.values, true);
+                if let Some(isa) = record.values.get("bf16_matmul_isa") {
+                    assert_eq!(isa.value, Value::from(cs336::device::cpu::bf16_matmul_isa()), "bf16_matmul_isa");
+                }
+            }
+        )*
+    };
 }
 
-fresh_tests!(
-    tensor_operations_flops,
-    gradients_basics,
-    gradients_flops,
-    module_parameters,
-    custom_model,
-    note_about_randomness,
-    data_loading,
-    optimizer,
-    train_loop,
-    checkpointing,
-    mixed_precision_training
+checked_sections!(
+    tensor_operations_flops => check_tensor_operations_flops,
+    gradients_basics => |v: &Values, _cpu: bool| check_gradients_basics(v),
+    gradients_flops => check_gradients_flops,
+    module_parameters => |v: &Values, _cpu: bool| check_module_parameters(v),
+    custom_model => |v: &Values, _cpu: bool| check_custom_model(v),
+    note_about_randomness => |v: &Values, _cpu: bool| check_note_about_randomness(v),
+    data_loading => check_data_loading,
+    optimizer => |v: &Values, _cpu: bool| check_optimizer(v),
+    train_loop => |v: &Values, _cpu: bool| check_train_loop(v),
+    checkpointing => |v: &Values, _cpu: bool| check_checkpointing(v),
+    mixed_precision_training => |v: &Values, _cpu: bool| check_mixed_precision_training(v),
 );
+
+/// Every section the table names is one of the lecture's (a renamed section fails here, by name).
+#[test]
+fn the_checked_sections_are_the_lectures() {
+    for id in SECTIONS {
+        assert!(lecture::find(id).is_some(), "`{id}` is no section of the lecture");
+    }
+}
 
 /// Values that do not depend on timing are bit-identical across runs with the same seed.
 #[test]

@@ -474,3 +474,36 @@ fn each_committed_cpu_trace_is_named_by_its_model_and_kernels() {
     p.device.details.insert("bf16_matmul_isa".into(), "portable-f32".into());
     assert_eq!(expected_name(&p).as_deref(), Ok("cpu-amd-epyc-avx2"));
 }
+
+/// A trace of another device may lack a section newer than itself: it is set aside as not
+/// recorded on that device. The default trace (the most complete) never has a section set aside.
+#[test]
+fn a_section_newer_than_another_devices_trace_is_set_aside() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let folder = dir.path().join("lecture_02");
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    for (path, _) in common::committed_traces() {
+        std::fs::copy(&path, folder.join(path.file_name().expect("name"))).expect("copy");
+    }
+    let default = common::default_trace_under(dir.path());
+    let other = common::traces_under(dir.path())
+        .into_iter()
+        .map(|(p, _)| p)
+        .find(|p| *p != default)
+        .expect("a trace besides the default");
+    // The other trace, on its own device, with the default's current sections but the last: only
+    // the missing section can be set aside.
+    let last = cs336::lecture::SECTIONS.last().expect("sections").id;
+    let current = cs336::trace::load(&default).expect("load");
+    let mut t = cs336::trace::load(&other).expect("load");
+    t.sections = current.sections.into_iter().filter(|s| s.id != last).collect();
+    cs336::trace::save(&other, &t).expect("save");
+    let checkable = common::checkable_traces_under(dir.path());
+    let c = checkable.iter().find(|c| c.path == other).expect("the other trace");
+    assert!(c.set_aside.iter().any(|s| s == last), "{:?}", c.set_aside);
+    assert!(common::section_to_check(c, last).is_none());
+
+    // The default trace itself is never set aside.
+    let d = checkable.iter().find(|c| c.path == default).expect("the default trace");
+    assert!(d.set_aside.is_empty(), "{:?}", d.set_aside);
+}

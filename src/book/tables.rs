@@ -1,0 +1,103 @@
+//! The `table` directive: an object, or a list of objects, from the trace as an HTML table (never
+//! raw JSON in prose), each cell formatted by the value's unit.
+
+use serde_json::Value;
+
+use super::directive::Address;
+use super::format::{Format, format_value};
+use super::html::escape;
+use super::problem::Cause;
+use super::traces::Traces;
+use crate::trace::Unit;
+
+/// An object as an HTML table: one row per field; when every field is itself an object, one
+/// column per inner field as well (`{"fp32": {"final_loss": …}, "bf16": {…}}`).
+pub fn table(
+    traces: &mut Traces,
+    address: &Address,
+    format: Format,
+    unit: Option<Unit>,
+    slug: Option<&str>,
+) -> Result<String, Cause> {
+    let path = traces.path(slug)?;
+    let trace = traces.load(&path)?;
+    let found = traces.resolve(&path, &trace, address)?;
+    let unit = unit.unwrap_or(found.record.unit);
+    let bad = |msg: String| Cause::BadValue {
+        trace: path.clone(),
+        address: address.to_string(),
+        msg,
+    };
+    let cell = |v: &Value| -> Result<String, Cause> {
+        if v.is_object() {
+            return Err(bad("a field is an object inside an object: table a part of it".into()));
+        }
+        format_value(v, unit, format).map(|t| escape(&t)).map_err(bad)
+    };
+    // Rows: (header, fields).
+    let rows: Vec<(Option<&String>, &serde_json::Map<String, Value>)> = match found.value {
+        Value::Object(fields) if !fields.is_empty() && fields.values().all(Value::is_object) => fields
+            .iter()
+            .filter_map(|(name, inner)| inner.as_object().map(|o| (Some(name), o)))
+            .collect(),
+        Value::Object(fields) => vec![(None, fields)],
+        Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
+            items.iter().filter_map(|i| i.as_object().map(|o| (None, o))).collect()
+        }
+        _ => {
+            return Err(bad(
+                "`table` shows an object, or a list of objects; quote this value with `{{value}}`".into(),
+            ));
+        }
+    };
+    // One field per row when there is one row (a flat object); else one column per field.
+    let mut head = String::new();
+    let mut body = String::new();
+    if let [(None, fields)] = rows.as_slice()
+        && found.value.is_object()
+    {
+        head.push_str("<th>Field</th><th>Value</th>");
+        for (name, v) in fields.iter() {
+            body.push_str(&format!(
+                "<tr><th><code>{}</code></th><td>{}</td></tr>",
+                escape(name),
+                cell(v)?
+            ));
+        }
+    } else {
+        let mut columns: Vec<&String> = Vec::new();
+        for (_, fields) in &rows {
+            for k in fields.keys() {
+                if !columns.contains(&k) {
+                    columns.push(k);
+                }
+            }
+        }
+        let headed = rows.iter().any(|(h, _)| h.is_some());
+        if headed {
+            head.push_str("<th></th>");
+        }
+        for c in &columns {
+            head.push_str(&format!("<th><code>{}</code></th>", escape(c)));
+        }
+        for (header, fields) in &rows {
+            body.push_str("<tr>");
+            if let Some(h) = header {
+                body.push_str(&format!("<th><code>{}</code></th>", escape(h)));
+            }
+            for c in &columns {
+                let text = match fields.get(c.as_str()) {
+                    Some(v) => cell(v)?,
+                    None => String::new(),
+                };
+                body.push_str(&format!("<td>{text}</td>"));
+            }
+            body.push_str("</tr>");
+        }
+    }
+    let title = format!("{address} · {} trace", trace.provenance.device.slug);
+    Ok(format!(
+        "<div class=\"lecture-table\" title=\"{}\"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>",
+        escape(&title)
+    ))
+}
