@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Changes one recorded value at a time in a copy of a committed CPU trace and runs the tests of
+"""Changes one recorded value at a time in a copy of this CPU's committed trace and runs the tests of
 traces against the copy (CS336_TRACE_ROOT): every change must make a test fail with a message
 naming the value. The values the book quotes come first (`{{value KEY}}` in book/src/*.md, in
 chapter order), then the ones issue 16 found unguarded, then every other value of the trace, up to
@@ -29,20 +29,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def newest_cpu_trace():
-    """The committed CPU trace whose newest section was recorded last: the book's default, and
-    the one the machine that recorded it last can reproduce (its values are compared with a fresh
-    run only on its own CPU)."""
-    def recorded(path):
-        t = json.loads(path.read_text())
-        if t["provenance"]["device"]["kind"] != "cpu":
-            return None
-        return max(s["run"]["recorded_at"] for s in t["sections"])
-    found = [(r, p) for p in (ROOT / "trace" / "lecture_02").glob("cpu-*.json") if (r := recorded(p))]
-    return max(found)[1] if found else None
+def this_cpus_trace():
+    """This CPU's committed trace, named by the one rule (`lecture trace-name`, src/trace/name.rs):
+    the only trace whose values a fresh run here reproduces, so the only one in which every
+    deterministic value is held by the committed-trace test. None when this CPU has none."""
+    name = subprocess.run(
+        ["cargo", "run", "--quiet", "--release", "--locked", "--bin", "lecture", "--", "--device", "cpu", "trace-name"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    path = ROOT / "trace" / "lecture_02" / f"{name}.json"
+    return path if path.exists() else None
 
 
-TRACE = newest_cpu_trace()
+TRACE = this_cpus_trace()
 
 # Test binary -> the filter selecting its tests of committed traces ("" for all).
 TESTS = {
@@ -188,9 +187,11 @@ def panic_messages(output):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("keys", nargs="*", help="values to change (default: the book's, the issue's, then the rest)")
-    parser.add_argument("--trace", type=Path, default=TRACE, help="default: the newest committed CPU trace")
+    parser.add_argument("--trace", type=Path, default=TRACE, help="default: this CPU's committed trace (`lecture trace-name`)")
     parser.add_argument("--max", type=int, default=40, help="at most this many changes (default 40)")
     args = parser.parse_args()
+    if args.trace is None:
+        sys.exit("this CPU has no committed trace (`lecture trace-name` names it): record one, or pass --trace")
 
     original = json.loads(args.trace.read_text())
     binaries = test_binaries()
