@@ -52,8 +52,8 @@ pub fn tensor_slicing(cx: &mut SectionCtx) -> Result<()> {
     x.set(&[0, 0], written)?;
     cx.record("transpose_after_write_0_0", y.get(&[0, 0])?, Unit::None)?;
 
-    // A transpose is not contiguous: its elements are not in row-major storage order, so it
-    // cannot be viewed with a new shape...
+    // A transpose is not contiguous: its elements are not in row-major storage order, so a view
+    // that merges its dimensions (its 3×2 read as 2×3) has no single stride and fails...
     let x = Tensor::from_data(&[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], DType::F32)?;
     let y = x.transpose(1, 0)?;
     cx.record("transpose_is_contiguous", y.is_contiguous(), Unit::None)?;
