@@ -113,13 +113,13 @@ pub fn default_trace_under(root: &Path) -> PathBuf {
 /// failing, and no current invariant speaks for them. Says on the terminal which were set aside.
 /// The default trace is never filtered: `tests/trace/committed_trace/` fails when it is stale.
 pub fn checkable_traces() -> Vec<Checkable> {
-    checkable_traces_under(&trace_root())
+    checkable_traces_under(&trace_root(), note_once)
 }
 
-/// [`checkable_traces`] for the traces under `root`. A trace other than the default may also lack
-/// a section newer than itself: only its device can record it, so it is set aside as well, and
-/// said to be not recorded on that device.
-pub fn checkable_traces_under(root: &Path) -> Vec<Checkable> {
+/// [`checkable_traces`] for the traces under `root`, saying through `say` what it set aside. A
+/// trace other than the default may also lack a section newer than itself: only its device can
+/// record it, so it is set aside as well, and said to be not recorded on that device.
+pub fn checkable_traces_under(root: &Path, say: impl Fn(&str)) -> Vec<Checkable> {
     let default = default_trace_under(root);
     let mut out = Vec::new();
     for (path, mut t) in traces_under(root) {
@@ -129,7 +129,7 @@ pub fn checkable_traces_under(root: &Path) -> Vec<Checkable> {
             t.sections = current;
             set_aside = stale.into_iter().map(|s| s.id).collect();
             if !set_aside.is_empty() {
-                note_once(&format!(
+                say(&format!(
                     "note: {}: {} section(s) recorded by older code, not checked: {}",
                     path.display(),
                     set_aside.len(),
@@ -142,7 +142,7 @@ pub fn checkable_traces_under(root: &Path) -> Vec<Checkable> {
                 .filter(|id| !set_aside.contains(id) && t.section(id).is_none())
                 .collect();
             if !missing.is_empty() {
-                note_once(&format!(
+                say(&format!(
                     "note: {}: {} section(s) not recorded on this device (newer than the trace), not checked: {}",
                     path.display(),
                     missing.len(),

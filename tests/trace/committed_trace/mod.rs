@@ -498,7 +498,7 @@ fn a_section_newer_than_another_devices_trace_is_set_aside() {
     let mut t = cs336::trace::load(&other).expect("load");
     t.sections = current.sections.into_iter().filter(|s| s.id != last).collect();
     cs336::trace::save(&other, &t).expect("save");
-    let checkable = common::checkable_traces_under(dir.path());
+    let checkable = common::checkable_traces_under(dir.path(), |_| {});
     let c = checkable.iter().find(|c| c.path == other).expect("the other trace");
     assert!(c.set_aside.iter().any(|s| s == last), "{:?}", c.set_aside);
     assert!(common::section_to_check(c, last).is_none());
