@@ -53,7 +53,7 @@ macro_rules! sections {
 }
 
 sections! {
-    napkin::motivating_questions => "Motivating questions: napkin math",
+    napkin::motivating_questions => "Motivating questions",
     memory::tensors_basics => "Tensors: the basics",
     memory::tensors_memory => "Tensors: memory",
     memory::tensors_on_gpus => "Tensors on GPUs",
@@ -69,14 +69,14 @@ sections! {
     compute::tensor_operations_flops => "Counting FLOPs",
     gradients::gradients_basics => "Gradients: the basics",
     gradients::gradients_flops => "Gradients: FLOPs",
-    models::module_parameters => "Module parameters and initialisation",
+    models::module_parameters => "Parameters and initialisation",
     models::custom_model => "A custom model",
-    randomness::note_about_randomness => "A note about randomness",
+    randomness::note_about_randomness => "Randomness",
     data_loading::data_loading => "Data loading",
     optimizer::optimizer => "Optimizer",
     train_loop::train_loop => "Training loop",
     checkpointing::checkpointing => "Checkpointing",
-    mixed_precision::mixed_precision_training => "Mixed-precision training",
+    mixed_precision::mixed_precision_training => "Mixed precision training",
 }
 
 pub fn find(id: &str) -> Option<&'static SectionDef> {

@@ -16,6 +16,7 @@ mod book_references;
 mod book_sources;
 mod book_steps;
 mod book_strict;
+mod chapter_titles;
 mod chart_bounds;
 mod chart_layouts;
 mod number_formats;
