@@ -210,10 +210,23 @@ pub fn render(id: &str, path: &Path, trace: &Trace, traces: &mut Traces) -> Resu
     traces.quote(path, def.section, data.timed.get());
     let device = &trace.provenance.device;
     let mark = section.older_code.as_ref().map_or(String::new(), older_code_mark);
+    // The reader's words: the device and the day; the trace file and the section id are on hover.
+    let day = trace
+        .section(def.section)
+        .and_then(|s| s.run.recorded_at.get(..10))
+        .unwrap_or("");
+    let on_day = if day.is_empty() {
+        String::new()
+    } else {
+        format!(", {day}")
+    };
     Ok(format!(
-        "<figure class=\"lecture-chart\" id=\"chart-{id}\">{svg}<figcaption>{} <span class=\"lecture-muted\">Drawn from section <code>{}</code> of the {} trace.</span>{mark}</figcaption></figure>",
+        "<figure class=\"lecture-chart\" id=\"chart-{id}\">{svg}<figcaption>{} <span class=\"lecture-muted\" \
+         title=\"section {} of the {} trace\">Recorded on {}{}.</span>{mark}</figcaption></figure>",
         escape(def.caption),
         escape(def.section),
         escape(&device.slug),
+        escape(&device.name),
+        escape(&on_day),
     ))
 }
