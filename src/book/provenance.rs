@@ -105,7 +105,7 @@ pub fn render(path: &Path, trace: &Trace, quotes: &[Quote]) -> String {
         format!(", {text} of memory")
     });
     let device = format!(
-        "the <code>{}</code> trace, recorded on {} ({}{memory})",
+        "The <code>{}</code> trace, recorded on {} ({}{memory})",
         escape(&p.device.slug),
         escape(&p.device.name),
         escape(&p.device.kind),
@@ -151,9 +151,23 @@ pub fn render(path: &Path, trace: &Trace, quotes: &[Quote]) -> String {
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
         .unwrap_or_default();
+    // One line a reader takes in at a glance (the device and the day); the runs behind a
+    // disclosure; a warning about an unoptimised build stays in view.
+    let mut days: Vec<&str> = runs.iter().filter_map(|r| r.run.recorded_at.get(..10)).collect();
+    days.sort_unstable();
+    days.dedup();
+    let on = match days.as_slice() {
+        [] => String::new(),
+        [one] => format!(", {one}"),
+        [first, .., last] => format!(", {first} to {last}"),
+    };
     format!(
-        "<div class=\"lecture-provenance\"><strong>Where the numbers on this page come from:</strong> \
-         {device}{origin}{no_gpu} <span class=\"lecture-muted\">File: {}</span>{warnings}</div>",
+        "<div class=\"lecture-provenance\"><details><summary><strong>Where the numbers on this page come \
+         from:</strong> {} ({}){}</summary>{device}{origin}{no_gpu} <span class=\"lecture-muted\">File: {}</span>\
+         </details>{warnings}</div>",
+        escape(&p.device.name),
+        escape(&p.device.kind.to_uppercase()),
+        escape(&on),
         escape(&file)
     )
 }
