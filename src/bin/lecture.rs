@@ -295,15 +295,18 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
     };
     let merged = run::merge(previous, fresh);
     let existed = path.exists();
-    trace::save(&path, &merged).with_context(|| match existed {
-        true => format!(
-            "the trace was not written; {} is as it was before this run",
-            path.display()
-        ),
-        false => format!(
-            "the trace was not written, so there is still none at {}",
-            path.display()
-        ),
+    trace::save(&path, &merged).with_context(|| {
+        if existed {
+            format!(
+                "the trace was not written; {} is as it was before this run",
+                path.display()
+            )
+        } else {
+            format!(
+                "the trace was not written, so there is still none at {}",
+                path.display()
+            )
+        }
     })?;
     out.line(format_args!("Wrote {}", path.display()));
     if !cli.no_book {

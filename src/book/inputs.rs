@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::trace::io::{Limited, read_limited};
+use crate::trace::io::read_limited;
 
 /// The largest file read from the book's folders (chapters are a few KB; the largest theme
 /// asset is far below this).
@@ -38,7 +38,8 @@ fn bad(path: &Path, msg: impl Into<String>) -> BadInput {
 /// and `theme` folder.
 pub fn check(book_root: &Path) -> Result<(), BadInput> {
     let config_path = book_root.join("book.toml");
-    let config = read_limited(&config_path, MAX_BOOK_FILE_BYTES, "book.toml").map_err(|e| refused(&config_path, e))?;
+    let config =
+        read_limited(&config_path, MAX_BOOK_FILE_BYTES, "book.toml").map_err(|e| bad(&config_path, e.to_string()))?;
     let src = toml::from_str::<toml::Table>(&config)
         .ok()
         .and_then(|t| t.get("book")?.get("src")?.as_str().map(String::from))
@@ -50,10 +51,6 @@ pub fn check(book_root: &Path) -> Result<(), BadInput> {
         }
     }
     Ok(())
-}
-
-fn refused(path: &Path, e: Limited) -> BadInput {
-    bad(path, format!("{e}"))
 }
 
 fn walk(dir: &Path, depth: usize, seen: &mut usize) -> Result<(), BadInput> {

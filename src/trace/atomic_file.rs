@@ -248,7 +248,8 @@ fn without_path(e: std::io::Error) -> std::io::Error {
     }
 }
 
-fn folder_of(path: &Path) -> &Path {
+/// The folder holding `path` (`.` for a bare file name).
+pub(crate) fn folder_of(path: &Path) -> &Path {
     match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),

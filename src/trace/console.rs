@@ -27,8 +27,7 @@ impl Console {
         if self.failed.is_some() {
             return;
         }
-        let mut out = io::stdout().lock();
-        if let Err(e) = out.write_fmt(format_args!("{args}\n")).and_then(|()| out.flush()) {
+        if let Err(StdoutError(e)) = write_line(args) {
             self.failed = Some(e);
         }
     }

@@ -56,22 +56,39 @@ pub fn load_named(path: &Path) -> Result<Trace> {
 /// Readers of a trace folder pass over such files; a file that is not valid JSON is not passed
 /// over, since it may be a trace cut short, which should be said.
 pub fn is_foreign_json(path: &Path) -> bool {
-    let Ok(text) = read_bounded(path) else { return false };
-    serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| v.get("schema_version").is_none())
+    matches!(looks(path), Looks::NotATrace)
+}
+
+/// What a file looks like at a glance, from its `schema_version` alone: the one question the
+/// checks before a run and the readers of a folder ask of a file they may not load.
+enum Looks {
+    /// Missing, refused (a device, too large) or not JSON.
+    Unreadable,
+    /// JSON without `schema_version`.
+    NotATrace,
+    /// A trace, of this schema version when it is a whole number.
+    Trace(Option<u64>),
+}
+
+fn looks(path: &Path) -> Looks {
+    let value = read_bounded(path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
+    match value {
+        None => Looks::Unreadable,
+        Some(v) => match v.get("schema_version") {
+            None => Looks::NotATrace,
+            Some(version) => Looks::Trace(version.as_u64()),
+        },
+    }
 }
 
 /// Whether a full run may replace the trace at `path` (it replaces one it cannot read, or one of
 /// an older format, with a fresh one): not when it holds a newer schema than this build knows,
 /// whose contents this build would throw away unread.
 pub fn check_replaceable(path: &Path) -> Result<()> {
-    let Ok(text) = read_bounded(path) else {
-        return Ok(());
-    };
-    let version = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v.get("schema_version").and_then(serde_json::Value::as_u64));
-    match version {
-        Some(v) if v > SCHEMA_VERSION as u64 => Err(trace_err(
+    match looks(path) {
+        Looks::Trace(Some(v)) if v > SCHEMA_VERSION as u64 => Err(trace_err(
             path,
             format!(
                 "schema version {v} is newer than this build knows (version {SCHEMA_VERSION}), so a run would \
@@ -93,14 +110,10 @@ pub fn check_link(path: &Path) -> Result<()> {
         return Ok(());
     }
     let target = atomic_file::follow_links(path)?;
-    let folder_of = |p: &Path| {
-        let parent = p
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::canonicalize(parent).ok()
-    };
-    if folder_of(&target).is_some() && folder_of(&target) == folder_of(path) {
+    let folder = |p: &Path| std::fs::canonicalize(atomic_file::folder_of(p)).ok();
+    if let Some(there) = folder(&target)
+        && Some(there) == folder(path)
+    {
         return Ok(());
     }
     let refuse = |what: &str| {
@@ -116,13 +129,9 @@ pub fn check_link(path: &Path) -> Result<()> {
     if !target.exists() {
         return refuse("that file does not exist");
     }
-    let holds_trace = read_bounded(&target).ok().is_some_and(|text| {
-        serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| v.get("schema_version").is_some())
-    });
-    if holds_trace {
-        Ok(())
-    } else {
-        refuse("that file is not a trace")
+    match looks(&target) {
+        Looks::Trace(_) => Ok(()),
+        Looks::Unreadable | Looks::NotATrace => refuse("that file is not a trace"),
     }
 }
 

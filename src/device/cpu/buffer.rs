@@ -78,8 +78,8 @@ impl CpuBuffer {
 
     /// A zero-filled buffer. Rust never hands out uninitialised memory, so this is also what
     /// `empty` gets (large zeroed allocations come from the OS as untouched pages, so the cost is
-    /// paid lazily, much like an uninitialised allocation).
-    /// Refused, with nothing allocated, when host memory cannot hold it ([`check_room`]).
+    /// paid lazily, much like an uninitialised allocation). Refused, with nothing allocated, when
+    /// host memory cannot hold it ([`check_room`]).
     pub fn zeros(dtype: DType, len: usize) -> Result<CpuBuffer> {
         check_room("zeros", dtype, len)?;
         Ok(match dtype {
