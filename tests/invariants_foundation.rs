@@ -348,39 +348,54 @@ fn every_section_has_provenance_and_a_source_hash() {
 }
 
 #[test]
-fn values_a_clock_decided_are_marked_timed() {
+fn every_value_declares_what_decided_it() {
+    use cs336::trace::Kind::{self, *};
+    use cs336::trace::Unit;
     let t = common::fresh_trace();
-    let timed = |section: &str, name: &str| {
+    let kind = |section: &str, name: &str| -> Option<Kind> {
         t.value(section, name)
             .unwrap_or_else(|| panic!("{section}.{name}"))
-            .timed
+            .kind()
     };
-    for (section, name) in [
-        ("tensor_operations_flops", "actual_time"),
-        ("tensor_operations_flops", "actual_flop_per_sec"),
-        ("tensor_operations_flops", "mfu"),
-        ("tensor_operations_flops", "throughput_sweep"),
-        ("gradients_flops", "backward_time"),
-        ("gradients_flops", "measured_backward_to_forward_ratio"),
+    for (section, name, want) in [
+        ("tensor_operations_flops", "actual_time", Clock),
+        ("tensor_operations_flops", "actual_flop_per_sec", Clock),
+        ("tensor_operations_flops", "mfu", Clock),
+        ("tensor_operations_flops", "throughput_sweep", Clock),
+        // On a CPU the promised peak is a timed FMA loop.
+        ("tensor_operations_flops", "promised_flop_per_sec", Clock),
+        ("gradients_flops", "backward_time", Clock),
+        ("gradients_flops", "measured_backward_to_forward_ratio", Clock),
+        // Datasheet figures and the lecture's choices are given, whatever their unit.
+        ("motivating_questions", "h100_flop_per_sec", Given),
+        ("motivating_questions", "mfu", Given),
+        ("tensor_operations_flops", "B", Given),
+        // Plain arithmetic is computed, whatever its unit.
+        ("tensor_operations_flops", "one_week_seconds", Computed),
+        ("tensor_operations_flops", "total_flops", Computed),
+        ("gradients_flops", "num_backward_flops", Computed),
+        ("optimizer", "state", Computed),
+        ("mixed_precision_training", "losses_fp32", Computed),
+        // The machine: its memory and its instruction sets; a bf16 kernel's rounding.
+        ("motivating_questions", "this_device_bytes", Device),
+        ("tensor_operations_flops", "cpu_isa", Device),
+        ("mixed_precision_training", "losses_bf16", Rounding),
     ] {
-        assert!(timed(section, name), "{section}.{name} is timed");
+        assert_eq!(kind(section, name), Some(want), "{section}.{name}");
     }
-    // Datasheet figures and plain arithmetic are not, whatever their unit.
-    for (section, name) in [
-        ("motivating_questions", "h100_flop_per_sec"),
-        ("tensor_operations_flops", "one_week_seconds"),
-        ("tensor_operations_flops", "total_flops"),
-        ("gradients_flops", "num_backward_flops"),
-        ("optimizer", "state"),
-    ] {
-        assert!(!timed(section, name), "{section}.{name} is not timed");
-    }
-    // No value with a time or rate unit is left unmarked by accident: the exceptions are named.
-    let declared_untimed = ["h100_flop_per_sec", "a100_flop_per_sec", "one_week_seconds"];
+    // Every value says, and the unit never contradicts it: a time or a rate is a clock's, or a
+    // figure the lecture gave or computed; the device and a rounding decide no time.
     for s in &t.sections {
         for (name, v) in &s.values {
-            if v.unit.is_timed() && !declared_untimed.contains(&name.as_str()) {
-                assert!(v.timed, "{}.{name}", s.id);
+            let k = v.kind().unwrap_or_else(|| panic!("{}.{name} declares no kind", s.id));
+            if matches!(v.unit, Unit::Seconds | Unit::FlopPerSec | Unit::BytesPerSec) {
+                assert!(
+                    matches!(k, Clock | Given | Computed),
+                    "{}.{name}: a {:?} that is {}",
+                    s.id,
+                    v.unit,
+                    k.word()
+                );
             }
         }
     }

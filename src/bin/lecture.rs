@@ -61,6 +61,15 @@ enum Command {
     /// kernels its matmuls run with, or the GPU's name), e.g. `cpu-amd-epyc-avx512-bf16`: the file
     /// a run writes is `<trace-dir>/lecture_02/<name>.json`.
     TraceName,
+    /// Compare two traces value by value as their kinds say: given and computed values must be
+    /// equal, a kernel's rounding too when both ran the same bf16 kernel; what a clock or the device
+    /// decided is left out (its seconds are listed side by side). Exits 1 on a difference.
+    Compare {
+        /// The first trace (e.g. the committed one: `<(git show HEAD:trace/lecture_02/NAME.json)`).
+        a: PathBuf,
+        /// The second trace (e.g. a fresh run's).
+        b: PathBuf,
+    },
     /// Print one recorded value as JSON, e.g. `lecture get tensors_memory.bytes`
     /// (a further `.field` or `.0` walks into objects and lists).
     Get {
@@ -178,6 +187,7 @@ fn real_main(out: &mut Console) -> Result<()> {
             return get(out, &path, &key, record);
         }
         Some(Command::Book { trace }) => return book(out, cli.trace_dir.as_deref(), trace),
+        Some(Command::Compare { a, b }) => return compare(out, &a, &b),
         Some(Command::TraceName) => {
             out.line(format_args!("{}", device_name(request)?));
             return Ok(());
@@ -187,12 +197,28 @@ fn real_main(out: &mut Console) -> Result<()> {
     run_sections(out, &cli, &trace_dir, request)
 }
 
+/// `lecture compare A B`: prints the comparison, and fails when the traces differ where their kinds
+/// say two runs must agree.
+fn compare(out: &mut Console, a: &Path, b: &Path) -> Result<()> {
+    let (x, y) = (trace::load(a)?, trace::load(b)?);
+    let (na, nb) = (a.display().to_string(), b.display().to_string());
+    let summary = trace::compare::summarize([&na, &nb], &x, &y);
+    for line in &summary.lines {
+        out.line(format_args!("{}", terminal_safe(line)));
+    }
+    if summary.differ {
+        bail!("the traces differ where their kinds say two runs must agree (listed above)");
+    }
+    Ok(())
+}
+
 /// Refuses flags that the command would otherwise ignore without a word.
 fn check_flags(cli: &Cli) -> Result<()> {
     let command = match &cli.command {
         Some(Command::Book { .. }) => Some("book"),
         Some(Command::Get { .. }) => Some("get"),
         Some(Command::TraceName) => Some("trace-name"),
+        Some(Command::Compare { .. }) => Some("compare"),
         None => None,
     };
     if cli.list && (command.is_some() || !cli.sections.is_empty()) {
@@ -209,7 +235,11 @@ fn check_flags(cli: &Cli) -> Result<()> {
         let ignored: Vec<&str> = [
             ("--seed", cli.seed.is_some()),
             ("--no-book", cli.no_book),
-            ("--device", cli.device.is_some() && command == "book"),
+            (
+                "--device",
+                cli.device.is_some() && matches!(command, "book" | "compare"),
+            ),
+            ("--trace-dir", cli.trace_dir.is_some() && command == "compare"),
         ]
         .into_iter()
         .filter_map(|(flag, given)| given.then_some(flag))

@@ -54,7 +54,7 @@ fn runs<'t>(path: &Path, trace: &'t Trace, quotes: &[Quote]) -> (Vec<Run<'t>>, b
         let (shown, timed) = if any_quoted {
             quoted(&section.id)
         } else {
-            (true, section.values.values().any(|v| v.timed))
+            (true, section.values.values().any(|v| v.timed()))
         };
         if !shown {
             continue;

@@ -163,7 +163,7 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
             let trace = traces.load(&path)?;
             let shown = traces.section(&path, &trace, section)?;
             // The code view shows every value of the section.
-            traces.quote(&path, section, shown.record.values.values().any(|v| v.timed));
+            traces.quote(&path, section, shown.record.values.values().any(|v| v.timed()));
             Ok(code_view::render(&trace, &shown))
         }
         Directive::Chart { id, trace } => {

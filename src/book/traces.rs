@@ -212,7 +212,7 @@ impl Traces {
     /// The value at `address`, walking its path into objects and lists; noted as quoted.
     pub fn resolve<'t>(&mut self, path: &Path, trace: &'t Trace, address: &Address) -> Result<Resolved<'t>, Cause> {
         let found = self.section(path, trace, &address.section)?.resolve(path, address)?;
-        self.quote(path, &address.section, found.record.timed);
+        self.quote(path, &address.section, found.record.timed());
         Ok(found)
     }
 

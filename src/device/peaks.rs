@@ -165,6 +165,15 @@ pub struct PromisedPeak {
 }
 
 impl PromisedPeak {
+    /// A datasheet's figure is given; a measured peak is a clock's.
+    pub fn value_kind(&self) -> crate::trace::Kind {
+        if self.kind == "measured" {
+            crate::trace::Kind::Clock
+        } else {
+            crate::trace::Kind::Given
+        }
+    }
+
     /// Model FLOP utilisation: achieved over promised.
     pub fn mfu(&self, actual_flop_per_sec: f64) -> f64 {
         actual_flop_per_sec / self.flop_per_sec

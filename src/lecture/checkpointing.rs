@@ -14,14 +14,13 @@ use crate::nn::{Cruncher, Module};
 use crate::optim::{AdaGrad, Optimizer};
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
-use crate::trace::Unit;
 
 /// Save model, optimizer state and step; load them into a fresh model and optimizer; training
 /// continues exactly as if it had never stopped.
 pub fn checkpointing(cx: &mut SectionCtx) -> Result<()> {
     let (d, num_layers, b, lr) = (64, 3, 16, 0.01);
-    record!(cx, d, Unit::Count)?;
-    record!(cx, num_layers, Unit::Count)?;
+    record!(cx, given d)?;
+    record!(cx, given num_layers)?;
     let (total_steps, save_at) = (20u64, 10u64);
     let true_w = Tensor::randn(&[d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?;
     let data = LinearData {
@@ -57,65 +56,50 @@ pub fn checkpointing(cx: &mut SectionCtx) -> Result<()> {
     // A model initialised differently, so only the checkpoint can make it right.
     let (new_model, mut new_optimizer) = fresh(&mut Rng::seed(cx.seed ^ 0xDEAD_BEEF))?;
     let step = checkpoint::load(&path, &new_model, &mut new_optimizer)?;
-    cx.record("loaded_step", step, Unit::Count)?;
-    cx.record(
-        "loaded_bit_identical",
-        checkpoint_bits(&new_model, &new_optimizer)? == saved_values,
-        Unit::None,
-    )?;
+    record!(cx, computed loaded_step = step)?;
+    let loaded_bit_identical = checkpoint_bits(&new_model, &new_optimizer)? == saved_values;
+    record!(cx, computed loaded_bit_identical)?;
     losses_resumed.extend(train_steps(&new_model, &mut new_optimizer, step..total_steps)?);
     let same = losses_uninterrupted
         .iter()
         .map(|x| x.to_bits())
         .eq(losses_resumed.iter().map(|x| x.to_bits()));
-    record!(cx, losses_uninterrupted, Unit::None)?;
-    record!(cx, losses_resumed, Unit::None)?;
-    cx.record("resumed_bit_identical", same, Unit::None)?;
+    record!(cx, computed losses_uninterrupted)?;
+    record!(cx, computed losses_resumed)?;
+    record!(cx, computed resumed_bit_identical = same)?;
 
     // The file: a plain safetensors file any reader can list.
     let info = checkpoint::inspect(&path)?;
-    cx.record(
-        "checkpoint_bytes",
-        std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len(),
-        Unit::Bytes,
-    )?;
+    let checkpoint_bytes = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len();
+    record!(cx, computed checkpoint_bytes, bytes)?;
     let tensors: Vec<serde_json::Value> = info
         .tensors
         .iter()
         .map(|(n, s, t)| json!({"name": n, "shape": s, "dtype": t}))
         .collect();
-    cx.record("checkpoint_tensors", tensors, Unit::None)?;
-    cx.record("checkpoint_metadata", json!(info.metadata), Unit::None)?;
+    record!(cx, computed checkpoint_tensors = tensors)?;
+    record!(cx, computed checkpoint_metadata = json!(info.metadata))?;
 
     // Damaged files and the wrong model give clear errors and change nothing.
     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
     let truncated = dir.path().join("truncated.safetensors");
     atomic_file::write(&truncated, &bytes[..bytes.len() / 2])?;
-    cx.record(
-        "truncated_error",
-        load_error(dir.path(), &truncated, &new_model, &mut new_optimizer),
-        Unit::None,
-    )?;
+    let truncated_error = load_error(dir.path(), &truncated, &new_model, &mut new_optimizer);
+    record!(cx, computed truncated_error)?;
     let corrupt = dir.path().join("corrupt.safetensors");
     let mut flipped = bytes.clone();
     let last = flipped.len() - 1;
     flipped[last] ^= 0x40;
     atomic_file::write(&corrupt, &flipped)?;
-    cx.record(
-        "corrupt_error",
-        load_error(dir.path(), &corrupt, &new_model, &mut new_optimizer),
-        Unit::None,
-    )?;
+    let corrupt_error = load_error(dir.path(), &corrupt, &new_model, &mut new_optimizer);
+    record!(cx, computed corrupt_error)?;
     let (small_model, mut small_optimizer) = {
         let m = Cruncher::new(d / 2, num_layers, &mut Rng::seed(1))?.to_device(&cx.device)?;
         let o = AdaGrad::new(&m, lr)?;
         (m, o)
     };
-    cx.record(
-        "shape_mismatch_error",
-        load_error(dir.path(), &path, &small_model, &mut small_optimizer),
-        Unit::None,
-    )?;
+    let shape_mismatch_error = load_error(dir.path(), &path, &small_model, &mut small_optimizer);
+    record!(cx, computed shape_mismatch_error)?;
     Ok(())
 }
 

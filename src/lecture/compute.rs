@@ -9,47 +9,48 @@ use crate::error::Result;
 use crate::flops::FlopCounter;
 use crate::tensor::{DType, Tensor};
 use crate::timing::{self, Budget, Clock, Contender, Timing};
-use crate::trace::Unit;
+use crate::trace::Kind;
 
 /// A FLOP is one floating-point operation; FLOP/s is a speed. Training budgets are totals, chips
 /// are rated in speed.
 pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     // Reference points (totals): GPT-3 3.14e23, GPT-4 about 2e25, and the 1e26 FLOP line above
     // which the 2023 US executive order required reporting.
-    cx.record("gpt3_flops", 3.14e23, Unit::Flop)?;
-    cx.record("gpt4_flops", 2e25, Unit::Flop)?;
-    cx.record("reporting_threshold_flops", 1e26, Unit::Flop)?;
+    record!(cx, given gpt3_flops = 3.14e23, flop)?;
+    record!(cx, given gpt4_flops = 2e25, flop)?;
+    record!(cx, given reporting_threshold_flops = 1e26, flop)?;
     // Speeds, from datasheets (dense): A100 bf16 and H100 SXM bf16.
-    let a100 = peaks::datasheet_for("A100").map_or(f64::NAN, |p| p.bf16);
-    cx.record_untimed("a100_flop_per_sec", a100, Unit::FlopPerSec)?;
-    cx.record_untimed("h100_flop_per_sec", peaks::H100_SXM_BF16_DENSE, Unit::FlopPerSec)?;
+    let a100_flop_per_sec = peaks::datasheet_for("A100").map_or(f64::NAN, |p| p.bf16);
+    record!(cx, given a100_flop_per_sec, flop_per_sec)?;
+    let h100_flop_per_sec = peaks::H100_SXM_BF16_DENSE;
+    record!(cx, given h100_flop_per_sec, flop_per_sec)?;
 
     // 8 H100s running flat out for one week (the original calls it two weeks but computes one).
     let num_h100s = 8;
-    record!(cx, num_h100s, Unit::Count)?;
-    let seconds = 60.0 * 60.0 * 24.0 * 7.0;
-    cx.record_untimed("one_week_seconds", seconds, Unit::Seconds)?;
-    let total_flops = num_h100s as f64 * seconds * peaks::H100_SXM_BF16_DENSE;
-    record!(cx, total_flops, Unit::Flop)?;
+    record!(cx, given num_h100s)?;
+    let one_week_seconds = 60.0 * 60.0 * 24.0 * 7.0;
+    record!(cx, computed one_week_seconds, seconds)?;
+    let total_flops = num_h100s as f64 * one_week_seconds * h100_flop_per_sec;
+    record!(cx, computed total_flops, flop)?;
 
     // A linear model y = x @ w: B points of dimension D mapped to K outputs.
     let (b, d, k) = linear_model_sizes(&cx.device);
-    cx.record("B", b, Unit::Count)?;
-    cx.record("D", d, Unit::Count)?;
-    cx.record("K", k, Unit::Count)?;
+    record!(cx, given B = b)?;
+    record!(cx, given D = d)?;
+    record!(cx, given K = k)?;
     // Random data, never zeros (a GPU multiplies zeros faster than real data), made where it is
     // used: on a GPU the 2 GiB x is drawn on the device.
     let x = Tensor::randn_on(&[b, d], DType::F32, &cx.device, &mut cx.rng)?;
     let w = Tensor::randn_on(&[d, k], DType::F32, &cx.device, &mut cx.rng)?;
     // One multiply and one add for each (i, j, k) triple.
     let flop_per_multiply_add = 2;
-    record!(cx, flop_per_multiply_add, Unit::Flop)?;
+    record!(cx, given flop_per_multiply_add, flop)?;
     let actual_num_flops = flop_per_multiply_add * b * d * k;
-    record!(cx, actual_num_flops, Unit::Flop)?;
+    record!(cx, computed actual_num_flops, flop)?;
     let counter = FlopCounter::start();
     let y = x.matmul(&w)?;
-    cx.record("counted_num_flops", counter.finish().total(), Unit::Flop)?;
-    cx.record("y_shape", y.shape().to_vec(), Unit::None)?;
+    record!(cx, computed counted_num_flops = counter.finish().total(), flop)?;
+    record!(cx, computed y_shape = y.shape())?;
 
     // Wall-clock time: warm up, then repeat for a fixed time (1 s each: the chapter's headline
     // numbers, so three times the lecture's usual 0.3 s), in blocks that take
@@ -62,51 +63,110 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     // accumulation: what `torch.backends.cuda.matmul.allow_tf32` allows). And bfloat16: half the
     // bytes, and on most hardware a faster unit.
     let (x16, w16) = (x.to_dtype(DType::BF16)?, w.to_dtype(DType::BF16)?);
-    let mut runs = vec![
-        ("", MathMode::Fp32, F32Matmul::Pedantic, &x, &w),
-        ("bf16_", MathMode::Bf16, F32Matmul::Default, &x16, &w16),
+    let mut products = vec![
+        (MathMode::Fp32, F32Matmul::Pedantic, &x, &w),
+        (MathMode::Bf16, F32Matmul::Default, &x16, &w16),
     ];
     if cx.device.is_cuda() {
-        runs.push(("fp32_default_", MathMode::Fp32, F32Matmul::Default, &x, &w));
-        runs.push(("tf32_", MathMode::Tf32, F32Matmul::Tf32, &x, &w));
+        products.push((MathMode::Fp32, F32Matmul::Default, &x, &w));
+        products.push((MathMode::Tf32, F32Matmul::Tf32, &x, &w));
     }
-    let products: Vec<_> = runs.iter().map(|&(_, _, f32_mode, a, b)| (f32_mode, a, b)).collect();
     let headline = Budget {
         min_time: std::time::Duration::from_secs(1),
         ..Budget::lecture()
     };
     let times = time_in_turns(&cx.device, headline, &products)?;
-    for (&(prefix, mode, _, _, _), time) in runs.iter().zip(&times) {
-        record_speed(cx, prefix, mode, time, actual_num_flops)?;
+    let speeds: Vec<Speed> = (products.iter().zip(times))
+        .map(|(&(mode, ..), time)| Speed::of(&cx.device, mode, time, actual_num_flops))
+        .collect();
+
+    // float32
+    let fp32 = &speeds[0];
+    record!(cx, clock actual_time = fp32.time.median_s, seconds)?;
+    record!(cx, clock actual_time_spread = fp32.time.to_json())?;
+    record!(cx, clock actual_flop_per_sec = fp32.flop_per_sec, flop_per_sec)?;
+    match &fp32.peak {
+        Ok(peak) => {
+            record!(cx, (peak.value_kind()) promised_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
+            record!(cx, (peak.value_kind()) promised_peak_source = peak.how.as_str())?;
+            if let Some(promised_peak_loop) = peak.peak_loop {
+                record!(cx, device promised_peak_loop)?;
+            }
+            record!(cx, clock mfu = peak.mfu(fp32.flop_per_sec), ratio)?;
+        }
+        Err(why) => record!(cx, device mfu_unavailable_reason = why.as_str())?,
+    }
+    // bfloat16
+    let bf16 = &speeds[1];
+    record!(cx, clock bf16_actual_time = bf16.time.median_s, seconds)?;
+    record!(cx, clock bf16_actual_time_spread = bf16.time.to_json())?;
+    record!(cx, clock bf16_actual_flop_per_sec = bf16.flop_per_sec, flop_per_sec)?;
+    match &bf16.peak {
+        Ok(peak) => {
+            record!(cx, (peak.value_kind()) bf16_promised_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
+            record!(cx, (peak.value_kind()) bf16_promised_peak_source = peak.how.as_str())?;
+            if let Some(bf16_promised_peak_loop) = peak.peak_loop {
+                record!(cx, device bf16_promised_peak_loop)?;
+            }
+            record!(cx, clock bf16_mfu = peak.mfu(bf16.flop_per_sec), ratio)?;
+        }
+        Err(why) => record!(cx, device bf16_mfu_unavailable_reason = why.as_str())?,
+    }
+    if let [_, _, fp32_default, tf32] = speeds.as_slice() {
+        // cuBLAS's default float32, and TF32 (datasheet peaks: a GPU's are never measured).
+        record!(cx, clock fp32_default_actual_time = fp32_default.time.median_s, seconds)?;
+        record!(cx, clock fp32_default_actual_time_spread = fp32_default.time.to_json())?;
+        record!(cx, clock fp32_default_actual_flop_per_sec = fp32_default.flop_per_sec, flop_per_sec)?;
+        match &fp32_default.peak {
+            Ok(peak) => {
+                record!(cx, given fp32_default_promised_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
+                record!(cx, given fp32_default_promised_peak_source = peak.how.as_str())?;
+                record!(cx, clock fp32_default_mfu = peak.mfu(fp32_default.flop_per_sec), ratio)?;
+            }
+            Err(why) => record!(cx, device fp32_default_mfu_unavailable_reason = why.as_str())?,
+        }
+        record!(cx, clock tf32_actual_time = tf32.time.median_s, seconds)?;
+        record!(cx, clock tf32_actual_time_spread = tf32.time.to_json())?;
+        record!(cx, clock tf32_actual_flop_per_sec = tf32.flop_per_sec, flop_per_sec)?;
+        match &tf32.peak {
+            Ok(peak) => {
+                record!(cx, given tf32_promised_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
+                record!(cx, given tf32_promised_peak_source = peak.how.as_str())?;
+                record!(cx, clock tf32_mfu = peak.mfu(tf32.flop_per_sec), ratio)?;
+            }
+            Err(why) => record!(cx, device tf32_mfu_unavailable_reason = why.as_str())?,
+        }
     }
     // What the bfloat16 product hands back, and whether its partial sums may have been added in
     // less than float32 precision on the way.
-    cx.record("bf16_output_dtype", x16.matmul(&w16)?.dtype().name(), Unit::None)?;
-    let reduced = cx.device.bf16_matmul_reduced_precision_reduction();
-    cx.record("bf16_reduced_precision_reduction", reduced, Unit::None)?;
+    record!(cx, computed bf16_output_dtype = x16.matmul(&w16)?.dtype().name())?;
+    let bf16_reduced_precision_reduction = cx.device.bf16_matmul_reduced_precision_reduction();
+    record!(cx, device bf16_reduced_precision_reduction)?;
     if cx.device.is_cpu() {
         // Which instructions did the work. Our own code (the bfloat16 kernel, the peak loops)
         // goes up to the level CS336_CPU_ISA allows, else the best this CPU has; the gemm crate
         // picks its own float32 kernel, so each MFU above is against the loop of the instruction
         // set its matmul ran with.
         let (level, set_by) = cpu::isa::current_with_source()?;
-        cx.record("cpu_isa", level.name(), Unit::None)?;
-        cx.record("cpu_isa_set_by", isa_set_by(set_by), Unit::None)?;
-        cx.record("f32_matmul_isa", cpu::isa::f32_matmul_isa().name(), Unit::None)?;
+        record!(cx, device cpu_isa = level.name())?;
+        record!(cx, device cpu_isa_set_by = isa_set_by(set_by))?;
+        record!(cx, device f32_matmul_isa = cpu::isa::f32_matmul_isa().name())?;
         // AMX tiles, AVX512_BF16 dot products, or a widening to float32 (then bfloat16 cannot
         // beat float32).
-        cx.record("bf16_matmul_isa", cpu::bf16_matmul_isa(), Unit::None)?;
+        record!(cx, device bf16_matmul_isa = cpu::bf16_matmul_isa())?;
         // The level's own peaks, beside the ones MFU is computed against.
-        cx.record_timed("cpu_isa_peaks", level_peaks_json(level), Unit::None)?;
-        // The textbook peak for comparison with the measured one.
-        cx.record("cpu_peak_formula", cpu_formula_json(), Unit::None)?;
+        record!(cx, clock cpu_isa_peaks = level_peaks_json(level))?;
+        // The textbook peak (cores × clock × FLOPs per instruction × instructions per cycle, the
+        // first two read from this machine) for comparison with the measured one.
+        record!(cx, device cpu_peak_formula = cpu_formula_json())?;
     }
 
     // Throughput against size: small products cannot keep the units busy.
-    let (sweep, sweep_peaks) = throughput_sweep(cx)?;
-    cx.record_timed("throughput_sweep", sweep, Unit::None)?;
-    // On a CPU the peaks are measured (a timed FMA loop).
-    record!(cx, timed sweep_peaks, Unit::None)?;
+    let (throughput_sweep, sweep_peaks) = throughput_sweep(cx)?;
+    record!(cx, clock throughput_sweep)?;
+    // The peaks drawn as lines: measured on a CPU (a timed FMA loop), a datasheet's on a GPU.
+    let peaks_kind = if cx.device.is_cpu() { Kind::Clock } else { Kind::Given };
+    record!(cx, (peaks_kind) sweep_peaks)?;
     Ok(())
 }
 
@@ -119,39 +179,36 @@ pub(crate) fn linear_model_sizes(device: &Device) -> (usize, usize, usize) {
     }
 }
 
-/// Records a timed product under the lecture's names, prefixed by precision ("" for float32,
-/// "tf32_", "bf16_"): time and spread, FLOP/s, and the promised peak with the MFU against it (or
-/// why there is none).
-#[track_caller]
-fn record_speed(cx: &mut SectionCtx, prefix: &str, mode: MathMode, timing: &Timing, flops: usize) -> Result<()> {
-    cx.record(&format!("{prefix}actual_time"), timing.median_s, Unit::Seconds)?;
-    cx.record_timed(&format!("{prefix}actual_time_spread"), timing.to_json(), Unit::None)?;
-    let achieved = timing.flop_per_sec(flops as u64);
-    cx.record(&format!("{prefix}actual_flop_per_sec"), achieved, Unit::FlopPerSec)?;
-    match peaks::promised(&cx.device, mode) {
-        Ok(peak) => {
-            cx.record(
-                &format!("{prefix}promised_flop_per_sec"),
-                peak.flop_per_sec,
-                Unit::FlopPerSec,
-            )?;
-            cx.record(&format!("{prefix}promised_peak_source"), peak.how.clone(), Unit::None)?;
-            if let Some(name) = peak.peak_loop {
-                cx.record(&format!("{prefix}promised_peak_loop"), name, Unit::None)?;
-            }
-            cx.record_timed(&format!("{prefix}mfu"), peak.mfu(achieved), Unit::Ratio)
+/// One timed product: its spread, the FLOP/s it reached, and the peak its MFU is against (or why
+/// there is none).
+struct Speed {
+    time: Timing,
+    flop_per_sec: f64,
+    peak: std::result::Result<PromisedPeak, String>,
+}
+
+impl Speed {
+    fn of(device: &Device, mode: MathMode, time: Timing, flops: usize) -> Speed {
+        let flop_per_sec = time.flop_per_sec(flops as u64);
+        Speed {
+            time,
+            flop_per_sec,
+            peak: peaks::promised(device, mode),
         }
-        Err(why) => cx.record(&format!("{prefix}mfu_unavailable_reason"), why, Unit::None),
     }
 }
 
 /// Times a·b for each (float32 matmul mode, a, b), in turns (each mode switched on for its own
 /// calls only; it only matters on a GPU).
-fn time_in_turns(device: &Device, budget: Budget, products: &[(F32Matmul, &Tensor, &Tensor)]) -> Result<Vec<Timing>> {
+fn time_in_turns(
+    device: &Device,
+    budget: Budget,
+    products: &[(MathMode, F32Matmul, &Tensor, &Tensor)],
+) -> Result<Vec<Timing>> {
     let clock = Clock::for_device(device);
     let mut contenders: Vec<_> = products
         .iter()
-        .map(|&(mode, a, b)| {
+        .map(|&(_, mode, a, b)| {
             timing::contender(clock.clone(), move || {
                 let was = device.set_f32_matmul(mode);
                 let product = a.matmul(b).map(drop);
@@ -229,9 +286,9 @@ fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_jso
         let products: Vec<_> = modes
             .iter()
             .map(|&m| match m {
-                MathMode::Bf16 => (F32Matmul::Pedantic, &a16, &b16),
-                MathMode::Tf32 => (F32Matmul::Tf32, &a, &b),
-                _ => (F32Matmul::Pedantic, &a, &b),
+                MathMode::Bf16 => (m, F32Matmul::Pedantic, &a16, &b16),
+                MathMode::Tf32 => (m, F32Matmul::Tf32, &a, &b),
+                _ => (m, F32Matmul::Pedantic, &a, &b),
             })
             .collect();
         let times = time_in_turns(&cx.device, Budget::lecture(), &products)?;

@@ -21,7 +21,7 @@ mod train_loop;
 mod trainer;
 
 pub(crate) use recorder::record;
-pub use recorder::{IntoValue, SectionCtx};
+pub use recorder::{Recordable, SectionCtx};
 
 use crate::error::Result;
 

@@ -8,7 +8,6 @@ use crate::error::Result;
 use crate::nn::{Cruncher, Init, Module, TRUNCATION_SIGMAS};
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
-use crate::trace::Unit;
 
 /// Standard deviation of a tensor's elements (population form).
 fn std_of(t: &Tensor) -> Result<f64> {
@@ -23,8 +22,8 @@ fn std_of(t: &Tensor) -> Result<f64> {
 pub fn module_parameters(cx: &mut SectionCtx) -> Result<()> {
     let input_dim = 16384;
     let output_dim = 32;
-    record!(cx, input_dim, Unit::Count)?;
-    record!(cx, output_dim, Unit::Count)?;
+    record!(cx, given input_dim)?;
+    record!(cx, given output_dim)?;
     let x = Var::constant(Tensor::randn(&[input_dim], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
 
     // w ~ N(0, 1): outputs of size about √input_dim = 128.
@@ -34,9 +33,10 @@ pub fn module_parameters(cx: &mut SectionCtx) -> Result<()> {
             .to_device(&cx.device)?,
     );
     let output = x.matmul(&w)?;
-    cx.record_tensor("output", output.value())?;
-    cx.record("output_std", std_of(output.value())?, Unit::None)?;
-    cx.record("expected_output_std", (input_dim as f64).sqrt(), Unit::None)?;
+    record!(cx, computed output = output.value())?;
+    record!(cx, computed output_std = std_of(output.value())?)?;
+    let expected_output_std = (input_dim as f64).sqrt();
+    record!(cx, computed expected_output_std)?;
 
     // w ~ N(0, 1/input_dim) (Xavier, up to a constant): outputs O(1).
     let w = Var::parameter(
@@ -45,35 +45,37 @@ pub fn module_parameters(cx: &mut SectionCtx) -> Result<()> {
             .to_device(&cx.device)?,
     );
     let output = x.matmul(&w)?;
-    cx.record_tensor("xavier_output", output.value())?;
-    cx.record("xavier_output_std", std_of(output.value())?, Unit::None)?;
+    record!(cx, computed xavier_output = output.value())?;
+    record!(cx, computed xavier_output_std = std_of(output.value())?)?;
 
     // Truncated at ±3σ with σ = 1/√input_dim: no weight beyond 3σ.
     let sigma = 1.0 / (input_dim as f64).sqrt();
-    record!(cx, sigma, Unit::None)?;
-    cx.record("truncation_sigmas", TRUNCATION_SIGMAS, Unit::None)?;
+    record!(cx, computed sigma)?;
+    record!(cx, given truncation_sigmas = TRUNCATION_SIGMAS)?;
     let w = Init::TruncatedXavier.sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?;
-    cx.record("truncation_bound", TRUNCATION_SIGMAS * sigma, Unit::None)?;
-    cx.record("truncated_min", w.min_all()?.item()?, Unit::None)?;
-    cx.record("truncated_max", w.max_all()?.item()?, Unit::None)?;
+    let truncation_bound = TRUNCATION_SIGMAS * sigma;
+    record!(cx, computed truncation_bound)?;
+    record!(cx, computed truncated_min = w.min_all()?.item()?)?;
+    record!(cx, computed truncated_max = w.max_all()?.item()?)?;
     let output = x.matmul(&Var::parameter(w.to_device(&cx.device)?))?;
-    cx.record("truncated_output_std", std_of(output.value())?, Unit::None)?;
+    record!(cx, computed truncated_output_std = std_of(output.value())?)?;
     // The original passes a=-3, b=3 as absolute bounds with std 1/128: 3 is 384σ, so nothing
     // is ever cut. Count how many of the untruncated Xavier weights lie beyond ±3 and ±3σ.
     let absolute_bound = 3.0;
-    record!(cx, absolute_bound, Unit::None)?;
-    cx.record("absolute_bound_in_sigmas", absolute_bound / sigma, Unit::None)?;
+    record!(cx, given absolute_bound)?;
+    let absolute_bound_in_sigmas = absolute_bound / sigma;
+    record!(cx, computed absolute_bound_in_sigmas)?;
     let untruncated = Init::Xavier
         .sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?
         .to_vec_f64()?;
     let beyond = |bound: f64| untruncated.iter().filter(|v| v.abs() > bound).count();
-    cx.record("weights_beyond_absolute_3", beyond(absolute_bound), Unit::Count)?;
-    cx.record("weights_beyond_3_sigma", beyond(TRUNCATION_SIGMAS * sigma), Unit::Count)?;
-    cx.record("num_weights", untruncated.len(), Unit::Count)?;
+    record!(cx, computed weights_beyond_absolute_3 = beyond(absolute_bound))?;
+    record!(cx, computed weights_beyond_3_sigma = beyond(TRUNCATION_SIGMAS * sigma))?;
+    record!(cx, computed num_weights = untruncated.len())?;
 
     // For the chart: output std against input_dim, for both initialisations.
-    let chart = std_vs_input_dim(&mut cx.rng)?;
-    cx.record("output_std_vs_input_dim", chart, Unit::None)?;
+    let output_std_vs_input_dim = std_vs_input_dim(&mut cx.rng)?;
+    record!(cx, computed output_std_vs_input_dim)?;
     Ok(())
 }
 
@@ -93,35 +95,28 @@ fn std_vs_input_dim(rng: &mut Rng) -> Result<serde_json::Value> {
 /// A custom model: `num_layers` D×D linear layers and a final D×1 head.
 pub fn custom_model(cx: &mut SectionCtx) -> Result<()> {
     let d = 64;
-    record!(cx, d, Unit::Count)?;
+    record!(cx, given d)?;
     let num_layers = 2;
-    record!(cx, num_layers, Unit::Count)?;
+    record!(cx, given num_layers)?;
     let model = Cruncher::new(d, num_layers, &mut cx.rng)?;
     let params: Vec<serde_json::Value> = model
         .named_parameters()
         .iter()
         .map(|(name, p)| json!({"name": name, "shape": p.shape(), "numel": p.value().numel()}))
         .collect();
-    cx.record("param_sizes", serde_json::Value::Array(params), Unit::None)?;
-    cx.record("num_parameters", model.num_parameters(), Unit::Count)?;
-    cx.record(
-        "expected_num_parameters",
-        Cruncher::expected_num_parameters(d, num_layers),
-        Unit::Count,
-    )?;
+    record!(cx, computed param_sizes = serde_json::Value::Array(params))?;
+    record!(cx, computed num_parameters = model.num_parameters())?;
+    record!(cx, computed expected_num_parameters = Cruncher::expected_num_parameters(d, num_layers))?;
 
     // Move it to the run's device and run a batch through it.
     let model = model.to_device(&cx.device)?;
-    cx.record(
-        "device",
-        model.final_layer.weight.value().device().to_string(),
-        Unit::None,
-    )?;
+    record!(cx, device device = model.final_layer.weight.value().device().to_string())?;
     let b = 8;
-    cx.record("batch_size", b, Unit::Count)?;
+    record!(cx, given batch_size = b)?;
     let x = Var::constant(Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
     let y = model.forward(&x)?;
-    cx.record("y_shape", y.shape().to_vec(), Unit::None)?;
-    cx.record_tensor("y", y.value())?;
+    let y_shape = y.shape().to_vec();
+    record!(cx, computed y_shape)?;
+    record!(cx, computed y = y.value())?;
     Ok(())
 }

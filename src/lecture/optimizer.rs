@@ -10,7 +10,6 @@ use crate::flops::FlopCounter;
 use crate::nn::{Cruncher, Module};
 use crate::optim::{AdaGrad, Optimizer};
 use crate::tensor::{DType, Tensor};
-use crate::trace::Unit;
 
 /// Parameters by name as nested lists.
 fn tensors_json(named: &[(String, Tensor)]) -> Result<serde_json::Value> {
@@ -32,52 +31,52 @@ fn grads(model: &dyn Module) -> Vec<(String, Tensor)> {
 /// An optimizer step, and the memory and compute a training step costs.
 pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
     let (b, d, num_layers) = (2, 4, 2);
-    cx.record("batch_size", b, Unit::Count)?;
-    record!(cx, d, Unit::Count)?;
-    record!(cx, num_layers, Unit::Count)?;
+    record!(cx, given batch_size = b)?;
+    record!(cx, given d)?;
+    record!(cx, given num_layers)?;
     let model = Cruncher::new(d, num_layers, &mut cx.rng)?.to_device(&cx.device)?;
     let lr = 0.01;
     let mut optimizer = AdaGrad::new(&model, lr)?;
-    record!(cx, lr, Unit::None)?;
-    cx.record("eps", optimizer.eps(), Unit::None)?;
+    record!(cx, given lr)?;
+    record!(cx, given eps = optimizer.eps())?;
     // The parameters before and after the step: one history, two states.
     let state = tensors_json(&model.state_dict())?;
-    record!(cx, history state, Unit::None)?;
+    record!(cx, computed history state)?;
 
     let x = Var::constant(Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
     let targets = [4.0, 5.0];
-    cx.record("targets", targets.to_vec(), Unit::None)?;
+    record!(cx, given targets = targets.to_vec())?;
     let y = Var::constant(Tensor::from_data(&targets, DType::F32)?.to_device(&cx.device)?);
     let counter = FlopCounter::start();
     let pred_y = model.forward(&x)?;
     let loss = mse_loss(&pred_y, &y)?;
-    cx.record("loss", loss.value().item()?, Unit::None)?;
+    record!(cx, computed loss = loss.value().item()?)?;
     // What the graph holds for backward (measured now: backward frees it).
     let saved = saved_for_backward(&loss, &model, &x, &y);
     loss.backward()?;
     let step_flops = counter.finish();
     let gradients = grads(&model);
-    cx.record("grads", tensors_json(&gradients)?, Unit::None)?;
+    record!(cx, computed grads = tensors_json(&gradients)?)?;
     let counter = FlopCounter::start();
     optimizer.step()?;
     let optimizer_flops = counter.finish();
     let state = tensors_json(&model.state_dict())?;
-    record!(cx, history state, Unit::None)?;
-    cx.record("g2_after", tensors_json(&optimizer.state())?, Unit::None)?;
+    record!(cx, computed history state)?;
+    record!(cx, computed g2_after = tensors_json(&optimizer.state())?)?;
 
     // Memory, by the lecture's formula (float32 everywhere).
     let num_parameters = (d * d * num_layers) + d;
-    record!(cx, num_parameters, Unit::Count)?;
+    record!(cx, computed num_parameters)?;
     let num_activations = b * d * num_layers;
-    record!(cx, num_activations, Unit::Count)?;
+    record!(cx, computed num_activations)?;
     let num_gradients = num_parameters;
-    record!(cx, num_gradients, Unit::Count)?;
+    record!(cx, computed num_gradients)?;
     let num_optimizer_states = num_parameters;
-    record!(cx, num_optimizer_states, Unit::Count)?;
+    record!(cx, computed num_optimizer_states)?;
     let bytes_per_float32 = 4;
-    record!(cx, bytes_per_float32, Unit::Bytes)?;
+    record!(cx, given bytes_per_float32, bytes)?;
     let total_memory = bytes_per_float32 * (num_parameters + num_activations + num_gradients + num_optimizer_states);
-    record!(cx, total_memory, Unit::Bytes)?;
+    record!(cx, computed total_memory, bytes)?;
 
     // Memory the library actually held, by category.
     let activation_bytes: usize = saved.iter().filter(|s| s.kind == "activation").map(|s| s.bytes).sum();
@@ -92,28 +91,22 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
         .iter()
         .filter_map(|k| measured[k].as_u64())
         .sum::<u64>();
-    cx.record("measured_bytes", measured, Unit::None)?;
-    cx.record("measured_total_memory", measured_total, Unit::Bytes)?;
-    cx.record(
-        "saved_for_backward",
-        saved.iter().map(SavedInfo::to_json).collect::<Vec<_>>(),
-        Unit::None,
-    )?;
+    record!(cx, computed measured_bytes = measured)?;
+    record!(cx, computed measured_total_memory = measured_total, bytes)?;
+    let saved_for_backward: Vec<serde_json::Value> = saved.iter().map(SavedInfo::to_json).collect();
+    record!(cx, computed saved_for_backward)?;
 
     // Compute: 2 FLOPs per (data point, parameter) forward, 4 backward.
     let flop_per_parameter_datum = 6;
-    record!(cx, flop_per_parameter_datum, Unit::Flop)?;
+    record!(cx, given flop_per_parameter_datum, flop)?;
     let flops = flop_per_parameter_datum * b * num_parameters;
-    record!(cx, flops, Unit::Flop)?;
-    let counted = step_flops.by_op.get("matmul").copied().unwrap_or(0);
-    cx.record("counted_flops", counted, Unit::Flop)?;
+    record!(cx, computed flops, flop)?;
+    let counted_flops = step_flops.by_op.get("matmul").copied().unwrap_or(0);
+    record!(cx, computed counted_flops, flop)?;
     // x is data, so backward skips x.grad = h.grad @ W0ᵀ: 2·B·D·D fewer than the formula.
-    cx.record(
-        "counted_flops_x_requires_grad",
-        counted_step_flops_with_input_grad(&model, &x, &y)?,
-        Unit::Flop,
-    )?;
-    cx.record("counted_optimizer_flops", optimizer_flops.total(), Unit::Flop)?;
+    let counted_flops_x_requires_grad = counted_step_flops_with_input_grad(&model, &x, &y)?;
+    record!(cx, computed counted_flops_x_requires_grad, flop)?;
+    record!(cx, computed counted_optimizer_flops = optimizer_flops.total(), flop)?;
     optimizer.zero_grad();
     Ok(())
 }

@@ -1,7 +1,7 @@
-//! What a section gets to work with: the device, a seeded random stream of its own, and `record`,
-//! which files a named value with its unit and the source line that recorded it. Every record call
-//! is kept in order (the trace's `steps`), so a reader can step through the section as it ran; a
-//! value recorded as a history (`record_history`) keeps every state, up to the trace's bound.
+//! What a section gets to work with: the device, a seeded random stream of its own, and
+//! `record!`, which files a named value with its kind, its unit and the source line that recorded
+//! it. Every record call is kept in order (the trace's `steps`), so a reader can step through the
+//! section as it ran; a value recorded as a history keeps every state, up to the trace's bound.
 
 use std::panic::Location;
 
@@ -14,7 +14,7 @@ use crate::json::json_number;
 use crate::rng::Rng;
 use crate::tensor::Tensor;
 use crate::trace::history;
-use crate::trace::{State, Step, Unit, ValueRecord};
+use crate::trace::{Kind, State, Step, Unit, ValueRecord};
 
 /// The largest tensor recorded element by element; bigger ones are summarised by the section.
 pub const MAX_RECORDED_ELEMENTS: usize = 4096;
@@ -37,107 +37,264 @@ pub struct SectionCtx {
 /// A value as the section recorded it: every state, before the trace's bound is applied.
 struct Recorded {
     unit: Unit,
-    timed: bool,
+    kind: Kind,
     history: bool,
     states: Vec<State>,
 }
 
-/// How a record call files its value.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum How {
-    /// One state; timed by its unit.
-    Once,
-    /// One state a clock decided, whatever its unit.
-    Timed,
-    /// One state no clock decided, whatever its unit.
-    Untimed,
-    /// Every call adds a state; timed by its unit.
-    History,
-}
-
-impl How {
-    fn timed(self, unit: Unit) -> bool {
-        match self {
-            How::Timed => true,
-            How::Untimed => false,
-            How::Once | How::History => unit.is_timed(),
-        }
-    }
-}
-
-/// Records a variable under its own name, the original lecture's `# @inspect x`:
-/// `record!(cx, num_parameters, Unit::Count)` is `cx.record("num_parameters", num_parameters,
-/// Unit::Count)`, and `record!(cx, x)` records tensor `x` element by element (`record_tensor`).
-/// `record!(cx, history loss, Unit::None)` adds a state to the history of `loss` (every call
-/// keeps one: a value that changes as the section runs), `record!(cx, timed ratio, Unit::Ratio)`
-/// marks a value a clock decided although its unit is not a time or rate, and
-/// `record!(cx, untimed peak, Unit::FlopPerSec)` one that no clock decided although its unit is.
-/// The recorded line is the line of the `record!` call (`#[track_caller]` sees through macros).
+/// The one way a section records: the original lecture's `# @inspect x`, with what decided the
+/// value in front of its name.
+///
+/// ```text
+/// record!(cx, given batch_size)                        // the variable, under its own name
+/// record!(cx, computed num_bytes, bytes)               // with a unit its type does not say
+/// record!(cx, clock actual_time = timing.median_s, seconds)   // a name for an expression
+/// record!(cx, computed history loss)                   // one more state of a history
+/// ```
+///
+/// The kind is one of `given` (the lecture chose it), `computed` (it follows from the givens),
+/// or, for what the machine decided, `clock`, `device` or `rounding` (a kernel's rounding): see
+/// `trace::Kind`; `(expr)` where the run decides which. The unit follows the type (an integer or a shape is a count, a tensor keeps
+/// its dtype and shape, anything else has none) unless the call names one: `bytes`, `flop`,
+/// `flop_per_sec`, `seconds`, `bytes_per_sec`, `ratio`, `count` or `none`. The name is always
+/// written in the call, so the name the book quotes is in the section's source. The recorded line
+/// is the line of the call (`#[track_caller]` sees through macros). A history's every call must
+/// be a history call of one kind and unit; any other name is recorded once.
 macro_rules! record {
-    ($cx:expr, history $name:ident, $unit:expr) => {
-        $cx.record_history(stringify!($name), $name, $unit)
+    ($cx:expr, $kind:tt history $name:ident = $value:expr, $unit:ident) => {
+        $cx.record_value(
+            stringify!($name),
+            $value,
+            $crate::lecture::recorder::unit!($unit),
+            $crate::lecture::recorder::kind!($kind),
+            true,
+        )
     };
-    ($cx:expr, history $name:ident) => {
-        $cx.record_tensor_history(stringify!($name), &$name)
+    ($cx:expr, $kind:tt history $name:ident = $value:expr) => {
+        $cx.record_value(
+            stringify!($name),
+            $value,
+            None,
+            $crate::lecture::recorder::kind!($kind),
+            true,
+        )
     };
-    ($cx:expr, timed $name:ident, $unit:expr) => {
-        $cx.record_timed(stringify!($name), $name, $unit)
+    ($cx:expr, $kind:tt history $name:ident, $unit:ident) => {
+        $cx.record_value(
+            stringify!($name),
+            &$name,
+            $crate::lecture::recorder::unit!($unit),
+            $crate::lecture::recorder::kind!($kind),
+            true,
+        )
     };
-    ($cx:expr, untimed $name:ident, $unit:expr) => {
-        $cx.record_untimed(stringify!($name), $name, $unit)
+    ($cx:expr, $kind:tt history $name:ident) => {
+        $cx.record_value(
+            stringify!($name),
+            &$name,
+            None,
+            $crate::lecture::recorder::kind!($kind),
+            true,
+        )
     };
-    ($cx:expr, $name:ident, $unit:expr) => {
-        $cx.record(stringify!($name), $name, $unit)
+    ($cx:expr, $kind:tt $name:ident = $value:expr, $unit:ident) => {
+        $cx.record_value(
+            stringify!($name),
+            $value,
+            $crate::lecture::recorder::unit!($unit),
+            $crate::lecture::recorder::kind!($kind),
+            false,
+        )
     };
-    ($cx:expr, $name:ident) => {
-        $cx.record_tensor(stringify!($name), &$name)
+    ($cx:expr, $kind:tt $name:ident = $value:expr) => {
+        $cx.record_value(
+            stringify!($name),
+            $value,
+            None,
+            $crate::lecture::recorder::kind!($kind),
+            false,
+        )
+    };
+    ($cx:expr, $kind:tt $name:ident, $unit:ident) => {
+        $cx.record_value(
+            stringify!($name),
+            &$name,
+            $crate::lecture::recorder::unit!($unit),
+            $crate::lecture::recorder::kind!($kind),
+            false,
+        )
+    };
+    ($cx:expr, $kind:tt $name:ident) => {
+        $cx.record_value(
+            stringify!($name),
+            &$name,
+            None,
+            $crate::lecture::recorder::kind!($kind),
+            false,
+        )
     };
 }
 pub(crate) use record;
 
-/// Something that can be recorded: numbers, strings, lists, JSON.
-pub trait IntoValue {
-    fn into_value(self) -> serde_json::Value;
+/// `record!`'s kind words; any other word does not compile. A kind the run decides (a peak that is
+/// a datasheet's figure on a GPU and measured on a CPU) is given in parentheses: `(peak.kind())`.
+macro_rules! kind {
+    (($kind:expr)) => {
+        $kind
+    };
+    (given) => {
+        $crate::trace::Kind::Given
+    };
+    (computed) => {
+        $crate::trace::Kind::Computed
+    };
+    (clock) => {
+        $crate::trace::Kind::Clock
+    };
+    (device) => {
+        $crate::trace::Kind::Device
+    };
+    (rounding) => {
+        $crate::trace::Kind::Rounding
+    };
+}
+pub(crate) use kind;
+
+/// `record!`'s unit words; any other word does not compile.
+macro_rules! unit {
+    (bytes) => {
+        Some($crate::trace::Unit::Bytes)
+    };
+    (flop) => {
+        Some($crate::trace::Unit::Flop)
+    };
+    (flop_per_sec) => {
+        Some($crate::trace::Unit::FlopPerSec)
+    };
+    (seconds) => {
+        Some($crate::trace::Unit::Seconds)
+    };
+    (bytes_per_sec) => {
+        Some($crate::trace::Unit::BytesPerSec)
+    };
+    (ratio) => {
+        Some($crate::trace::Unit::Ratio)
+    };
+    (count) => {
+        Some($crate::trace::Unit::Count)
+    };
+    (none) => {
+        Some($crate::trace::Unit::None)
+    };
+}
+pub(crate) use unit;
+
+/// What one state of a recorded value holds besides its line.
+pub struct Observed {
+    pub value: serde_json::Value,
+    pub dtype: Option<String>,
+    pub shape: Option<Vec<usize>>,
 }
 
-macro_rules! into_value_int {
-    ($($t:ty),*) => {$(
-        impl IntoValue for $t {
-            fn into_value(self) -> serde_json::Value {
-                serde_json::Value::from(self)
+impl Observed {
+    fn plain(value: serde_json::Value) -> Result<Observed> {
+        Ok(Observed {
+            value,
+            dtype: None,
+            shape: None,
+        })
+    }
+}
+
+/// Something a section can record: numbers, strings, shapes and lists, JSON, tensors.
+pub trait Recordable {
+    /// The unit a value of this type has when the record call names none.
+    const UNIT: Unit;
+    fn observe(self) -> Result<Observed>;
+}
+
+macro_rules! recordable {
+    ($unit:ident: $($t:ty),*) => {$(
+        impl Recordable for $t {
+            const UNIT: Unit = Unit::$unit;
+            fn observe(self) -> Result<Observed> {
+                Observed::plain(serde_json::Value::from(self))
             }
         }
     )*};
 }
-into_value_int!(u64, i64, u32, i32, usize, bool, String, &str);
+// Whole numbers in a lecture count something (a size, a shape's extent, a step); a call names
+// `bytes` or `flop` where they are those.
+recordable!(Count: u64, i64, u32, i32, usize);
+recordable!(None: bool, String, &str);
 
-impl IntoValue for f64 {
-    fn into_value(self) -> serde_json::Value {
-        json_number(self)
+impl Recordable for f64 {
+    const UNIT: Unit = Unit::None;
+    fn observe(self) -> Result<Observed> {
+        Observed::plain(json_number(self))
     }
 }
 
-impl IntoValue for f32 {
-    fn into_value(self) -> serde_json::Value {
-        json_number(self as f64)
+impl Recordable for f32 {
+    const UNIT: Unit = Unit::None;
+    fn observe(self) -> Result<Observed> {
+        Observed::plain(json_number(self as f64))
     }
 }
 
-impl IntoValue for serde_json::Value {
-    fn into_value(self) -> serde_json::Value {
-        self
+impl Recordable for serde_json::Value {
+    const UNIT: Unit = Unit::None;
+    fn observe(self) -> Result<Observed> {
+        Observed::plain(self)
     }
 }
 
-impl<T: IntoValue + Clone> IntoValue for &[T] {
-    fn into_value(self) -> serde_json::Value {
-        serde_json::Value::Array(self.iter().cloned().map(IntoValue::into_value).collect())
+/// A variable recorded by name is borrowed, so the section can go on using it.
+impl<T: Recordable + Clone> Recordable for &T {
+    const UNIT: Unit = T::UNIT;
+    fn observe(self) -> Result<Observed> {
+        self.clone().observe()
     }
 }
 
-impl<T: IntoValue> IntoValue for Vec<T> {
-    fn into_value(self) -> serde_json::Value {
-        serde_json::Value::Array(self.into_iter().map(IntoValue::into_value).collect())
+/// A list of numbers (a shape is a list of counts).
+impl<T: Recordable + Clone> Recordable for &[T] {
+    const UNIT: Unit = T::UNIT;
+    fn observe(self) -> Result<Observed> {
+        self.to_vec().observe()
+    }
+}
+
+impl<T: Recordable> Recordable for Vec<T> {
+    const UNIT: Unit = T::UNIT;
+    fn observe(self) -> Result<Observed> {
+        let items = self
+            .into_iter()
+            .map(|x| x.observe().map(|o| o.value))
+            .collect::<Result<Vec<_>>>()?;
+        Observed::plain(serde_json::Value::Array(items))
+    }
+}
+
+/// A tensor's values (nested lists) with its dtype and shape; a large one is refused (record a
+/// summary instead).
+impl Recordable for Tensor {
+    const UNIT: Unit = Unit::None;
+    fn observe(self) -> Result<Observed> {
+        if self.numel() > MAX_RECORDED_ELEMENTS {
+            return Err(Error::invalid(
+                "record",
+                format!(
+                    "a tensor of {} elements (more than {MAX_RECORDED_ELEMENTS}); record a summary instead",
+                    self.numel()
+                ),
+            ));
+        }
+        Ok(Observed {
+            value: self.to_json()?,
+            dtype: Some(self.dtype().name().into()),
+            shape: Some(self.shape().to_vec()),
+        })
     }
 }
 
@@ -155,78 +312,28 @@ impl SectionCtx {
         }
     }
 
-    /// Records `value` under `name` with its unit. A value with unit s, FLOP/s or bytes/s counts
-    /// as measured with a clock (`timed` in the trace).
+    /// Records `value` under `name`: `record!` is the way to call it (see there).
     #[track_caller]
-    pub fn record(&mut self, name: &str, value: impl IntoValue, unit: Unit) -> Result<()> {
-        self.record_as(name, value, unit, How::Once, Location::caller())
-    }
-
-    /// Records a value a clock decided although its unit is not a time or rate (an MFU, a ratio
-    /// of two timings, a list of measured speeds): a page quoting it from an unoptimised build
-    /// says so.
-    #[track_caller]
-    pub fn record_timed(&mut self, name: &str, value: impl IntoValue, unit: Unit) -> Result<()> {
-        self.record_as(name, value, unit, How::Timed, Location::caller())
-    }
-
-    /// Records a value with a time or rate unit that no clock decided (a datasheet's peak, the
-    /// seconds in a week).
-    #[track_caller]
-    pub fn record_untimed(&mut self, name: &str, value: impl IntoValue, unit: Unit) -> Result<()> {
-        self.record_as(name, value, unit, How::Untimed, Location::caller())
-    }
-
-    /// Adds a state to the history of `name`: every call keeps one (the trace keeps at most
-    /// `trace::history::MAX_HISTORY`, evenly spaced), the last is the value's final state. Every
-    /// call for one name must be a history call, with one unit.
-    #[track_caller]
-    pub fn record_history(&mut self, name: &str, value: impl IntoValue, unit: Unit) -> Result<()> {
-        self.record_as(name, value, unit, How::History, Location::caller())
-    }
-
-    /// Records a tensor's values (nested lists) with its dtype and shape.
-    #[track_caller]
-    pub fn record_tensor(&mut self, name: &str, t: &Tensor) -> Result<()> {
-        let state = self.tensor_state(name, t, Location::caller())?;
-        self.insert(name, state, Unit::None, How::Once)
-    }
-
-    /// Adds a tensor's values to the history of `name` (see `record_history`).
-    #[track_caller]
-    pub fn record_tensor_history(&mut self, name: &str, t: &Tensor) -> Result<()> {
-        let state = self.tensor_state(name, t, Location::caller())?;
-        self.insert(name, state, Unit::None, How::History)
-    }
-
-    fn record_as(&mut self, name: &str, value: impl IntoValue, unit: Unit, how: How, at: &Location<'_>) -> Result<()> {
+    pub fn record_value<T: Recordable>(
+        &mut self,
+        name: &str,
+        value: T,
+        unit: Option<Unit>,
+        kind: Kind,
+        history: bool,
+    ) -> Result<()> {
+        let line = self.caller_line(Location::caller());
+        let observed = value
+            .observe()
+            .map_err(|e| Error::invalid("record", format!("section `{}`: `{name}`: {e}", self.id)))?;
         let state = State {
-            value: value.into_value(),
-            line: self.caller_line(at),
+            value: observed.value,
+            line,
             token: None,
-            dtype: None,
-            shape: None,
+            dtype: observed.dtype,
+            shape: observed.shape,
         };
-        self.insert(name, state, unit, how)
-    }
-
-    fn tensor_state(&self, name: &str, t: &Tensor, at: &Location<'_>) -> Result<State> {
-        if t.numel() > MAX_RECORDED_ELEMENTS {
-            return Err(Error::invalid(
-                "record_tensor",
-                format!(
-                    "`{name}` has {} elements (more than {MAX_RECORDED_ELEMENTS}); record a summary instead",
-                    t.numel()
-                ),
-            ));
-        }
-        Ok(State {
-            value: t.to_json()?,
-            line: self.caller_line(at),
-            token: None,
-            dtype: Some(t.dtype().name().into()),
-            shape: Some(t.shape().to_vec()),
-        })
+        self.insert(name, state, unit.unwrap_or(T::UNIT), kind, history)
     }
 
     fn caller_line(&self, at: &Location<'_>) -> u32 {
@@ -238,8 +345,7 @@ impl SectionCtx {
         }
     }
 
-    fn insert(&mut self, name: &str, state: State, unit: Unit, how: How) -> Result<()> {
-        let (timed, history) = (how.timed(unit), how == How::History);
+    fn insert(&mut self, name: &str, state: State, unit: Unit, kind: Kind, history: bool) -> Result<()> {
         let refuse = |why: String| {
             Err(Error::invalid(
                 "record",
@@ -250,7 +356,7 @@ impl SectionCtx {
             None => {
                 let recorded = Recorded {
                     unit,
-                    timed,
+                    kind,
                     history,
                     states: vec![state],
                 };
@@ -272,7 +378,13 @@ impl SectionCtx {
                         recorded.unit
                     ));
                 }
-                recorded.timed |= timed;
+                if recorded.kind != kind {
+                    return refuse(format!(
+                        "changes kind in its history ({}, then {})",
+                        recorded.kind.word(),
+                        kind.word()
+                    ));
+                }
                 recorded.states.push(state);
                 index
             }
@@ -306,7 +418,8 @@ impl SectionCtx {
                 unit: recorded.unit,
                 line: last.line,
                 token: last.token,
-                timed: recorded.timed,
+                kind: Some(recorded.kind),
+                legacy_timed: false,
                 dtype: last.dtype,
                 shape: last.shape,
                 history: states,
@@ -346,23 +459,38 @@ mod tests {
         let mut cx = ctx()?;
         let num_parameters = 12usize;
         let line = line!() + 1;
-        record!(cx, num_parameters, Unit::Count)?;
+        record!(cx, given num_parameters)?;
         let zeros = Tensor::zeros(&[2], DType::F32)?;
         // A call that rustfmt might spread over lines is placed at its first line.
         let tensor_line = line!() + 1;
-        record!(cx, zeros)?;
+        record!(cx, computed zeros)?;
+        let shape_line = line!() + 1;
+        record!(cx, computed zeros_shape = zeros.shape())?;
+        record!(cx, computed num_bytes = zeros.nbytes(), bytes)?;
         // Recording the same name twice is refused, and so is mixing in a history.
-        assert!(record!(cx, num_parameters, Unit::Count).is_err());
-        let err = record!(cx, history num_parameters, Unit::Count).expect_err("mixed");
+        assert!(record!(cx, given num_parameters).is_err());
+        let err = record!(cx, given history num_parameters).expect_err("mixed");
         assert!(err.to_string().contains("section `test`: `num_parameters`"), "{err}");
         let (values, steps) = cx.into_parts();
-        assert_eq!(values["num_parameters"].value, serde_json::json!(12));
-        assert_eq!(values["num_parameters"].unit, Unit::Count);
-        assert_eq!(values["num_parameters"].line, line);
-        assert_eq!(values["zeros"].shape, Some(vec![2]));
-        assert_eq!(values["zeros"].line, tensor_line);
-        assert_eq!(steps, [("num_parameters".into(), 0), ("zeros".into(), 0)]);
-        assert!(values.values().all(|v| v.history.is_empty() && !v.timed));
+        let v = &values["num_parameters"];
+        assert_eq!((&v.value, v.unit, v.line), (&serde_json::json!(12), Unit::Count, line));
+        assert_eq!(v.kind(), Some(Kind::Given));
+        let z = &values["zeros"];
+        assert_eq!(
+            (&z.shape, z.dtype.as_deref(), z.unit),
+            (&Some(vec![2]), Some("float32"), Unit::None)
+        );
+        assert_eq!((z.line, z.kind()), (tensor_line, Some(Kind::Computed)));
+        // The unit follows the type: a shape is a list of counts; a named unit wins.
+        let s = &values["zeros_shape"];
+        assert_eq!(
+            (&s.value, s.unit, s.line),
+            (&serde_json::json!([2]), Unit::Count, shape_line)
+        );
+        assert_eq!(values["num_bytes"].unit, Unit::Bytes);
+        let names: Vec<&str> = steps.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["num_parameters", "zeros", "zeros_shape", "num_bytes"]);
+        assert!(values.values().all(|v| v.history.is_empty() && !v.timed()));
         Ok(())
     }
 
@@ -371,19 +499,21 @@ mod tests {
         let mut cx = ctx()?;
         let mut flops = 0u64;
         let first = line!() + 1;
-        record!(cx, history flops, Unit::Flop)?;
+        record!(cx, computed history flops, flop)?;
         let x = 1.5;
-        record!(cx, x, Unit::None)?;
+        record!(cx, given x)?;
         let mut lines = vec![first];
         for term in [10, 20] {
             flops += term;
             lines.push(line!() + 1);
-            record!(cx, history flops, Unit::Flop)?;
+            record!(cx, computed history flops, flop)?;
         }
-        let err = record!(cx, x, Unit::None).expect_err("twice");
+        let err = record!(cx, given x).expect_err("twice");
         assert!(err.to_string().contains("as a history"), "{err}");
-        assert!(cx.record_history("flops", 1, Unit::Count).is_err(), "one unit");
-        assert!(cx.record("x", 2, Unit::None).is_err());
+        let err = record!(cx, computed history flops, count).expect_err("one unit");
+        assert!(err.to_string().contains("changes unit"), "{err}");
+        let err = record!(cx, clock history flops, flop).expect_err("one kind");
+        assert!(err.to_string().contains("changes kind"), "{err}");
         let (values, steps) = cx.into_parts();
         let f = &values["flops"];
         assert_eq!(f.value, serde_json::json!(30));
@@ -403,9 +533,9 @@ mod tests {
         let mut cx = ctx()?;
         let n = 300;
         for step in 0..n {
-            cx.record_history("loss", step as f64, Unit::None)?;
+            record!(cx, computed history loss = step as f64)?;
             if step == 150 {
-                cx.record("midway", true, Unit::None)?;
+                record!(cx, computed midway = true)?;
             }
         }
         let (values, steps) = cx.into_parts();
@@ -427,21 +557,48 @@ mod tests {
     }
 
     #[test]
-    fn time_and_rate_units_are_timed_unless_said_otherwise() -> Result<()> {
+    fn the_kind_is_what_the_call_declares_whatever_the_unit() -> Result<()> {
         let mut cx = ctx()?;
-        cx.record("time", 0.5, Unit::Seconds)?;
-        cx.record("speed", 1e9, Unit::FlopPerSec)?;
-        cx.record("copy", 1e9, Unit::BytesPerSec)?;
-        cx.record("count", 3, Unit::Count)?;
-        cx.record_timed("mfu", 0.4, Unit::Ratio)?;
-        cx.record_untimed("datasheet", 1e15, Unit::FlopPerSec)?;
+        record!(cx, clock time = 0.5, seconds)?;
+        record!(cx, clock mfu = 0.4, ratio)?;
+        record!(cx, given datasheet = 1e15, flop_per_sec)?;
+        record!(cx, computed one_week = 604800.0, seconds)?;
+        record!(cx, device memory = 1u64 << 30, bytes)?;
+        record!(cx, rounding loss = 2.5)?;
         let (values, _) = cx.into_parts();
+        let kinds: Vec<(&str, Kind)> = values
+            .iter()
+            .filter_map(|(n, v)| Some((n.as_str(), v.kind()?)))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("time", Kind::Clock),
+                ("mfu", Kind::Clock),
+                ("datasheet", Kind::Given),
+                ("one_week", Kind::Computed),
+                ("memory", Kind::Device),
+                ("loss", Kind::Rounding)
+            ]
+        );
         let timed: Vec<&str> = values
             .iter()
-            .filter(|(_, v)| v.timed)
+            .filter(|(_, v)| v.timed())
             .map(|(n, _)| n.as_str())
             .collect();
-        assert_eq!(timed, ["time", "speed", "copy", "mfu"]);
+        assert_eq!(timed, ["time", "mfu"]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_tensor_too_large_to_list_is_refused_with_its_name() -> Result<()> {
+        let mut cx = ctx()?;
+        let big = Tensor::zeros(&[MAX_RECORDED_ELEMENTS + 1], DType::F32)?;
+        let err = record!(cx, computed big).expect_err("too large");
+        assert!(
+            err.to_string().contains("`big`") && err.to_string().contains("summary"),
+            "{err}"
+        );
         Ok(())
     }
 }

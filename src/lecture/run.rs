@@ -178,7 +178,7 @@ pub fn unoptimised_warning(trace: &Trace) -> Option<String> {
     let mut sections = Vec::new();
     let mut builds: Vec<String> = Vec::new();
     for s in &trace.sections {
-        if !s.run.build.is_optimised() && s.values.values().any(|v| v.timed) {
+        if !s.run.build.is_optimised() && s.values.values().any(|v| v.timed()) {
             sections.push(s.id.as_str());
             let build = s.run.build.describe();
             if !builds.contains(&build) {

@@ -9,7 +9,6 @@ use crate::error::Result;
 use crate::nn::{Cruncher, Module};
 use crate::optim::{AdaGrad, Optimizer, Sgd};
 use crate::tensor::{DType, Tensor};
-use crate::trace::Unit;
 
 #[derive(Clone, Copy)]
 enum OptimizerKind {
@@ -30,9 +29,9 @@ pub fn train_loop(cx: &mut SectionCtx) -> Result<()> {
     let d = 16;
     let true_w = Tensor::arange(d, DType::F32)?.to_device(&cx.device)?; // weights 0, 1, …, D−1
     let (b, num_layers, num_train_steps) = (4, 0, 10);
-    record!(cx, d, Unit::Count)?;
-    cx.record("batch_size", b, Unit::Count)?;
-    record!(cx, num_train_steps, Unit::Count)?;
+    record!(cx, given d)?;
+    record!(cx, given batch_size = b)?;
+    record!(cx, given num_train_steps)?;
     let data = LinearData {
         true_w,
         device: cx.device.clone(),
@@ -61,15 +60,15 @@ pub fn train_loop(cx: &mut SectionCtx) -> Result<()> {
         OptimizerKind::Sgd,
         0.01,
         num_train_steps,
-        &mut |loss| record!(cx, history loss, Unit::None),
+        &mut |loss| record!(cx, computed history loss),
     )?;
-    record!(cx, losses_lr_0_01, Unit::None)?;
+    record!(cx, computed losses_lr_0_01)?;
     let (losses_lr_0_1, _) = run(OptimizerKind::Sgd, 0.1, num_train_steps, &mut |_| Ok(()))?;
-    record!(cx, losses_lr_0_1, Unit::None)?;
+    record!(cx, computed losses_lr_0_1)?;
 
     // Longer runs: convergence, and SGD against AdaGrad.
     let long = 300;
-    cx.record("long_num_train_steps", long, Unit::Count)?;
+    record!(cx, given long_num_train_steps = long)?;
     let mut runs = serde_json::Map::new();
     for (name, kind, lr) in [
         ("sgd_lr_0_01", OptimizerKind::Sgd, 0.01),
@@ -86,6 +85,6 @@ pub fn train_loop(cx: &mut SectionCtx) -> Result<()> {
             .fold(0.0, f64::max);
         runs.insert(name.into(), json!({"optimizer": if matches!(kind, OptimizerKind::Sgd) { "sgd" } else { "adagrad" }, "lr": lr, "losses": losses, "final_loss": losses.last(), "max_weight_error": err}));
     }
-    cx.record("longer_runs", serde_json::Value::Object(runs), Unit::None)?;
+    record!(cx, computed longer_runs = serde_json::Value::Object(runs))?;
     Ok(())
 }

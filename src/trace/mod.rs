@@ -8,6 +8,7 @@
 //! recorder is `cs336::lecture::SectionCtx`) and the book (`cs336-book`) reads them.
 
 pub mod atomic_file;
+pub mod compare;
 pub mod console;
 pub mod error;
 pub mod history;
@@ -25,7 +26,7 @@ pub use error::{Error, Result};
 pub use io::{load, load_named, save};
 pub use json::{json_number, number_from_json};
 pub use schema::{
-    BuildInfo, DeviceInfo, GitInfo, HostInfo, Provenance, RunInfo, SCHEMA_VERSION, SectionRecord, State, Step, Trace,
-    Unit, ValueRecord,
+    BuildInfo, DeviceInfo, GitInfo, HostInfo, Kind, Provenance, RunInfo, SCHEMA_VERSION, SectionRecord, State, Step,
+    Trace, Unit, ValueRecord,
 };
 pub use walk::walk;

@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 
 /// Bump when the format changes incompatibly; loading refuses other versions.
 /// 2: provenance split into trace-wide (device) and per-section run facts (`run`, with the build);
-/// values carry `token`, `timed` and `history`; sections carry `steps`.
+/// values carry `token`, `timed` and `history`; sections carry `steps`. Since then values carry
+/// their `kind`, which replaces `timed`: an addition version 2 readers of this code accept from
+/// older traces (without it), so the version stayed.
 pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -157,10 +159,14 @@ pub struct ValueRecord {
     /// places the value again after the code is reformatted. Absent when `line` is 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<usize>,
-    /// Present (true) when the value depends on a clock: every value with unit s, FLOP/s or
-    /// bytes/s, and what the section derives from them (MFU, measured ratios, the sweep).
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub timed: bool,
+    /// What decided the value, as the record call declared it (`Kind`). Absent in traces that
+    /// code older than the kinds recorded: see `kind()`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Kind>,
+    /// Older traces' mark for a value a clock decided, read so that `kind()` can say `Clock`
+    /// for them; never written (`kind` says it now).
+    #[serde(default, rename = "timed", skip_serializing)]
+    pub legacy_timed: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -185,8 +191,54 @@ pub struct State {
     pub shape: Option<Vec<usize>>,
 }
 
-fn is_false(b: &bool) -> bool {
-    !b
+/// What decided a value. Declared at the call that records it (`record!(cx, given batch_size)`)
+/// and stored with it, so that everything downstream reads it from the trace: which values a
+/// rerun must reproduce, what a comparison of two traces ignores, how the book shows a value, and
+/// which values a what-if may change.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// The lecture chose it: a size, an assumption (the MFU), a datasheet's figure.
+    #[serde(rename = "given")]
+    Given,
+    /// It follows from the givens by the code alone: the same on every rerun of this code.
+    #[serde(rename = "computed")]
+    Computed,
+    /// Measured: a clock decided it (a time, a rate, anything computed from one).
+    #[serde(rename = "measured: clock")]
+    Clock,
+    /// Measured: the device decided it (its memory, its instruction sets, its drivers' words).
+    #[serde(rename = "measured: device")]
+    Device,
+    /// Measured: the rounding of the kernel that ran decided it. The bf16 matmul kernels round
+    /// differently, so a rerun on the same kernel reproduces it and one on another does not.
+    #[serde(rename = "measured: rounding")]
+    Rounding,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 5] = [Kind::Given, Kind::Computed, Kind::Clock, Kind::Device, Kind::Rounding];
+
+    /// Whether the machine decided it (a clock, the device, a kernel's rounding).
+    pub fn is_measured(self) -> bool {
+        matches!(self, Kind::Clock | Kind::Device | Kind::Rounding)
+    }
+
+    /// Whether a rerun of the same code on the same machine reproduces it bit for bit (a rounding
+    /// does, on the same kernel).
+    pub fn is_reproducible(self) -> bool {
+        !matches!(self, Kind::Clock | Kind::Device)
+    }
+
+    /// The word the trace stores, e.g. "measured: clock".
+    pub fn word(self) -> &'static str {
+        match self {
+            Kind::Given => "given",
+            Kind::Computed => "computed",
+            Kind::Clock => "measured: clock",
+            Kind::Device => "measured: device",
+            Kind::Rounding => "measured: rounding",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
@@ -207,13 +259,6 @@ pub enum Unit {
     BytesPerSec,
     #[serde(rename = "none")]
     None,
-}
-
-impl Unit {
-    /// A time or a rate: a value in this unit was measured with a clock unless said otherwise.
-    pub fn is_timed(self) -> bool {
-        matches!(self, Unit::Seconds | Unit::FlopPerSec | Unit::BytesPerSec)
-    }
 }
 
 impl Trace {
@@ -238,6 +283,17 @@ impl Trace {
 }
 
 impl ValueRecord {
+    /// What decided the value: its declared kind, else (a trace older code recorded) `Clock` for a
+    /// value it marked timed, else `None` (not known).
+    pub fn kind(&self) -> Option<Kind> {
+        self.kind.or(self.legacy_timed.then_some(Kind::Clock))
+    }
+
+    /// Whether a clock decided the value (a page quoting it from an unoptimised build says so).
+    pub fn timed(&self) -> bool {
+        self.kind() == Some(Kind::Clock)
+    }
+
     /// How many states the value has: its history and the final one.
     pub fn num_states(&self) -> usize {
         self.history.len() + 1

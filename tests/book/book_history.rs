@@ -148,7 +148,7 @@ fn values_find_their_lines_by_token_after_the_code_is_reformatted() {
     let root = ws.dir.path().join("crate");
     std::fs::create_dir_all(root.join("src/lecture")).expect("mkdir");
     let original = std::fs::read_to_string(Path::new(ROOT).join("src/lecture/memory.rs")).expect("memory.rs");
-    let recording = "    cx.record(\"bytes\", x.nbytes(), Unit::Bytes)?;\n";
+    let recording = "    record!(cx, computed bytes = x.nbytes(), bytes)?;\n";
     assert_eq!(original.matches(recording).count(), 1, "the line to move is there once");
     let moved = original.replace(
         recording,
@@ -169,7 +169,7 @@ fn values_find_their_lines_by_token_after_the_code_is_reformatted() {
     // Beside the line that records it now, three lines down; not beside the comment now on the
     // line it was recorded on (where placing by line alone would put it).
     let now = row(&html, bytes.line + 3);
-    assert!(now.contains("cx.record(") && now.contains(&beside), "{now}");
+    assert!(now.contains("record!(") && now.contains(&beside), "{now}");
     let then = row(&html, bytes.line);
     assert!(
         then.contains("// reformatted") && !then.contains("lecture-lv"),

@@ -3,7 +3,6 @@
 
 #![allow(dead_code)]
 
-pub mod compare;
 pub mod process;
 
 use std::path::{Path, PathBuf};

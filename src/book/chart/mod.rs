@@ -131,7 +131,7 @@ impl ChartData<'_> {
             state: StateChoice::Last,
         };
         let found = self.section.resolve(self.path, &address)?;
-        if found.record.timed {
+        if found.record.timed() {
             self.timed.set(true);
         }
         Ok(found.value)

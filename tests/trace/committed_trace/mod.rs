@@ -1,10 +1,13 @@
 //! The committed CPU traces are what the code records: each equals a fresh in-process run (seed 0)
-//! on every value except those this file names as decided by the machine, each with its reason.
-//! CPU traces are named after their CPU (`cpu-<model>.json`); every one committed is checked.
+//! on every value its kind says a rerun reproduces (`trace::Kind`, declared at each record call
+//! and stored in the trace): given and computed values always, a kernel's rounding when the run
+//! used the same bf16 kernel. What a clock or the device decided is not compared, and the test
+//! prints which it left out. CPU traces are named after their CPU (`cpu-<model>.json`); every one
+//! committed is checked.
 //!
 //! First the sections' code: the book refuses stale sections, so a section changed without
 //! re-running the lecture would break `mdbook serve book` on a fresh clone. Then every value, bit
-//! for bit, with everything around it (see `common::compare`).
+//! for bit, with everything around it (`cs336::trace::compare`).
 //!
 //! Which traces can be compared value by value: floating-point results depend on the CPU's
 //! instruction-set path (gemm picks its float32 kernels and their cache blocking by CPU, and the
@@ -12,28 +15,29 @@
 //! SIMD extensions is therefore not compared value by value here, and the test prints why (its
 //! invariants still run, in the invariant tests). On the same CPU, a trace recorded with another
 //! bf16 kernel (`provenance.device.details.bf16_matmul_isa`) is compared exactly except the values
-//! [`RULES`] marks as following the bf16 kernel: those are compared within their stated tolerance,
-//! or skipped with the reason printed. `every_value_a_bf16_kernel_changes_is_listed` proves that
-//! list against a real run on each other kernel this CPU has.
+//! declared `rounding`. `every_value_a_bf16_kernel_changes_is_declared_rounding` proves those
+//! declarations against a real run on each other kernel this CPU has; `mutation` proves that a
+//! change to any value a rerun reproduces is caught.
 //!
 //! With `CS336_REQUIRE_REPRODUCIBLE_TRACE=1` (CI), a machine that can reproduce none of the
 //! committed CPU traces fails instead of saying so; `CS336_REQUIRE_AVX512_BF16=1` makes a CPU with
 //! a single bf16 kernel fail the kernel test instead of saying so.
 
-mod rules;
+mod mutation;
 
 use crate::common;
 
-use std::cell::RefCell;
 use std::path::Path;
 
-use common::compare::{Loc, Report, Seg, Treatment, compare_sections};
 use cs336::book::sections::resolve_source;
 use cs336::device::cpu::bf16_gemm::{self, Bf16Kernel};
 use cs336::trace::Trace;
+use cs336::trace::compare::{Loc, Report, by_kind};
 use cs336::trace::source::function_source;
 
-use rules::*;
+/// The first training step of a bf16 run on another kernel: the same weights and batch, only the
+/// rounding of the bf16 products differs, and bf16 has 8 significant bits: a few roundings apart.
+const BF16_FIRST_STEP: f64 = 4.0 / 256.0;
 
 /// What a CPU trace's floating-point results depend on.
 #[derive(Debug, PartialEq)]
@@ -46,7 +50,7 @@ struct IsaPath {
 fn path_of(t: &Trace) -> IsaPath {
     IsaPath {
         // The model: a run on another bf16 kernel of the same CPU gets another trace name, and is
-        // still compared, with the values RULES says follow the kernel.
+        // still compared, except the values its kernel's rounding decided.
         cpu: t.provenance.device.name.clone(),
         simd: t.provenance.host.simd.clone(),
         bf16_kernel: t.provenance.device.details["bf16_matmul_isa"]
@@ -55,39 +59,25 @@ fn path_of(t: &Trace) -> IsaPath {
     }
 }
 
-/// A committed trace against a fresh run on this machine.
-struct Outcome {
-    report: Report,
-    /// Why the values were not compared at all (another CPU), if so.
-    not_reproducible: Option<String>,
-    /// Locations compared against another bf16 kernel (skipped or by tolerance), with the rule.
-    other_kernel: Vec<(Loc, usize)>,
-    /// Locations the machine decides, with the rule, as compared.
-    ignored: Vec<(Loc, usize)>,
-    /// How often each rule matched.
-    hits: Vec<usize>,
+/// Why `committed` cannot be compared value by value with a run on this machine, if so.
+fn not_reproducible(committed: &Trace, fresh: &Trace) -> Option<String> {
+    let (was, now) = (path_of(committed), path_of(fresh));
+    ((&was.cpu, &was.simd) != (&now.cpu, &now.simd)).then(|| {
+        format!(
+            "recorded on {} with SIMD {:?}; this machine is {} with {:?}: its float32 kernels and their cache \
+             blocking may differ, so its values cannot be reproduced bit for bit here",
+            was.cpu, was.simd, now.cpu, now.simd
+        )
+    })
 }
 
-/// Compares `committed` with `fresh` value by value (see the file's comment).
-fn compare(committed: &Trace, fresh: &Trace) -> Outcome {
-    let (was, now) = (path_of(committed), path_of(fresh));
-    let mut report = Report::default();
-    if (&was.cpu, &was.simd) != (&now.cpu, &now.simd) {
-        return Outcome {
-            report,
-            not_reproducible: Some(format!(
-                "recorded on {} with SIMD {:?}; this machine is {} with {:?}: its float32 kernels and their \
-                 cache blocking may differ, so its values cannot be reproduced bit for bit here",
-                was.cpu, was.simd, now.cpu, now.simd
-            )),
-            other_kernel: Vec::new(),
-            ignored: Vec::new(),
-            hits: vec![0; RULES.len()],
-        };
-    }
-    let same_kernel = was.bf16_kernel == now.bf16_kernel;
-    // The trace-wide provenance: the device's identity and what it reports; the host's memory,
-    // core count, operating system and CUDA reason are the machine's.
+/// Compares `committed` with `fresh` (of the same CPU) value by value, as the kinds say, and the
+/// trace-wide provenance: the device's identity and what it reports; the host's memory, core
+/// count, operating system and CUDA reason are the machine's. A value that names the bf16 kernel
+/// must name the one its trace's provenance names.
+pub(crate) fn compare(committed: &Trace, fresh: &Trace) -> Report {
+    let same_kernel = path_of(committed).bf16_kernel == path_of(fresh).bf16_kernel;
+    let mut report = by_kind(committed, fresh, ["committed", "fresh"], same_kernel);
     let (a, b) = (&committed.provenance, &fresh.provenance);
     for (what, same) in [
         ("schema_version", committed.schema_version == fresh.schema_version),
@@ -104,99 +94,36 @@ fn compare(committed: &Trace, fresh: &Trace) -> Outcome {
             report.differences.push(format!("{what} differs"));
         }
     }
-    let hits = RefCell::new(vec![0; RULES.len()]);
-    let other_kernel = RefCell::new(Vec::new());
-    let ignored = RefCell::new(Vec::new());
-    let recorded = was.bf16_kernel.clone();
-    let mut recorded_mismatch = Vec::new();
-    let treat = |loc: &Loc| -> Treatment {
-        let Some(i) = rule_for(loc) else {
-            return Treatment::Exact;
-        };
-        hits.borrow_mut()[i] += 1;
-        match RULES[i].why {
-            Why::Machine(_) => {
-                ignored.borrow_mut().push((loc.clone(), i));
-                Treatment::Ignore
-            }
-            Why::Bf16Kernel(..) if same_kernel => Treatment::Exact,
-            Why::Bf16Kernel(other, _) => {
-                other_kernel.borrow_mut().push((loc.clone(), i));
-                match other {
-                    Other::Within(rel) => Treatment::Within(rel),
-                    Other::Skip => Treatment::Skip,
-                    // Checked below against the trace's provenance.
-                    Other::Recorded => Treatment::Ignore,
-                }
-            }
-        }
-    };
-    let sections = compare_sections(committed, fresh, &treat);
-    report.differences.extend(sections.differences);
-    report.skipped = sections.skipped;
-    report.within = sections.within;
-    let other_kernel = other_kernel.into_inner();
-    for (loc, i) in &other_kernel {
-        if matches!(RULES[*i].why, Why::Bf16Kernel(Other::Recorded, _)) {
-            for (t, kernel) in [(committed, &recorded), (fresh, &now.bf16_kernel)] {
-                let v = t.value(&loc.section, &loc.value).map(|v| v.value.as_str());
-                if v != Some(kernel.as_deref()) {
-                    recorded_mismatch.push(format!(
-                        "{loc}: {v:?}, but the trace's provenance names the kernel {kernel:?}"
-                    ));
-                }
-            }
+    for t in [committed, fresh] {
+        let kernel = path_of(t).bf16_kernel;
+        if let Some(v) = t.value("tensor_operations_flops", "bf16_matmul_isa")
+            && v.value.as_str() != kernel.as_deref()
+        {
+            report.differences.push(format!(
+                "tensor_operations_flops.bf16_matmul_isa: {}, but the trace's provenance names the kernel {kernel:?}",
+                v.value
+            ));
         }
     }
-    report.differences.extend(recorded_mismatch);
-    Outcome {
-        report,
-        not_reproducible: None,
-        other_kernel,
-        ignored: ignored.into_inner(),
-        hits: hits.into_inner(),
-    }
+    report
 }
 
-/// What a comparison against another bf16 kernel left out or compared loosely, for the terminal.
-fn other_kernel_note(what: &str, was: &IsaPath, now: &IsaPath, outcome: &Outcome) -> Option<String> {
-    if outcome.other_kernel.is_empty() {
-        return None;
-    }
-    let mut lines = vec![format!(
-        "note: {what}: recorded with the bf16 kernel {}, compared with a run on {}: the values that follow the \
-         kernel are compared loosely or not at all:",
-        was.bf16_kernel.as_deref().unwrap_or("(none named)"),
-        now.bf16_kernel.as_deref().unwrap_or("(none named)")
-    )];
-    // One line per value and rule: a list's elements share theirs.
-    let mut groups: Vec<(String, usize, Vec<String>)> = Vec::new();
-    for (loc, i) in &outcome.other_kernel {
-        let value = format!("{}.{}", loc.section, loc.value);
-        let inner = loc.path.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(".");
-        match groups.last_mut() {
-            Some((v, j, places)) if *v == value && j == i => places.push(inner),
-            _ => groups.push((value, *i, vec![inner])),
+/// One line per value left out of a comparison, with its kind: a list's elements share theirs.
+fn left_out(t: &Trace, locs: &[Loc]) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for loc in locs {
+        let kind = t.value(&loc.section, &loc.value).and_then(|v| v.kind());
+        let line = format!(
+            "{}.{}: {}",
+            loc.section,
+            loc.value,
+            kind.map_or("no kind (older code)", |k| k.word())
+        );
+        if lines.last() != Some(&line) {
+            lines.push(line);
         }
     }
-    for (value, i, places) in groups {
-        let Why::Bf16Kernel(other, why) = RULES[i].why else {
-            continue;
-        };
-        let how = match other {
-            Other::Within(rel) => format!("within {rel:e} (relative)"),
-            Other::Skip => "skipped".to_string(),
-            Other::Recorded => "checked against the trace's provenance".to_string(),
-        };
-        let at = match places.as_slice() {
-            [one] if one.is_empty() => String::new(),
-            [one] => format!(".{one}"),
-            [first, .., last] => format!(" [{first}..{last}, {} places]", places.len()),
-            [] => String::new(),
-        };
-        lines.push(format!("  {value}{at}: {how}: {why}"));
-    }
-    Some(lines.join("\n"))
+    lines
 }
 
 /// The sections of a CPU trace whose code is not the code that recorded them, or that moved:
@@ -268,7 +195,6 @@ fn committed_cpu_traces_equal_a_fresh_run() {
         .collect();
     assert!(!cpu.is_empty(), "no CPU trace is committed under trace/");
     let fresh = common::fresh_trace();
-    let mut hits = vec![0; RULES.len()];
     let mut compared = 0;
     // This CPU's own trace, by the one naming rule: with CS336_REQUIRE_REPRODUCIBLE_TRACE=1 it must
     // be there and equal the fresh run.
@@ -304,39 +230,37 @@ fn committed_cpu_traces_equal_a_fresh_run() {
             trace.sections.retain(|s| !stale.iter().any(|(id, _)| *id == s.id));
             fresh.sections.retain(|s| trace.section(&s.id).is_some());
         }
-        let outcome = compare(&trace, &fresh);
-        if let Some(why) = &outcome.not_reproducible {
+        if let Some(why) = not_reproducible(&trace, &fresh) {
             common::terminal_note(&format!("note: {} not compared value by value: {why}", path.display()));
             continue;
         }
+        let report = compare(&trace, &fresh);
         compared += 1;
         own_compared |= path.file_name().is_some_and(|n| n.to_string_lossy() == own);
         // Captured, and shown beside any failure: what was left out, and why.
-        for (loc, i) in &outcome.ignored {
-            if let Why::Machine(why) = RULES[*i].why {
-                eprintln!("not compared: {loc}: {why}");
-            }
+        for line in left_out(&trace, &report.ignored) {
+            eprintln!("not compared (the machine's): {line}");
         }
-        let d = &outcome.report.differences;
+        let d = &report.differences;
         assert!(
             d.is_empty(),
             "{} differs from a fresh run (seed 0) in {} place(s):\n  {}\nIf the code changed what it records, run \
              `cargo run --release --bin lecture -- --no-book` and commit the trace; if the machine decides a value, \
-             name it in RULES in tests/trace/committed_trace/rules.rs with the reason.",
+             declare its kind at its record call (`record!(cx, clock …)`, `device`, `rounding`).",
             path.display(),
             d.len(),
             d.join("\n  ")
         );
-        if let Some(note) = other_kernel_note(
-            &path.display().to_string(),
-            &path_of(&trace),
-            &path_of(&fresh),
-            &outcome,
-        ) {
-            common::terminal_note(&note);
-        }
-        for (h, n) in hits.iter_mut().zip(&outcome.hits) {
-            *h += n;
+        let skipped = left_out(&trace, &report.skipped);
+        if !skipped.is_empty() {
+            common::terminal_note(&format!(
+                "note: {}: recorded with the bf16 kernel {:?}, compared with a run on {:?}: left out what the \
+                 kernel's rounding decides:\n  {}",
+                path.display(),
+                path_of(&trace).bf16_kernel,
+                path_of(&fresh).bf16_kernel,
+                skipped.join("\n  ")
+            ));
         }
     }
     if !own_compared {
@@ -352,27 +276,15 @@ fn committed_cpu_traces_equal_a_fresh_run() {
         );
         common::terminal_note(&format!("note: {msg}"));
     }
-    if compared == 0 {
-        return;
-    }
-    // Every rule speaks for something the lecture records; one that matches nothing is stale.
-    let unused: Vec<String> = RULES
-        .iter()
-        .zip(&hits)
-        .filter(|(_, n)| **n == 0)
-        .map(|(r, _)| format!("{}.{} {:?} ({:?})", r.section, r.value, r.path, r.why))
-        .collect();
-    assert!(
-        unused.is_empty(),
-        "RULES in tests/trace/committed_trace/rules.rs name values no trace records: {unused:?}"
-    );
 }
 
 /// On each bf16 kernel this CPU has besides the one it uses by default, a full run differs from
-/// the default run only where RULES says a value follows the kernel (or the machine decides it),
-/// and by no more than the tolerances stated there.
+/// the default run only in values declared `rounding` (or a clock's or the device's), and each
+/// value declared `rounding` does differ on some kernel (a declaration that never matters would
+/// hide a value from the committed-trace test). Where such a value is a list of losses, its
+/// first step is within a few bf16 roundings.
 #[test]
-fn every_value_a_bf16_kernel_changes_is_listed() {
+fn every_value_a_bf16_kernel_changes_is_declared_rounding() {
     let fresh = common::fresh_trace();
     let default = Bf16Kernel::detect();
     let others: Vec<Bf16Kernel> = Bf16Kernel::ALL
@@ -381,8 +293,7 @@ fn every_value_a_bf16_kernel_changes_is_listed() {
         .collect();
     if others.is_empty() {
         let msg = format!(
-            "this CPU has only the {} bf16 kernel, so no run on another kernel proves the list of values that \
-             follow it",
+            "this CPU has only the {} bf16 kernel, so no run on another kernel proves which values follow it",
             default.name()
         );
         assert!(
@@ -392,6 +303,18 @@ fn every_value_a_bf16_kernel_changes_is_listed() {
         common::note_once(&format!("skipped: {msg}"));
         return;
     }
+    let rounding: Vec<(String, String)> = fresh
+        .sections
+        .iter()
+        .flat_map(|s| {
+            s.values
+                .iter()
+                .filter(|(_, v)| v.kind() == Some(cs336::trace::Kind::Rounding))
+                .map(|(n, _)| (s.id.clone(), n.clone()))
+        })
+        .collect();
+    assert!(!rounding.is_empty(), "the bf16 training runs are declared `rounding`");
+    let mut changed = std::collections::BTreeSet::new();
     for kernel in others {
         let choice = cs336::device::choose(cs336::device::DeviceRequest::Cpu).expect("the CPU is always available");
         let root = Path::new(common::ROOT);
@@ -401,30 +324,47 @@ fn every_value_a_bf16_kernel_changes_is_listed() {
         .expect("the kernel is available")
         .unwrap_or_else(|e| panic!("a run on {} failed: {e}", kernel.name()));
         assert_eq!(path_of(&other).bf16_kernel.as_deref(), Some(kernel.name()));
-        let outcome = compare(fresh, &other);
-        assert!(outcome.not_reproducible.is_none(), "the same CPU");
-        let d = &outcome.report.differences;
+        assert!(not_reproducible(fresh, &other).is_none(), "the same CPU");
+        let report = compare(fresh, &other);
+        let d = &report.differences;
         assert!(
             d.is_empty(),
-            "a run on the {} kernel differs from one on {} where RULES says nothing follows the kernel, or by \
-             more than its tolerance:\n  {}",
+            "a run on the {} kernel differs from one on {} in values not declared `rounding`:\n  {}",
             kernel.name(),
             default.name(),
             d.join("\n  ")
         );
-        assert!(
-            !outcome.other_kernel.is_empty(),
-            "the kernel's name at least follows the kernel"
-        );
-        if let Some(note) = other_kernel_note(
-            &format!("a run on {}", default.name()),
-            &path_of(fresh),
-            &path_of(&other),
-            &outcome,
-        ) {
-            common::terminal_note(&note);
+        for (section, name) in &rounding {
+            let (a, b) = (
+                fresh.value(section, name).expect("recorded"),
+                other.value(section, name).expect("recorded"),
+            );
+            if a.value != b.value {
+                changed.insert((section.clone(), name.clone()));
+            }
+            if let (Some(x), Some(y)) = (
+                a.value.get(0).and_then(|v| v.as_f64()),
+                b.value.get(0).and_then(|v| v.as_f64()),
+            ) {
+                assert!(
+                    (x - y).abs() <= BF16_FIRST_STEP * x.abs().max(y.abs()),
+                    "{section}.{name}[0]: {x} on {}, {y} on {}: more than {BF16_FIRST_STEP} apart",
+                    default.name(),
+                    kernel.name()
+                );
+            }
         }
     }
+    let never: Vec<String> = rounding
+        .iter()
+        .filter(|v| !changed.contains(*v))
+        .map(|(s, n)| format!("{s}.{n}"))
+        .collect();
+    assert!(
+        never.is_empty(),
+        "declared `rounding` but the same on every bf16 kernel: {never:?}; declare them `computed` so the \
+         committed-trace test holds them"
+    );
 }
 
 /// The naming rule (`cs336::trace::name`), pinned on the provenance of the three kinds of CPU

@@ -1,13 +1,17 @@
-//! Two traces of the lecture compared value by value (`tests/trace/committed_trace/` holds a committed trace
-//! against a fresh run). Everything a section records is compared: its place in the lecture, code
-//! hash, seed, the order of its record calls, and each value's unit, dtype, shape, timing mark,
-//! line, token and every state of its history, down to each element of a list or field of an
-//! object. What may differ is the caller's to say, node by node ([`Treatment`]).
+//! Two traces of the lecture compared value by value: `lecture compare A B`, and the test that
+//! holds a committed trace to a fresh run. Everything a section records is compared: its place in
+//! the lecture, code hash, seed, the order of its record calls, and each value's unit, kind,
+//! dtype, shape, line, token and every state of its history, down to each element of a list or
+//! field of an object. What may differ is read from the values' kinds ([`by_kind`]): nothing
+//! given or computed may, what a clock or the device decided may, and what a kernel's rounding
+//! decided may when the two runs used different bf16 kernels. A caller with other needs says
+//! node by node ([`Treatment`]).
 
 use std::fmt;
 
-use cs336::trace::{SectionRecord, Trace, ValueRecord};
 use serde_json::Value;
+
+use crate::schema::{Kind, SectionRecord, Trace, ValueRecord};
 
 /// One step into a JSON value.
 #[derive(Debug, Clone)]
@@ -73,12 +77,16 @@ pub enum Treatment {
 /// What a comparison found.
 #[derive(Debug, Default)]
 pub struct Report {
+    /// What the two traces are called in the differences ("committed" and "fresh").
+    pub names: [String; 2],
     /// Each difference, naming its location and both sides.
     pub differences: Vec<String>,
     /// Locations not compared by [`Treatment::Skip`].
     pub skipped: Vec<Loc>,
     /// Locations compared by [`Treatment::Within`] (and found within).
     pub within: Vec<Loc>,
+    /// Locations not compared by [`Treatment::Ignore`].
+    pub ignored: Vec<Loc>,
 }
 
 /// At most this many differences are listed per value (a changed list would list every element).
@@ -99,7 +107,7 @@ impl Report {
 
     fn walk(&mut self, loc: &Loc, a: &Value, b: &Value, treat: &dyn Fn(&Loc) -> Treatment) {
         match treat(loc) {
-            Treatment::Ignore => {}
+            Treatment::Ignore => self.ignored.push(loc.clone()),
             Treatment::Skip => self.skipped.push(loc.clone()),
             Treatment::Within(rel) => {
                 let before = self.differences.len();
@@ -112,7 +120,10 @@ impl Report {
                 (Value::Object(x), Value::Object(y)) => {
                     let (kx, ky): (Vec<&String>, Vec<&String>) = (x.keys().collect(), y.keys().collect());
                     if kx != ky {
-                        self.differ(format!("{loc}: fields differ: committed {kx:?}, fresh {ky:?}"));
+                        self.differ(format!(
+                            "{loc}: fields differ: {} {kx:?}, {} {ky:?}",
+                            self.names[0], self.names[1]
+                        ));
                         return;
                     }
                     for (k, v) in x {
@@ -122,8 +133,10 @@ impl Report {
                 (Value::Array(x), Value::Array(y)) => {
                     if x.len() != y.len() {
                         self.differ(format!(
-                            "{loc}: length differs: committed {}, fresh {}",
+                            "{loc}: length differs: {} {}, {} {}",
+                            self.names[0],
                             x.len(),
+                            self.names[1],
                             y.len()
                         ));
                         return;
@@ -133,7 +146,7 @@ impl Report {
                     }
                 }
                 _ if a == b => {}
-                _ => self.differ(format!("{loc}: committed {}, fresh {}", short(a), short(b))),
+                _ => self.differ(self.both(loc, a, b)),
             },
         }
     }
@@ -156,13 +169,18 @@ impl Report {
                 let within = (x - y).abs() <= rel * x.abs().max(y.abs());
                 if !within {
                     self.differ(format!(
-                        "{loc}: committed {x}, fresh {y}: more than {rel:e} apart (relative)"
+                        "{loc}: {} {x}, {} {y}: more than {rel:e} apart (relative)",
+                        self.names[0], self.names[1]
                     ));
                 }
             }
             _ if a == b => {}
-            _ => self.differ(format!("{loc}: committed {}, fresh {}", short(a), short(b))),
+            _ => self.differ(self.both(loc, a, b)),
         }
+    }
+
+    fn both(&self, loc: &Loc, a: &Value, b: &Value) -> String {
+        format!("{loc}: {} {}, {} {}", self.names[0], short(a), self.names[1], short(b))
     }
 
     /// One value: its fields, each earlier state, then its last state.
@@ -179,7 +197,7 @@ impl Report {
             ("unit", a.unit == b.unit),
             ("dtype", a.dtype == b.dtype),
             ("shape", a.shape == b.shape),
-            ("timed", a.timed == b.timed),
+            ("kind", a.kind() == b.kind()),
             ("line", a.line == b.line),
             ("token", a.token == b.token),
         ];
@@ -190,8 +208,10 @@ impl Report {
         }
         if a.history.len() != b.history.len() {
             self.differ(format!(
-                "{label}: committed {} state(s), fresh {}",
+                "{label}: {} {} state(s), {} {}",
+                self.names[0],
                 a.num_states(),
+                self.names[1],
                 b.num_states()
             ));
             return;
@@ -234,8 +254,8 @@ impl Report {
         }
         if a.run.seed != b.run.seed {
             self.differ(format!(
-                "{id}: recorded with seed {}, the fresh run used {}",
-                a.run.seed, b.run.seed
+                "{id}: recorded with seed {} ({}) and {} ({})",
+                a.run.seed, self.names[0], b.run.seed, self.names[1]
             ));
         }
         let (na, nb): (Vec<&String>, Vec<&String>) = (a.values.keys().collect(), b.values.keys().collect());
@@ -244,8 +264,10 @@ impl Report {
                 x.iter().filter(|n| !y.contains(n)).map(|n| n.to_string()).collect()
             };
             self.differ(format!(
-                "{id}: records other values: only committed {:?}, only fresh {:?}{}",
+                "{id}: records other values: only {} {:?}, only {} {:?}{}",
+                self.names[0],
                 only(&na, &nb),
+                self.names[1],
                 only(&nb, &na),
                 if only(&na, &nb).is_empty() && only(&nb, &na).is_empty() {
                     " (another order)"
@@ -271,21 +293,170 @@ impl Report {
     }
 }
 
-/// Compares every section of `committed` with the same section of `fresh`.
-pub fn compare_sections(committed: &Trace, fresh: &Trace, treat: &dyn Fn(&Loc) -> Treatment) -> Report {
-    let mut report = Report::default();
+/// Compares every section of `a` with the same section of `b`, calling them `names` in what it
+/// reports.
+pub fn compare_sections(a: &Trace, b: &Trace, names: [&str; 2], treat: &dyn Fn(&Loc) -> Treatment) -> Report {
+    let mut report = Report {
+        names: names.map(String::from),
+        ..Report::default()
+    };
     let ids = |t: &Trace| t.sections.iter().map(|s| s.id.clone()).collect::<Vec<_>>();
-    if ids(committed) != ids(fresh) {
+    if ids(a) != ids(b) {
         report.differ(format!(
-            "the sections differ: committed {:?}, fresh {:?}",
-            ids(committed),
-            ids(fresh)
+            "the sections differ: {} {:?}, {} {:?}",
+            names[0],
+            ids(a),
+            names[1],
+            ids(b)
         ));
     }
-    for a in &committed.sections {
-        if let Some(b) = fresh.section(&a.id) {
-            report.section(a, b, treat);
+    for x in &a.sections {
+        if let Some(y) = b.section(&x.id) {
+            report.section(x, y, treat);
         }
     }
     report
+}
+
+/// The kind that decides how a value is compared: `a`'s, else (a trace older code recorded,
+/// without kinds) `b`'s.
+pub fn kind_of(a: &Trace, b: &Trace, loc: &Loc) -> Option<Kind> {
+    let of = |t: &Trace| t.value(&loc.section, &loc.value).and_then(ValueRecord::kind);
+    of(a).or_else(|| of(b))
+}
+
+/// How a value of `kind` is compared between two runs of the same code on the same CPU, which
+/// ran the same bf16 kernel or not. A value without a kind (older code) is compared exactly.
+pub fn treatment(kind: Option<Kind>, same_kernel: bool) -> Treatment {
+    match kind {
+        Some(Kind::Clock | Kind::Device) => Treatment::Ignore,
+        Some(Kind::Rounding) if !same_kernel => Treatment::Skip,
+        _ => Treatment::Exact,
+    }
+}
+
+/// Compares two traces of one CPU as their values' kinds say (see [`treatment`]).
+pub fn by_kind(a: &Trace, b: &Trace, names: [&str; 2], same_kernel: bool) -> Report {
+    compare_sections(a, b, names, &|loc| treatment(kind_of(a, b, loc), same_kernel))
+}
+
+/// What `lecture compare A B` prints, and whether the traces differ where their kinds say a
+/// rerun must agree.
+pub struct Summary {
+    pub lines: Vec<String>,
+    pub differ: bool,
+}
+
+/// Two trace files compared as their kinds say, for a reader: who recorded each, how many values
+/// of each kind were compared or left out, every difference, and each clock's seconds side by
+/// side (B over A: run twice before trusting a ratio).
+pub fn summarize(names: [&str; 2], a: &Trace, b: &Trace) -> Summary {
+    let kernel = |t: &Trace| t.provenance.device.details.get("bf16_matmul_isa").cloned();
+    let same_kernel = kernel(a) == kernel(b);
+    let report = by_kind(a, b, ["A", "B"], same_kernel);
+    let mut lines = Vec::new();
+    for (label, name, t) in [("A", names[0], a), ("B", names[1], b)] {
+        lines.push(format!(
+            "{label}: {name}: {} ({}), {} section(s), newest recorded {}",
+            t.provenance.device.name,
+            t.provenance.device.slug,
+            t.sections.len(),
+            t.created_at().unwrap_or("never")
+        ));
+    }
+    if a.provenance.device.slug != b.provenance.device.slug {
+        lines.push(
+            "note: two devices: computed values may differ in their last digits where the devices' float arithmetic \
+             differs (another matmul kernel sums in another order)"
+                .into(),
+        );
+    }
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for s in &a.sections {
+        for (name, v) in &s.values {
+            if b.value(&s.id, name).is_none() {
+                continue;
+            }
+            let kind = v.kind().or_else(|| b.value(&s.id, name).and_then(ValueRecord::kind));
+            let word = kind.map_or("no kind (older code)", Kind::word).to_string();
+            match counts.iter_mut().find(|(w, _)| *w == word) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((word, 1)),
+            }
+        }
+    }
+    let listed: Vec<String> = counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+    lines.push(format!("values in both: {}", listed.join(", ")));
+    lines.push(format!(
+        "compared: given and computed values{}; left out: what a clock or the device decided ({} place(s))",
+        if same_kernel {
+            ", and a kernel's rounding (the same bf16 kernel)"
+        } else {
+            ""
+        },
+        report.ignored.len()
+    ));
+    if !report.skipped.is_empty() {
+        let mut values: Vec<String> = report
+            .skipped
+            .iter()
+            .map(|l| format!("{}.{}", l.section, l.value))
+            .collect();
+        values.dedup();
+        lines.push(format!(
+            "left out, another bf16 kernel's rounding ({:?} and {:?}): {}",
+            kernel(a).unwrap_or_default(),
+            kernel(b).unwrap_or_default(),
+            values.join(", ")
+        ));
+    }
+    lines.push("seconds a clock measured (B over A):".into());
+    for s in &a.sections {
+        for (name, x) in &s.values {
+            let Some(y) = b.value(&s.id, name) else { continue };
+            if x.kind() != Some(Kind::Clock) {
+                continue;
+            }
+            for (label, p, q) in seconds(name, x, y) {
+                lines.push(format!("  {}.{label}: {p:.4e} s, {q:.4e} s: {:.3}×", s.id, q / p));
+            }
+        }
+    }
+    if report.differences.is_empty() {
+        lines.push("no differences where the kinds say two runs must agree".into());
+    } else {
+        lines.push(format!("{} difference(s):", report.differences.len()));
+        lines.extend(report.differences.iter().map(|d| format!("  {d}")));
+    }
+    Summary {
+        differ: !report.differences.is_empty(),
+        lines,
+    }
+}
+
+/// The seconds a clock value holds in both traces: the value itself in seconds, or each point of
+/// a list of timings (`median_s`), labelled by its words and its size `n` (a sweep's points).
+fn seconds(name: &str, x: &ValueRecord, y: &ValueRecord) -> Vec<(String, f64, f64)> {
+    if x.unit == crate::schema::Unit::Seconds {
+        return match (x.value.as_f64(), y.value.as_f64()) {
+            (Some(p), Some(q)) => vec![(name.to_string(), p, q)],
+            _ => Vec::new(),
+        };
+    }
+    let (Some(xs), Some(ys)) = (x.value.as_array(), y.value.as_array()) else {
+        return Vec::new();
+    };
+    let median = |v: &Value| v.get("median_s").and_then(Value::as_f64);
+    xs.iter()
+        .zip(ys)
+        .filter_map(|(p, q)| {
+            let tags: Vec<String> = p
+                .as_object()?
+                .iter()
+                .filter(|(k, v)| v.is_string() || *k == "n")
+                .map(|(k, v)| v.as_str().map_or_else(|| format!("{k}={v}"), String::from))
+                .collect();
+            Some((format!("{name} {}", tags.join(" ")), median(p)?, median(q)?))
+        })
+        .collect()
 }
