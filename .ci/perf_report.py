@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Summary of a `.ci/perf-report` folder: the figures issue 12's "Done when" asks for.
 
-Reads bench1.json, bench2.json (`bench cpu-matmul --json`), lecture1/ and lecture2/ (traces of two
-lecture runs) and lecture{1,2}.seconds (start and end, epoch seconds), and prints:
+Reads bench1.json, bench2.json (`bench cpu-matmul --json`), lecture{1,2}.rates.json (the lecture's
+fp32 and bf16 FLOP/s, from `lecture get`), compare.txt (`lecture compare` of the two runs' traces:
+it reads no trace itself) and lecture{1,2}.seconds (start and end, epoch seconds), and prints:
   - both bench tables: our f32 over numpy f32 (goal ≥ 1.0) and our bf16 over PyTorch bf16 (≥ 0.95);
   - the lecture's fp32 and bf16 rates at its shape against the bench's at that shape (±15 %);
   - the two lecture runs against each other on every timed value whose median call lasts at
@@ -12,6 +13,7 @@ Exits non-zero if a figure misses its goal.
 """
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -34,24 +36,19 @@ def bench_table(doc):
     return misses
 
 
-def sections(trace_dir):
-    # The CPU's trace, named `cpu-<model>-<kernels>.json` (`cpu.json` before traces were named by model).
-    found = sorted(Path(trace_dir).glob("*/cpu*.json"))
-    if not found:
-        sys.exit(f"no CPU trace under {trace_dir}")
-    doc = json.loads(found[0].read_text())
-    return {s["id"]: {k: v["value"] for k, v in s["values"].items()} for s in doc["sections"]}
+# `lecture compare` lists each timing a clock measured as "  NAME: A s, B s: RATIO×".
+TIMING = re.compile(r"^  (?P<name>.+): (?P<a>\S+) s, (?P<b>\S+) s: (?P<ratio>\S+)×$")
 
 
-def timed_values(secs):
-    """name → median seconds per call, for every timing the lecture recorded."""
+def timings(compare_txt):
+    """name → (run 1 seconds, run 2 seconds), for every timing `lecture compare` listed."""
     out = {}
-    for sid, values in secs.items():
-        for key, v in values.items():
-            if key.endswith("_spread") and isinstance(v, dict) and "median_s" in v:
-                out[f"{sid}.{key[: -len('_spread')]}"] = v["median_s"]
-        for p in values.get("throughput_sweep", []) or []:
-            out[f"{sid}.sweep {p['dtype']} {p['n']}³"] = p["median_s"]
+    for line in compare_txt.splitlines():
+        m = TIMING.match(line)
+        if m:
+            out[m["name"]] = (float(m["a"]), float(m["b"]))
+    if not out:
+        sys.exit("compare.txt lists no timings: is it `lecture compare`'s output?")
     return out
 
 
@@ -66,11 +63,10 @@ def main():
     if (folder / "load.txt").exists():
         print("== machine load\n" + (folder / "load.txt").read_text())
 
-    runs = [sections(folder / f"lecture{i}") for i in (1, 2)]
+    rates = [json.loads((folder / f"lecture{i}.rates.json").read_text()) for i in (1, 2)]
     print(f"== the lecture's rates at its shape ({LECTURE_SHAPE}) against the bench's (goal: within ±15 %)")
-    for i, secs in enumerate(runs, 1):
-        v = secs["tensor_operations_flops"]
-        lecture = {"f32": v["actual_flop_per_sec"] / 1e9, "bf16": v["bf16_actual_flop_per_sec"] / 1e9}
+    for i, v in enumerate(rates, 1):
+        lecture = {"f32": v["f32"] / 1e9, "bf16": v["bf16"] / 1e9}
         lecture["bf16/f32"] = lecture["bf16"] / lecture["f32"]
         for j, doc in enumerate(benches, 1):
             row = next(r for r in doc["rows"] if r["shape"] == LECTURE_SHAPE)
@@ -84,14 +80,13 @@ def main():
     print()
 
     print(f"== lecture run 1 against run 2, every timed value with a median call ≥ {MIN_CALL_S * 1e3:.1f} ms (goal: within ±10 %)")
-    t1, t2 = (timed_values(s) for s in runs)
-    for name in sorted(t1):
-        if name not in t2 or min(t1[name], t2[name]) < MIN_CALL_S:
+    for name, (a, b) in sorted(timings((folder / "compare.txt").read_text()).items()):
+        if min(a, b) < MIN_CALL_S:
             continue
-        dev = t1[name] / t2[name] - 1
+        dev = a / b - 1
         flag = "" if abs(dev) <= 0.10 else " ✗"
         misses += [f"lecture runs disagree on {name}"] * (abs(dev) > 0.10)
-        print(f"  {name:<55} {t1[name] * 1e3:9.3f} ms  {t2[name] * 1e3:9.3f} ms  ({dev:+.1%}){flag}")
+        print(f"  {name:<55} {a * 1e3:9.3f} ms  {b * 1e3:9.3f} ms  ({dev:+.1%}){flag}")
     print()
 
     print("== the lecture's wall time (goal: < 10 s)")

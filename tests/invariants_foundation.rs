@@ -379,7 +379,7 @@ fn every_value_declares_what_decided_it() {
         // The machine: its memory and its instruction sets; a bf16 kernel's rounding.
         ("motivating_questions", "this_device_bytes", Device),
         ("tensor_operations_flops", "cpu_isa", Device),
-        ("mixed_precision_training", "losses_bf16", Rounding),
+        ("mixed_precision_training", "losses_mixed", Rounding),
     ] {
         assert_eq!(kind(section, name), Some(want), "{section}.{name}");
     }

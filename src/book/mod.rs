@@ -49,7 +49,7 @@
 //! re-records some sections and leaves the others' provenance alone. `{{provenance}}` is rendered
 //! after the page's other directives and describes the sections they quoted: one run in one line,
 //! several runs listed with their sections (a page that quotes nothing describes the whole trace).
-//! When the page quotes values a clock decided (`timed` in the trace: times, rates, MFU, measured
+//! When the page quotes values a clock decided (kind `measured: clock` in the trace: times, rates, MFU, measured
 //! ratios, the throughput sweep) from a run whose binary was built without optimisation, the box
 //! says so.
 //!

@@ -2,13 +2,14 @@
 //! and hold the copy to a fresh run, as `committed_cpu_traces_equal_a_fresh_run` does. Every
 //! change to a value a rerun reproduces (given, computed, a rounding on the same kernel) must be
 //! caught, naming the value; a change to one the machine decided (a clock, the device) must not,
-//! since that test would then fail on every rerun. The kinds come from the trace alone: no list
+//! since that test would then fail on every rerun (only an invariant may pin it). The kinds come from the trace alone: no list
 //! of values is kept here.
 
 use serde_json::Value;
 
 use super::{compare, not_reproducible};
 use crate::common;
+use cs336::trace::compare::by_kind;
 use cs336::trace::{Kind, Trace};
 
 /// The last leaf of a JSON value (depth first), changed so that it differs: a number moves by
