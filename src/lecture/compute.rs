@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{SectionCtx, record};
+use super::{SectionCtx, record, sections};
 use crate::device::peaks::{self, MathMode, PromisedPeak};
 use crate::device::{Device, F32Matmul, cpu};
 use crate::error::Result;
@@ -305,4 +305,9 @@ fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_jso
         .map(|(m, p)| (m.name().to_string(), peak_json(p)))
         .collect();
     Ok((serde_json::Value::Array(points), serde_json::Value::Object(peak_lines)))
+}
+
+// The sections of this file, in lecture order, with the titles their chapters have.
+sections! {
+    tensor_operations_flops => "Counting FLOPs",
 }

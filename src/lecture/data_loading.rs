@@ -2,7 +2,7 @@
 //! memory on a GPU.
 
 use super::trainer::{message_in, temp_dir};
-use super::{SectionCtx, record};
+use super::{SectionCtx, record, sections};
 use crate::atomic_file;
 use crate::data::npy::{self, Order};
 use crate::data::{self, TokenFile};
@@ -94,4 +94,9 @@ pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
     let err = TokenFile::open(&floats).err().map(|e| message_in(dir.path(), &e));
     record!(cx, computed npy_dtype_error = err.unwrap_or_else(|| "no error".into()))?;
     Ok(())
+}
+
+// The sections of this file, in lecture order, with the titles their chapters have.
+sections! {
+    data_loading => "Data loading",
 }

@@ -2,7 +2,7 @@
 //! works, but nothing in it says which dimension is which; named patterns say it, and here the
 //! names are checked when the code runs.
 
-use super::{SectionCtx, record};
+use super::{SectionCtx, record, sections};
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
 use crate::tensor::einops::{ReduceOp, einsum, rearrange, reduce};
@@ -128,4 +128,13 @@ fn expect_error<T>(result: Result<T>) -> Result<String> {
         Ok(_) => Err(Error::invalid("section", "a call that must fail succeeded")),
         Err(e) => Ok(e.to_string()),
     }
+}
+
+// The sections of this file, in lecture order, with the titles their chapters have.
+sections! {
+    einops_motivation => "einops: why name dimensions",
+    jaxtyping_basics => "Named dimensions, checked",
+    einops_einsum => "einops: einsum",
+    einops_reduce => "einops: reduce",
+    einops_rearrange => "einops: rearrange",
 }

@@ -1,6 +1,6 @@
 //! Gradients: what backward computes, and what it costs in FLOPs.
 
-use super::{SectionCtx, record};
+use super::{SectionCtx, record, sections};
 use crate::autograd::Var;
 use crate::error::Result;
 use crate::flops::{FlopCount, FlopCounter};
@@ -133,4 +133,10 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     let measured_backward_to_forward_ratio = backward_time.median_s / forward_time.median_s;
     record!(cx, clock measured_backward_to_forward_ratio, ratio)?;
     Ok(())
+}
+
+// The sections of this file, in lecture order, with the titles their chapters have.
+sections! {
+    gradients_basics => "Gradients: the basics",
+    gradients_flops => "Gradients: FLOPs",
 }

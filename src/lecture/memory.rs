@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{SectionCtx, record};
+use super::{SectionCtx, record, sections};
 use crate::device::cuda;
 use crate::error::Result;
 use crate::tensor::formats::{self, FloatFormat};
@@ -153,4 +153,11 @@ pub fn tensors_on_gpus(cx: &mut SectionCtx) -> Result<()> {
     drop((y, z));
     record!(cx, computed memory_allocated_after_free = gpu.memory_stats().allocated, bytes)?;
     Ok(())
+}
+
+// The sections of this file, in lecture order, with the titles their chapters have.
+sections! {
+    tensors_basics => "Tensors: the basics",
+    tensors_memory => "Tensors: memory",
+    tensors_on_gpus => "Tensors on GPUs",
 }

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::trainer::{Batches, LinearData, Precision, train};
-use super::{SectionCtx, record};
+use super::{SectionCtx, record, sections};
 use crate::error::Result;
 use crate::nn::{Cruncher, Module, ParamOptions};
 use crate::optim::Sgd;
@@ -111,4 +111,9 @@ fn train_watching_the_last_update(
         losses,
         updates_lost: same as f64 / total.max(1) as f64,
     })
+}
+
+// The sections of this file, in lecture order, with the titles their chapters have.
+sections! {
+    mixed_precision_training => "Mixed precision training",
 }

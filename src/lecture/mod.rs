@@ -1,6 +1,7 @@
 //! The lecture's sections, in lecture order. Each is one function that runs the step it teaches
-//! and records what it observed through its `SectionCtx` (the recorder); `SECTIONS` lists them
-//! with their titles and source files, and `run` turns a run into a trace.
+//! and records what it observed through its `SectionCtx` (the recorder); each file ends with the
+//! table of its sections and their titles, `SECTIONS` lists them all in lecture order, and `run`
+//! turns a run into a trace.
 
 mod checkpointing;
 mod compute;
@@ -27,6 +28,7 @@ use crate::error::Result;
 
 pub const LECTURE: &str = "lecture_02";
 
+#[derive(Clone, Copy)]
 pub struct SectionDef {
     pub id: &'static str,
     pub title: &'static str,
@@ -37,46 +39,74 @@ pub struct SectionDef {
     pub run: fn(&mut SectionCtx) -> Result<()>,
 }
 
+/// A file's sections, in lecture order, with their titles: `SECTIONS` of that file. Written at the
+/// end of the file that holds them, so that adding a section to a file is a change to that file.
 macro_rules! sections {
-    ($($module:ident :: $id:ident => $title:expr),* $(,)?) => {
-        /// Every section, in the order the lecture presents them.
-        pub const SECTIONS: &[SectionDef] = &[$(
-            SectionDef {
+    ($($id:ident => $title:expr),* $(,)?) => {
+        pub(super) const SECTIONS: &[super::SectionDef] = &[$(
+            super::SectionDef {
                 id: stringify!($id),
                 title: $title,
-                file: concat!("src/lecture/", stringify!($module), ".rs"),
-                source: include_str!(concat!(stringify!($module), ".rs")),
-                run: $module::$id,
+                file: file!(),
+                source: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/", file!())),
+                run: $id,
             },
         )*];
     };
 }
+pub(crate) use sections;
 
-sections! {
-    napkin::motivating_questions => "Motivating questions",
-    memory::tensors_basics => "Tensors: the basics",
-    memory::tensors_memory => "Tensors: memory",
-    memory::tensors_on_gpus => "Tensors on GPUs",
-    operations::tensor_storage => "Tensor storage",
-    operations::tensor_slicing => "Slicing and views",
-    operations::tensor_elementwise => "Elementwise operations",
-    operations::tensor_matmul => "Matrix multiplication",
-    einops::einops_motivation => "einops: why name dimensions",
-    einops::jaxtyping_basics => "Named dimensions, checked",
-    einops::einops_einsum => "einops: einsum",
-    einops::einops_reduce => "einops: reduce",
-    einops::einops_rearrange => "einops: rearrange",
-    compute::tensor_operations_flops => "Counting FLOPs",
-    gradients::gradients_basics => "Gradients: the basics",
-    gradients::gradients_flops => "Gradients: FLOPs",
-    models::module_parameters => "Parameters and initialisation",
-    models::custom_model => "A custom model",
-    randomness::note_about_randomness => "Randomness",
-    data_loading::data_loading => "Data loading",
-    optimizer::optimizer => "Optimizer",
-    train_loop::train_loop => "Training loop",
-    checkpointing::checkpointing => "Checkpointing",
-    mixed_precision::mixed_precision_training => "Mixed precision training",
+/// Every section, in the order the lecture presents them: each file's `SECTIONS`, file by file in
+/// the order listed here.
+macro_rules! lecture_files {
+    ($($module:ident),* $(,)?) => {
+        const NUM_SECTIONS: usize = 0 $(+ $module::SECTIONS.len())*;
+        /// Every section, in the order the lecture presents them.
+        pub const SECTIONS: &[SectionDef] = &concat::<NUM_SECTIONS>(&[$($module::SECTIONS),*]);
+    };
+}
+
+lecture_files!(
+    napkin,
+    memory,
+    operations,
+    einops,
+    compute,
+    gradients,
+    models,
+    randomness,
+    data_loading,
+    optimizer,
+    train_loop,
+    checkpointing,
+    mixed_precision,
+);
+
+/// The sections of `files`, one after another (a const fn: `SECTIONS` is built when compiling).
+const fn concat<const N: usize>(files: &[&[SectionDef]]) -> [SectionDef; N] {
+    const fn none(_: &mut SectionCtx) -> Result<()> {
+        Ok(())
+    }
+    let empty = SectionDef {
+        id: "",
+        title: "",
+        file: "",
+        source: "",
+        run: none,
+    };
+    let mut out = [empty; N];
+    let (mut k, mut f) = (0, 0);
+    while f < files.len() {
+        let mut i = 0;
+        while i < files[f].len() {
+            out[k] = files[f][i];
+            k += 1;
+            i += 1;
+        }
+        f += 1;
+    }
+    assert!(k == N, "every section has its place");
+    out
 }
 
 pub fn find(id: &str) -> Option<&'static SectionDef> {

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{SectionCtx, record};
+use super::{SectionCtx, record, sections};
 use crate::autograd::Var;
 use crate::error::Result;
 use crate::nn::{Cruncher, Init, Module, TRUNCATION_SIGMAS};
@@ -119,4 +119,10 @@ pub fn custom_model(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed y_shape)?;
     record!(cx, computed y = y.value())?;
     Ok(())
+}
+
+// The sections of this file, in lecture order, with the titles their chapters have.
+sections! {
+    module_parameters => "Parameters and initialisation",
+    custom_model => "A custom model",
 }

@@ -1,6 +1,6 @@
 //! Napkin math: the two questions the lecture opens with, answered from first principles.
 
-use super::{SectionCtx, record};
+use super::{SectionCtx, record, sections};
 use crate::device::peaks;
 use crate::error::Result;
 
@@ -51,4 +51,9 @@ pub fn motivating_questions(cx: &mut SectionCtx) -> Result<()> {
         record!(cx, device this_device_num_parameters, count)?;
     }
     Ok(())
+}
+
+// The sections of this file, in lecture order, with the titles their chapters have.
+sections! {
+    motivating_questions => "Motivating questions",
 }

@@ -1,7 +1,7 @@
 //! Tensor operations: storage and strides, views that share memory, copies that do not,
 //! elementwise ops and matrix multiplication.
 
-use super::{SectionCtx, record};
+use super::{SectionCtx, record, sections};
 use crate::error::Result;
 use crate::tensor::{DType, Tensor};
 
@@ -97,4 +97,12 @@ pub fn tensor_matmul(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed batched_y_max = y.max_all()?.item()?)?;
     record!(cx, computed batched_y_min = y.min_all()?.item()?)?;
     Ok(())
+}
+
+// The sections of this file, in lecture order, with the titles their chapters have.
+sections! {
+    tensor_storage => "Tensor storage",
+    tensor_slicing => "Slicing and views",
+    tensor_elementwise => "Elementwise operations",
+    tensor_matmul => "Matrix multiplication",
 }

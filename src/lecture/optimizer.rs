@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{SectionCtx, record};
+use super::{SectionCtx, record, sections};
 use crate::autograd::{Var, mse_loss};
 use crate::error::Result;
 use crate::flops::FlopCounter;
@@ -156,4 +156,9 @@ fn counted_step_flops_with_input_grad(model: &Cruncher, x: &Var, y: &Var) -> Res
     let counter = FlopCounter::start();
     mse_loss(&copy.forward(&x)?, y)?.backward()?;
     Ok(counter.finish().by_op.get("matmul").copied().unwrap_or(0))
+}
+
+// The sections of this file, in lecture order, with the titles their chapters have.
+sections! {
+    optimizer => "Optimizer",
 }
