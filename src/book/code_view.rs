@@ -114,6 +114,8 @@ struct Slot {
     row: Option<usize>,
     name: String,
     text: String,
+    /// What decided the value: its class and its words (`kinds`).
+    kind: (&'static str, &'static str),
 }
 
 /// The slots of a section's values, and for each record call (`steps`) the slot it fills and the
@@ -140,6 +142,7 @@ fn place(record: &SectionRecord, row: impl Fn(u32, Option<usize>) -> Option<usiz
                         row: at,
                         name: name.clone(),
                         text: String::new(),
+                        kind: (super::kinds::class(value), super::kinds::words(value)),
                     });
                     slots.len() - 1
                 }
@@ -181,15 +184,22 @@ fn steps_json(slots: &[Slot], steps: &[(usize, String)]) -> String {
 fn values_cell(slots: &[Slot], ids: &[usize]) -> String {
     let mut cell = String::from("<span class=\"lecture-lv\">");
     for &id in ids {
-        let Slot { name, text, .. } = &slots[id];
+        let Slot {
+            name,
+            text,
+            kind: (class, words),
+            ..
+        } = &slots[id];
         let short = shorten(text);
+        // What decided it, and the whole value where the cell shows it shortened.
         let title = if short == *text {
-            String::new()
+            words.to_string()
         } else {
-            format!(" title=\"{}\"", escape(text))
+            format!("{words}: {text}")
         };
         cell.push_str(&format!(
-            "<span data-slot=\"{id}\"{title}><span class=\"lecture-lv-name\">{}</span> = {}</span>",
+            "<span data-slot=\"{id}\" class=\"{class}\" title=\"{}\"><span class=\"lecture-lv-name\">{}</span> = {}</span>",
+            escape(&title),
             escape(name),
             escape(&short)
         ));

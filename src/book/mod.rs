@@ -95,6 +95,7 @@ pub mod directive;
 pub mod format;
 pub mod html;
 pub mod inputs;
+pub mod kinds;
 pub mod preprocessor;
 pub mod problem;
 pub mod provenance;

@@ -204,7 +204,7 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
     }
 }
 
-/// The value as text, formatted, escaped for markdown, marked as measured. `unit` gives a unit to
+/// The value as text, formatted, escaped for markdown, marked with what decided it. `unit` gives a unit to
 /// a number inside a recorded object (the record's unit covers the whole record).
 pub(super) fn value(
     traces: &mut Traces,
@@ -238,14 +238,19 @@ pub(super) fn value(
     };
     let text = format_value(found.value, unit, format).map_err(bad)?;
     // Numbers stay on one line; lists and text (error messages) may wrap.
-    let class = match found.value {
-        serde_json::Value::Array(_) | serde_json::Value::Object(_) => "lecture-value lecture-list",
-        serde_json::Value::String(_) if unit == Unit::None => "lecture-value lecture-text",
-        _ => "lecture-value",
+    let shape = match found.value {
+        serde_json::Value::Array(_) | serde_json::Value::Object(_) => " lecture-list",
+        serde_json::Value::String(_) if unit == Unit::None => " lecture-text",
+        _ => "",
     };
+    // What decided it: measured, computed or given, styled and said on hover.
+    let class = format!("lecture-value {}{shape}", super::kinds::class(found.record));
     let title = format!(
-        "{address} · {} trace · {}:{}",
-        trace.provenance.device.slug, found.section.source_file, found.line
+        "{} · {address} · {} trace · {}:{}",
+        super::kinds::words(found.record),
+        trace.provenance.device.slug,
+        found.section.source_file,
+        found.line
     );
     let mark = match &found.older_code {
         Some(older) => traces.older_mark(path, &address.section, older),

@@ -47,7 +47,10 @@ fn another_devices_stale_section_is_shown_with_a_mark() {
     let body = body(&html);
     // Beside the value, in the GPU's row of the comparison, on the code and under the chart.
     assert_eq!(body.matches(MARK).count(), 4, "{body}");
-    assert!(body.contains("GPU: <span class=\"lecture-value\""), "{body}");
+    assert!(
+        body.contains("GPU: <span class=\"lecture-value lecture-computed\""),
+        "{body}"
+    );
     // The CPU's own values carry no mark.
     let cpu_slug = &fresh_trace().provenance.device.slug;
     let cpu_row = body

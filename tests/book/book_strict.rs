@@ -245,7 +245,7 @@ fn a_value_where_markup_cannot_hold_it_is_an_error() {
         )
         .expect("builds");
     assert!(
-        html.contains("<a href=\"https://example.com\"><span class=\"lecture-value\""),
+        html.contains("<a href=\"https://example.com\"><span class=\"lecture-value lecture-computed\""),
         "{html}"
     );
 }
