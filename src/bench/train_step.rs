@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::autograd::{Var, mse_loss};
 use crate::device::Device;
-use crate::device::peaks::{self, MathMode};
+use crate::device::promised::{self, MathMode};
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
 use crate::nn::{Cruncher, Module};
@@ -224,7 +224,7 @@ pub fn run(config: &Config) -> Result<Report> {
             format!("replayed {replayed_flops} matmul FLOPs but the step counted {counted_matmul_flops}"),
         ));
     }
-    let peak = peaks::promised(&config.device, MathMode::Fp32).ok();
+    let peak = promised::peak(&config.device, MathMode::Fp32).ok();
     let step_flop_per_sec = counted_matmul_flops as f64 / step.median_s;
     Ok(Report {
         num_parameters: model.num_parameters(),

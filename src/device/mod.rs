@@ -5,8 +5,8 @@
 
 pub mod cpu;
 pub mod cuda;
-pub mod peaks;
 pub mod probe;
+pub mod promised;
 
 use crate::error::{Error, Result};
 

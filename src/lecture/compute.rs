@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::{SectionCtx, record, sections};
-use crate::device::peaks::{self, MathMode, PromisedPeak};
+use crate::device::promised::{self, MathMode, PromisedPeak};
 use crate::device::{Device, F32Matmul, cpu};
 use crate::error::Result;
 use crate::flops::FlopCounter;
@@ -20,9 +20,9 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, given gpt4_flops = 2e25, flop)?;
     record!(cx, given reporting_threshold_flops = 1e26, flop)?;
     // Speeds, from datasheets (dense): A100 bf16 and H100 SXM bf16.
-    let a100_flop_per_sec = peaks::datasheet_for("A100").map_or(f64::NAN, |p| p.bf16);
+    let a100_flop_per_sec = promised::datasheet_for("A100").map_or(f64::NAN, |p| p.bf16);
     record!(cx, given a100_flop_per_sec, flop_per_sec)?;
-    let h100_flop_per_sec = peaks::H100_SXM_BF16_DENSE;
+    let h100_flop_per_sec = promised::H100_SXM_BF16_DENSE;
     record!(cx, given h100_flop_per_sec, flop_per_sec)?;
 
     // 8 H100s running flat out for one week (the original calls it two weeks but computes one).
@@ -193,7 +193,7 @@ impl Speed {
         Speed {
             time,
             flop_per_sec,
-            peak: peaks::promised(device, mode),
+            peak: promised::peak(device, mode),
         }
     }
 }
@@ -222,7 +222,7 @@ fn time_in_turns(
 }
 
 fn cpu_formula_json() -> serde_json::Value {
-    let one = |mode: MathMode| match cpu::peak::formula(mode) {
+    let one = |mode: MathMode| match cpu::measured_peak::formula(mode) {
         Ok(f) => {
             json!({"flop_per_sec": f.flop_per_sec, "physical_cores": f.physical_cores, "flop_per_instruction": f.flop_per_instruction,
                         "instructions_per_cycle": f.instructions_per_cycle, "clock_hz": f.clock_hz, "assumptions": f.assumptions})
@@ -243,8 +243,8 @@ fn isa_set_by(source: cpu::isa::Source) -> &'static str {
 /// The peaks of the loops our own code runs at `level`, for float32 and bf16, named.
 fn level_peaks_json(level: cpu::isa::CpuIsa) -> serde_json::Value {
     let one = |mode: MathMode| {
-        let peak_loop = cpu::peak::level_loop(mode, level);
-        match cpu::peak::measure(peak_loop) {
+        let peak_loop = cpu::measured_peak::level_loop(mode, level);
+        match cpu::measured_peak::measure(peak_loop) {
             Ok(m) => json!({"loop": peak_loop.name(), "flop_per_sec": m.flop_per_sec, "how": m.method}),
             Err(why) => json!({"loop": peak_loop.name(), "unavailable": why}),
         }
@@ -277,7 +277,7 @@ fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_jso
     if cx.device.is_cuda() {
         modes.push(MathMode::Tf32);
     }
-    let peaks: Vec<_> = modes.iter().map(|&m| peaks::promised(&cx.device, m)).collect();
+    let peaks: Vec<_> = modes.iter().map(|&m| promised::peak(&cx.device, m)).collect();
     let mut points = Vec::new();
     for &n in sizes {
         let a = Tensor::randn_on(&[n, n], DType::F32, &cx.device, &mut cx.rng)?;

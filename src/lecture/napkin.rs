@@ -1,7 +1,7 @@
 //! Napkin math: the two questions the lecture opens with, answered from first principles.
 
 use super::{SectionCtx, record, sections};
-use crate::device::peaks;
+use crate::device::promised;
 use crate::error::Result;
 
 /// How long does it take to train a 70B-parameter dense transformer on 15T tokens on 1024 H100s,
@@ -21,7 +21,7 @@ pub fn motivating_questions(cx: &mut SectionCtx) -> Result<()> {
     let total_flops = flop_per_parameter_token * model_parameters * num_tokens;
     record!(cx, computed total_flops, flop)?;
 
-    let h100_flop_per_sec = peaks::H100_SXM_BF16_DENSE; // datasheet, dense (no sparsity)
+    let h100_flop_per_sec = promised::H100_SXM_BF16_DENSE; // datasheet, dense (no sparsity)
     record!(cx, given h100_flop_per_sec, flop_per_sec)?;
     let mfu = 0.5;
     record!(cx, given mfu, ratio)?;

@@ -11,7 +11,7 @@
 use std::cell::Cell;
 use std::sync::OnceLock;
 
-use super::peak_loops::PeakLoop;
+use super::fma_loops::PeakLoop;
 
 /// The environment variable that sets the level.
 pub const ENV: &str = "CS336_CPU_ISA";

@@ -4,10 +4,10 @@
 
 pub mod bf16_gemm;
 mod buffer;
+pub mod fma_loops;
 pub mod isa;
 mod matmul;
-pub mod peak;
-pub mod peak_loops;
+pub mod measured_peak;
 mod team;
 pub mod update;
 

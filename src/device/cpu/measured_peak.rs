@@ -3,7 +3,7 @@
 //! A CPU has no datasheet figure we could look up reliably (clocks vary with load, cloud
 //! machines hide their model), so the "promised" peak is measured: every core runs a loop of
 //! independent fused multiply-adds (enough chains to hide the instruction's latency, see
-//! `peak_loops.rs`) on the instruction set the matmul runs with (float32: `gemm`'s kernel; bf16:
+//! `fma_loops.rs`) on the instruction set the matmul runs with (float32: `gemm`'s kernel; bf16:
 //! the instruction our bf16 kernel uses, AMX tile products where it runs on them), and the best of
 //! several trials counts. Nothing the matmul does
 //! can beat that loop, so an MFU against it is a real ratio ≤ 1. The textbook formula
@@ -13,9 +13,9 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use super::bf16_gemm::{self, Bf16Kernel};
+use super::fma_loops::{Kernel, PORTABLE_LANES, PeakLoop};
 use super::isa::{self, CpuIsa};
-use super::peak_loops::{Kernel, PORTABLE_LANES, PeakLoop};
-use crate::device::peaks::MathMode;
+use crate::device::promised::MathMode;
 
 /// A measured peak and how it was obtained.
 #[derive(Debug, Clone)]

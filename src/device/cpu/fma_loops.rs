@@ -1,6 +1,6 @@
 //! The peak loops: each runs rounds of independent multiply-adds (enough chains to hide the
 //! instruction's latency) on one instruction set, so nothing a matmul does on that instruction
-//! set can beat it. `peak.rs` times them on every core.
+//! set can beat it. `measured_peak.rs` times them on every core.
 
 /// One loop per instruction set our code or `gemm` can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -160,7 +160,7 @@ pub struct PromisedPeak {
     pub kind: &'static str,
     /// One sentence: which datasheet, or how the measurement was made.
     pub how: String,
-    /// For a measured peak: the loop that was timed (`cpu::peak_loops::PeakLoop::name`).
+    /// For a measured peak: the loop that was timed (`cpu::fma_loops::PeakLoop::name`).
     pub peak_loop: Option<&'static str>,
 }
 
@@ -182,10 +182,10 @@ impl PromisedPeak {
 
 /// The promised peak of `device` for `mode`, or why there is none. GPUs are looked up in the
 /// datasheet table by name (an unknown name gets no peak); the CPU's is measured on this host.
-pub fn promised(device: &crate::device::Device, mode: MathMode) -> std::result::Result<PromisedPeak, String> {
+pub fn peak(device: &crate::device::Device, mode: MathMode) -> std::result::Result<PromisedPeak, String> {
     match device {
         crate::device::Device::Cpu => {
-            let m = crate::device::cpu::peak::measured(mode)?;
+            let m = crate::device::cpu::measured_peak::measured(mode)?;
             Ok(PromisedPeak {
                 flop_per_sec: m.flop_per_sec,
                 kind: "measured",
@@ -200,7 +200,7 @@ pub fn promised(device: &crate::device::Device, mode: MathMode) -> std::result::
 /// The datasheet peak for a GPU called `device_name`, or why there is none.
 pub fn promised_by_name(device_name: &str, mode: MathMode) -> std::result::Result<PromisedPeak, String> {
     let entry = datasheet_for(device_name).ok_or_else(|| {
-        format!("\"{device_name}\" is not in the datasheet table (src/device/peaks.rs), so no MFU is computed")
+        format!("\"{device_name}\" is not in the datasheet table (src/device/promised.rs), so no MFU is computed")
     })?;
     Ok(PromisedPeak {
         flop_per_sec: entry.flop_per_sec(mode),
