@@ -1,4 +1,4 @@
-// Stepping through a section's code, and presenter mode (README: "Stepping through a section").
+// Stepping through a section's code, and presenter mode (book/src/reference.md: "Stepping through a section").
 //
 // The preprocessor (src/book/code_view.rs) writes each code view as a static page: every value
 // beside the line that recorded it, which is what a reader without JavaScript gets. A view that

@@ -1,5 +1,5 @@
 //! Benchmarks (not tests): `bench matmul-overhead`, `bench cpu-matmul [--with-reference]` and
-//! `bench train-step`. See README.md, "Benchmarks".
+//! `bench train-step`. See "Benchmarks" in book/src/reference.md.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! A section's title is declared in the lecture's table (`src/lecture/mod.rs`), which `lecture
+//! A section's title is declared in the `sections!` table at the end of its file, which `lecture
 //! --list` prints and every trace records. A chapter that is one section (`book/src/ID.md`) must
 //! carry the same title, as its heading and in the book's table of contents, so the three never
 //! drift apart again.
