@@ -74,6 +74,8 @@
                 el: el,
                 nodes: Array.from(el.childNodes).map(n => n.cloneNode(true)),
                 title: el.getAttribute('title'),
+                // What decided the value, in words (`data-kind`), which every state's hover keeps.
+                kind: el.getAttribute('data-kind'),
             });
         }
         this.buildBar();
@@ -172,7 +174,7 @@
             slot.el.hidden = !state;
             if (state) {
                 setSlotText(slot, state[1]);
-                setTitle(slot.el, state.length === 3 ? state[2] : null);
+                setTitle(slot.el, stateTitle(slot.kind, state.length === 3 ? state[2] : null));
             }
         }
         this.clearCurrent();
@@ -206,6 +208,15 @@
         const name = slot.el.querySelector('.lecture-lv-name');
         const label = name ? [name.cloneNode(true)] : [];
         slot.el.replaceChildren(...label, document.createTextNode(' = ' + text));
+    }
+
+    // A state's hover, as the static page writes it: what decided the value, then its whole
+    // text where the cell shortens it.
+    function stateTitle(kind, full) {
+        if (kind === null || kind === undefined) {
+            return full;
+        }
+        return full === null ? kind : kind + ': ' + full;
     }
 
     function setTitle(el, title) {

@@ -198,7 +198,8 @@ fn values_cell(slots: &[Slot], ids: &[usize]) -> String {
             format!("{words}: {text}")
         };
         cell.push_str(&format!(
-            "<span data-slot=\"{id}\" class=\"{class}\" title=\"{}\"><span class=\"lecture-lv-name\">{}</span> = {}</span>",
+            "<span data-slot=\"{id}\" class=\"{class}\" data-kind=\"{}\" title=\"{}\"><span class=\"lecture-lv-name\">{}</span> = {}</span>",
+            escape(words),
             escape(&title),
             escape(name),
             escape(&short)
