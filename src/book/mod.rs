@@ -103,6 +103,7 @@ pub mod render;
 pub mod sections;
 mod swap;
 mod tables;
+pub mod titles;
 pub mod traces;
 pub mod unrecorded;
 

@@ -9,8 +9,9 @@ use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
 
 use super::bibliography::{self, Bibliography};
 use super::citations;
-use super::problem::{BookError, Problem};
+use super::problem::{BookError, Cause, Problem};
 use super::render::render_chapter;
+use super::titles;
 use super::traces::{TraceChoice, Traces, clean};
 
 /// The name in `[preprocessor.lecture]`.
@@ -115,8 +116,30 @@ impl Preprocessor for LecturePreprocessor {
         book.for_each_mut(|item| {
             let BookItem::Chapter(chapter) = item else { return };
             let Some(path) = chapter.path.clone() else { return };
+            let title = titles::section_title(&mut traces, &path);
+            if let Some(title) = &title
+                && titles::has_own_heading(&chapter.content)
+            {
+                problems.push(Problem {
+                    chapter: ctx.config.book.src.join(&path),
+                    line: 1,
+                    directive: String::new(),
+                    cause: Cause::Structure(format!(
+                        "this chapter is the section `{}`, whose title (\"{title}\") is declared in its `sections!` line \
+                         in the code: remove the chapter's own heading, which would declare it again",
+                        path.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default()
+                    )),
+                });
+                return;
+            }
             match render_chapter(&chapter.content, &mut traces) {
-                Ok(content) => chapter.content = content,
+                Ok(content) => match title {
+                    Some(title) => {
+                        chapter.content = titles::with_heading(&title, &content);
+                        chapter.name = title;
+                    }
+                    None => chapter.content = content,
+                },
                 Err(found) => problems.extend(found.into_iter().map(|(line, directive, cause)| Problem {
                     chapter: ctx.config.book.src.join(&path),
                     line,

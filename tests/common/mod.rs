@@ -287,6 +287,16 @@ impl Workspace {
 
     /// `build_chapter`, reading section code from the crate at `source_root`.
     pub fn build_chapter_from(&self, trace: &Path, chapter: &str, source_root: &Path) -> Result<String, Vec<Problem>> {
+        self.build_mini(trace, "chapter", chapter, source_root)
+    }
+
+    /// `build_chapter` with the chapter's file named `NAME.md` (a section's id makes it that
+    /// section's chapter).
+    pub fn build_chapter_named(&self, trace: &Path, name: &str, chapter: &str) -> Result<String, Vec<Problem>> {
+        self.build_mini(trace, name, chapter, Path::new(ROOT))
+    }
+
+    fn build_mini(&self, trace: &Path, name: &str, chapter: &str, source_root: &Path) -> Result<String, Vec<Problem>> {
         let book = self.dir.path().join("mini");
         std::fs::create_dir_all(book.join("src")).expect("book folder");
         std::fs::write(
@@ -294,8 +304,9 @@ impl Workspace {
             "[book]\ntitle = \"mini\"\n\n[build]\ncreate-missing = false\n",
         )
         .expect("book.toml");
-        std::fs::write(book.join("src/SUMMARY.md"), "# Summary\n\n- [Chapter](chapter.md)\n").expect("SUMMARY.md");
-        std::fs::write(book.join("src/chapter.md"), chapter).expect("chapter");
+        let summary = format!("# Summary\n\n- [Chapter]({name}.md)\n");
+        std::fs::write(book.join("src/SUMMARY.md"), summary).expect("SUMMARY.md");
+        std::fs::write(book.join(format!("src/{name}.md")), chapter).expect("chapter");
         let out = self.dir.path().join("mini-html");
         let options = BuildOptions {
             trace: Some(trace.to_path_buf()),
@@ -306,7 +317,7 @@ impl Workspace {
             source_root: Some(source_root.to_path_buf()),
         };
         match cs336::book::build(&book, &options) {
-            Ok(_) => Ok(std::fs::read_to_string(out.join("chapter.html")).expect("chapter page")),
+            Ok(_) => Ok(std::fs::read_to_string(out.join(format!("{name}.html"))).expect("chapter page")),
             Err(BookError::Problems(problems)) => Err(problems),
             Err(other) => panic!("the build failed for another reason: {other}"),
         }
