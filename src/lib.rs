@@ -24,4 +24,4 @@ pub use cs336_trace as trace;
 pub use cs336_trace::{atomic_file, console, host, json, outln};
 
 pub use error::{Error, Result};
-pub use tensor::{DType, Tensor, einops};
+pub use tensor::{Tensor, einops};

@@ -6,11 +6,11 @@
 //! layouts, never tensors) ← `tensor` (`Tensor`, and the routing of each op to the backend that
 //! holds its data) ← `autograd` ← `nn`, `optim` ← `lecture`.
 
-pub mod dtype;
+pub(crate) mod dtype;
 pub mod formats;
 pub mod layout;
 pub mod op;
 
-pub use dtype::{DType, Element};
+pub(crate) use dtype::{DType, Element};
 pub use layout::Layout;
 pub use op::{Accuracy, BinaryOp, ReduceOp, UnaryOp};

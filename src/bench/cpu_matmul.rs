@@ -9,8 +9,8 @@ use super::reference::{self, Info, Server};
 use super::{SHAPES, Shape};
 use crate::device::cpu::bf16_matmul_isa;
 use crate::rng::Rng;
+use crate::tensor::{DType, Tensor};
 use crate::timing::{Budget, Clock, Contender, Timing, contender, in_turns};
-use crate::{DType, Tensor};
 
 /// The contenders, in table order: (label, library, dtype); ours first.
 const REFERENCES: [(&str, &str, &str); 3] = [

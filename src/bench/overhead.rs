@@ -11,8 +11,8 @@ use gemm::Parallelism;
 use super::{SHAPES, Shape};
 use crate::rng::Rng;
 use crate::tensor::{Buffer, CpuBuffer};
+use crate::tensor::{DType, Tensor};
 use crate::timing::{Budget, Clock, contender, in_turns};
-use crate::{DType, Tensor};
 
 pub struct Row {
     pub shape: Shape,

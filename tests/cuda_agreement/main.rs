@@ -25,11 +25,12 @@ mod common;
 use std::sync::{Mutex, MutexGuard};
 
 use cs336::Error;
-use cs336::base::{Accuracy, BinaryOp, DType, ReduceOp, UnaryOp};
+use cs336::base::{Accuracy, BinaryOp, ReduceOp, UnaryOp};
 use cs336::device::cuda::ops::UpdateKernel;
 use cs336::device::cuda::{self, GemmMode};
 use cs336::device::{self, Device, DeviceRequest, F32Matmul};
 use cs336::rng::Rng;
+use cs336::tensor::DType;
 use cs336::tensor::{Buffer, Tensor};
 
 /// One test at a time: they share the process's GPU backend, and the memory tests read its

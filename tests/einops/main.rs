@@ -17,8 +17,9 @@ use common::{flat, for_each_trace, num, val};
 use cs336::einops::{ReduceOp, einsum, rearrange, reduce, reduce_with};
 use cs336::flops::FlopCounter;
 use cs336::rng::Rng;
+use cs336::tensor::DType;
 use cs336::tensor::named::{Dims, NamedTensor};
-use cs336::{DType, Error, Result, Tensor};
+use cs336::{Error, Result, Tensor};
 use proptest::prelude::*;
 
 fn randn(shape: &[usize], seed: u64) -> Tensor {

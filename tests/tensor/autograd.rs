@@ -6,7 +6,8 @@ use cs336::autograd::{Var, gradcheck, mse_loss};
 use cs336::base::{BinaryOp, UnaryOp};
 use cs336::flops::FlopCounter;
 use cs336::rng::Rng;
-use cs336::{DType, Result, Tensor};
+use cs336::tensor::DType;
+use cs336::{Result, Tensor};
 
 const STEP: f64 = 1e-2;
 const ATOL: f64 = 1e-3;

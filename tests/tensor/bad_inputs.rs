@@ -5,13 +5,14 @@
 
 use std::path::Path;
 
+use cs336::Tensor;
 use cs336::checkpoint;
 use cs336::data::{self, TokenFile};
 use cs336::device::Device;
 use cs336::nn::{Cruncher, Module};
 use cs336::optim::{AdaGrad, Optimizer, Sgd};
 use cs336::rng::Rng;
-use cs336::{DType, Tensor};
+use cs336::tensor::DType;
 
 fn bits(t: &Tensor) -> Vec<u32> {
     t.to_vec::<f32>().unwrap().iter().map(|x| x.to_bits()).collect()

@@ -12,10 +12,11 @@
 
 use crate::common;
 
+use cs336::Tensor;
 use cs336::device::cpu::bf16_gemm::{self, Bf16Kernel, Operand, Problem};
 use cs336::device::cpu::bf16_matmul_isa;
 use cs336::rng::Rng;
-use cs336::{DType, Tensor};
+use cs336::tensor::DType;
 use half::bf16;
 use proptest::prelude::*;
 

@@ -10,12 +10,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::OnceLock;
 
-use cs336::base::{BinaryOp, DType, Layout, ReduceOp, UnaryOp};
+use cs336::base::{BinaryOp, Layout, ReduceOp, UnaryOp};
 use cs336::device::cpu::{self, CpuBuffer};
 use cs336::device::cuda::kernels::{self, ParamSpec, SOURCES};
 use cs336::device::cuda::launch::Launch;
 use cs336::device::cuda::ops::{self, Distribution, UpdateKernel};
 use cs336::device::probe;
+use cs336::tensor::DType;
 
 const ARCH: &str = "sm_90";
 

@@ -1,12 +1,13 @@
 //! Models and optimizers: parameter naming and counting, initialisers, the exact update rules,
 //! and the FLOPs of a training step (6·B·P).
 
+use cs336::Tensor;
 use cs336::autograd::{Var, mse_loss};
 use cs336::flops::FlopCounter;
 use cs336::nn::{Cruncher, Init, Module, ParamOptions};
 use cs336::optim::{AdaGrad, Optimizer, Sgd};
 use cs336::rng::Rng;
-use cs336::{DType, Tensor};
+use cs336::tensor::DType;
 
 #[test]
 fn cruncher_names_shapes_and_counts() {

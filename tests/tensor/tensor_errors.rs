@@ -2,7 +2,8 @@
 //! shapes involved, and its message says so in words. Never a panic, never a hang.
 
 use cs336::rng::Rng;
-use cs336::{DType, Error, Tensor};
+use cs336::tensor::DType;
+use cs336::{Error, Tensor};
 
 fn t(shape: &[usize]) -> Tensor {
     Tensor::zeros(shape, DType::F32).unwrap()

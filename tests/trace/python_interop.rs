@@ -8,13 +8,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use cs336::Tensor;
 use cs336::autograd::{Var, mse_loss};
 use cs336::checkpoint;
 use cs336::data::{TokenFile, TokenFormat, npy::Elements};
 use cs336::nn::{Cruncher, Module};
 use cs336::optim::{AdaGrad, Optimizer};
 use cs336::rng::Rng;
-use cs336::{DType, Tensor};
+use cs336::tensor::DType;
 use serde_json::json;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/interop.py");

@@ -226,7 +226,8 @@ fn a_missing_file_names_the_path() {
 }
 
 fn failing_section(_cx: &mut cs336::lecture::SectionCtx) -> cs336::Result<()> {
-    cs336::Tensor::ones(&[2, 3], cs336::DType::F32)?.matmul(&cs336::Tensor::ones(&[2, 3], cs336::DType::F32)?)?;
+    cs336::Tensor::ones(&[2, 3], cs336::tensor::DType::F32)?
+        .matmul(&cs336::Tensor::ones(&[2, 3], cs336::tensor::DType::F32)?)?;
     Ok(())
 }
 

@@ -14,10 +14,11 @@
 //! The ops are every op declared in `base::op` (`UnaryOp::ALL`, `BinaryOp::ALL`), each held to the
 //! exact value and the accuracy its declaration states.
 
+use cs336::Tensor;
 use cs336::base::formats::round_to_format;
 use cs336::base::{Accuracy, BinaryOp, UnaryOp};
 use cs336::tensor::BufferElement;
-use cs336::{DType, Tensor};
+use cs336::tensor::DType;
 use half::{bf16, f16};
 use proptest::prelude::*;
 

@@ -9,9 +9,10 @@
 //! So |got − exact| ≤ u·|exact| + (k + 1)·u32·Σ|a·b| + the dtype's smallest subnormal, which is
 //! tight enough to catch any intermediate rounding to f16/bf16 (that would cost u·|partial sum|).
 
+use cs336::Tensor;
 use cs336::flops::FlopCounter;
 use cs336::tensor::BufferElement;
-use cs336::{DType, Tensor};
+use cs336::tensor::DType;
 use half::{bf16, f16};
 use proptest::prelude::*;
 

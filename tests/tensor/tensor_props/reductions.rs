@@ -271,7 +271,7 @@ proptest! {
 /// NaN propagates through max and min (as in PyTorch), and a dimension given twice is refused.
 #[test]
 fn nan_propagates_and_duplicate_dims_are_refused() {
-    let x = Tensor::from_f64_vec(&[1.0, f64::NAN, 3.0, 4.0], &[2, 2], cs336::DType::F32).unwrap();
+    let x = Tensor::from_f64_vec(&[1.0, f64::NAN, 3.0, 4.0], &[2, 2], cs336::tensor::DType::F32).unwrap();
     let m = x.max(&[1], false).unwrap().to_vec_f64().unwrap();
     assert!(m[0].is_nan() && m[1] == 4.0);
     let m = x.min(&[0], false).unwrap().to_vec_f64().unwrap();

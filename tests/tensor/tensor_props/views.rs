@@ -3,7 +3,8 @@
 //! (size-1 and size-0 dimensions included), checking values, storage positions, storage sharing
 //! and writes through aliases after every step.
 
-use cs336::{DType, Error, Tensor};
+use cs336::tensor::DType;
+use cs336::{Error, Tensor};
 use proptest::prelude::*;
 
 use super::reference::{RefView, flat, indices, naive_positions};
