@@ -205,7 +205,7 @@ fn the_book_shows_the_traces_values_code_and_charts() {
         .expect("text")
         .to_string();
     let gpus = page("tensors_on_gpus.html");
-    assert!(gpus.contains("This trace was recorded on a CPU"));
+    assert!(gpus.contains("This run was on a CPU"));
     assert!(gpus.contains(&escape(&reason)), "reason shown");
     assert!(!gpus.contains("What the GPU recorded"));
 }
