@@ -68,8 +68,6 @@ pub enum Treatment {
     Exact,
     /// Not compared: the machine decides it.
     Ignore,
-    /// Same structure, numbers within this relative difference.
-    Within(f64),
     /// Not compared here, and said so: the caller explains why.
     Skip,
 }
@@ -83,8 +81,6 @@ pub struct Report {
     pub differences: Vec<String>,
     /// Locations not compared by [`Treatment::Skip`].
     pub skipped: Vec<Loc>,
-    /// Locations compared by [`Treatment::Within`] (and found within).
-    pub within: Vec<Loc>,
     /// Locations not compared by [`Treatment::Ignore`].
     pub ignored: Vec<Loc>,
 }
@@ -109,13 +105,6 @@ impl Report {
         match treat(loc) {
             Treatment::Ignore => self.ignored.push(loc.clone()),
             Treatment::Skip => self.skipped.push(loc.clone()),
-            Treatment::Within(rel) => {
-                let before = self.differences.len();
-                self.within_walk(loc, a, b, rel);
-                if self.differences.len() == before {
-                    self.within.push(loc.clone());
-                }
-            }
             Treatment::Exact => match (a, b) {
                 (Value::Object(x), Value::Object(y)) => {
                     let (kx, ky): (Vec<&String>, Vec<&String>) = (x.keys().collect(), y.keys().collect());
@@ -148,34 +137,6 @@ impl Report {
                 _ if a == b => {}
                 _ => self.differ(self.both(loc, a, b)),
             },
-        }
-    }
-
-    fn within_walk(&mut self, loc: &Loc, a: &Value, b: &Value, rel: f64) {
-        match (a, b) {
-            (Value::Object(x), Value::Object(y)) if x.keys().eq(y.keys()) => {
-                for (k, v) in x {
-                    self.within_walk(&loc.at(Seg::Key(k.clone())), v, &y[k], rel);
-                }
-            }
-            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-                for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                    self.within_walk(&loc.at(Seg::Index(i)), p, q, rel);
-                }
-            }
-            (Value::Number(x), Value::Number(y)) => {
-                let (x, y) = (x.as_f64().unwrap_or(f64::NAN), y.as_f64().unwrap_or(f64::NAN));
-                // A NaN (a number JSON cannot hold exactly) is never within.
-                let within = (x - y).abs() <= rel * x.abs().max(y.abs());
-                if !within {
-                    self.differ(format!(
-                        "{loc}: {} {x}, {} {y}: more than {rel:e} apart (relative)",
-                        self.names[0], self.names[1]
-                    ));
-                }
-            }
-            _ if a == b => {}
-            _ => self.differ(self.both(loc, a, b)),
         }
     }
 
@@ -320,14 +281,14 @@ pub fn compare_sections(a: &Trace, b: &Trace, names: [&str; 2], treat: &dyn Fn(&
 
 /// The kind that decides how a value is compared: `a`'s, else (a trace older code recorded,
 /// without kinds) `b`'s.
-pub fn kind_of(a: &Trace, b: &Trace, loc: &Loc) -> Option<Kind> {
-    let of = |t: &Trace| t.value(&loc.section, &loc.value).and_then(ValueRecord::kind);
+fn kind_of(a: &Trace, b: &Trace, section: &str, name: &str) -> Option<Kind> {
+    let of = |t: &Trace| t.value(section, name).and_then(ValueRecord::kind);
     of(a).or_else(|| of(b))
 }
 
 /// How a value of `kind` is compared between two runs of the same code on the same CPU, which
 /// ran the same bf16 kernel or not. A value without a kind (older code) is compared exactly.
-pub fn treatment(kind: Option<Kind>, same_kernel: bool) -> Treatment {
+fn treatment(kind: Option<Kind>, same_kernel: bool) -> Treatment {
     match kind {
         Some(Kind::Clock | Kind::Device) => Treatment::Ignore,
         Some(Kind::Rounding) if !same_kernel => Treatment::Skip,
@@ -337,7 +298,9 @@ pub fn treatment(kind: Option<Kind>, same_kernel: bool) -> Treatment {
 
 /// Compares two traces of one CPU as their values' kinds say (see [`treatment`]).
 pub fn by_kind(a: &Trace, b: &Trace, names: [&str; 2], same_kernel: bool) -> Report {
-    compare_sections(a, b, names, &|loc| treatment(kind_of(a, b, loc), same_kernel))
+    compare_sections(a, b, names, &|loc| {
+        treatment(kind_of(a, b, &loc.section, &loc.value), same_kernel)
+    })
 }
 
 /// What `lecture compare A B` prints, and whether the traces differ where their kinds say a
@@ -373,11 +336,11 @@ pub fn summarize(names: [&str; 2], a: &Trace, b: &Trace) -> Summary {
     }
     let mut counts: Vec<(String, usize)> = Vec::new();
     for s in &a.sections {
-        for (name, v) in &s.values {
+        for name in s.values.keys() {
             if b.value(&s.id, name).is_none() {
                 continue;
             }
-            let kind = v.kind().or_else(|| b.value(&s.id, name).and_then(ValueRecord::kind));
+            let kind = kind_of(a, b, &s.id, name);
             let word = kind.map_or("no kind (older code)", Kind::word).to_string();
             match counts.iter_mut().find(|(w, _)| *w == word) {
                 Some((_, n)) => *n += 1,

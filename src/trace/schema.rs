@@ -218,11 +218,6 @@ pub enum Kind {
 impl Kind {
     pub const ALL: [Kind; 5] = [Kind::Given, Kind::Computed, Kind::Clock, Kind::Device, Kind::Rounding];
 
-    /// Whether the machine decided it (a clock, the device, a kernel's rounding).
-    pub fn is_measured(self) -> bool {
-        matches!(self, Kind::Clock | Kind::Device | Kind::Rounding)
-    }
-
     /// Whether a rerun of the same code on the same machine reproduces it bit for bit (a rounding
     /// does, on the same kernel).
     pub fn is_reproducible(self) -> bool {
@@ -348,6 +343,13 @@ impl SectionRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_kinds_word_is_the_one_the_trace_stores() {
+        for kind in Kind::ALL {
+            assert_eq!(serde_json::to_value(kind).ok(), Some(serde_json::json!(kind.word())));
+        }
+    }
 
     #[test]
     fn a_build_is_optimised_from_opt_level_2_or_a_release_profile_at_1() {
