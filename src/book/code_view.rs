@@ -76,7 +76,7 @@ pub fn render(trace: &Trace, section: &Section) -> String {
             ));
         } else {
             html.push_str(&format!("<code class=\"lang-rust\">{}</code>", escape(line)));
-            html.push_str(&values_cell(&placed.slots, &beside[i]));
+            html.push_str(&values_cell(&placed.slots, &beside[i], true));
         }
     }
     html.push_str("</div>");
@@ -95,6 +95,9 @@ pub fn render(trace: &Trace, section: &Section) -> String {
             ));
         }
         html.push_str("</div>");
+    }
+    if let Some(pytorch) = &section.pytorch {
+        html.push_str(&pytorch_panel(pytorch, &placed.slots));
     }
     // What stepping needs (`book/theme/lecture-steps.js`), as the `html` module's notes say a
     // script is given data; the script sets text only.
@@ -181,7 +184,9 @@ fn steps_json(slots: &[Slot], steps: &[(usize, String)]) -> String {
     serde_json::Value::Array(entries.collect()).to_string()
 }
 
-fn values_cell(slots: &[Slot], ids: &[usize]) -> String {
+/// The values `ids` as one cell. `steppable`: stepping finds them by `data-slot` (only the Rust
+/// code's cells are; a slot shown twice would confuse it).
+fn values_cell(slots: &[Slot], ids: &[usize], steppable: bool) -> String {
     let mut cell = String::from("<span class=\"lecture-lv\">");
     for &id in ids {
         let Slot {
@@ -197,8 +202,13 @@ fn values_cell(slots: &[Slot], ids: &[usize]) -> String {
         } else {
             format!("{words}: {text}")
         };
+        let slot_attribute = if steppable {
+            format!(" data-slot=\"{id}\"")
+        } else {
+            String::new()
+        };
         cell.push_str(&format!(
-            "<span data-slot=\"{id}\" class=\"{class}\" data-kind=\"{}\" title=\"{}\"><span class=\"lecture-lv-name\">{}</span> = {}</span>",
+            "<span{slot_attribute} class=\"{class}\" data-kind=\"{}\" title=\"{}\"><span class=\"lecture-lv-name\">{}</span> = {}</span>",
             escape(words),
             escape(&title),
             escape(name),
@@ -207,6 +217,58 @@ fn values_cell(slots: &[Slot], ids: &[usize]) -> String {
     }
     cell.push_str("</span>");
     cell
+}
+
+/// The PyTorch that does the same steps, folded under the code: each line that names a recorded
+/// value (`record("name", …)` or a trailing `# -> name`) shows this run's value beside it.
+fn pytorch_panel(source: &str, slots: &[Slot]) -> String {
+    let mut html = String::from(
+        "<details class=\"lecture-pytorch\"><summary>PyTorch: the same steps</summary><div class=\"lecture-code-grid\">",
+    );
+    for (i, line) in source.lines().enumerate() {
+        html.push_str(&format!("<span class=\"lecture-ln\">{}</span>", i + 1));
+        let ids: Vec<usize> = panel_names(line)
+            .iter()
+            .filter_map(|name| slots.iter().rposition(|s| s.name == *name))
+            .collect();
+        if ids.is_empty() {
+            html.push_str(&format!(
+                "<code class=\"lang-python lecture-wide\">{}</code>",
+                escape(line)
+            ));
+        } else {
+            html.push_str(&format!("<code class=\"lang-python\">{}</code>", escape(line)));
+            html.push_str(&values_cell(slots, &ids, false));
+        }
+    }
+    html.push_str("</div></details>");
+    html
+}
+
+/// The value names a panel line produces: `record("name", …)` calls and a `# -> name, name` comment.
+pub fn panel_names(line: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("record(\"") {
+        let after = &rest[at + "record(\"".len()..];
+        let Some(end) = after.find('"') else { break };
+        names.push(&after[..end]);
+        rest = &after[end..];
+    }
+    if let Some(at) = line.find("# -> ") {
+        names.extend(
+            line[at + "# -> ".len()..]
+                .split(',')
+                .map(|n| {
+                    let n = n.trim_start();
+                    &n[..n
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .unwrap_or(n.len())]
+                })
+                .filter(|n| !n.is_empty()),
+        );
+    }
+    names
 }
 
 /// A value as it reads beside code: scalars formatted by unit, tensors and lists with short

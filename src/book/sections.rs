@@ -30,6 +30,8 @@ pub struct Section<'t> {
     /// Set when the code changed since the trace recorded the section and the trace is another
     /// device's (shown with a mark instead of failing the build).
     pub older_code: Option<OlderCode>,
+    /// The PyTorch that does the same steps (`src/lecture/pytorch/<id>.py`), where there is one.
+    pub pytorch: Option<String>,
 }
 
 /// Values recorded by code that has changed since: the commit that recorded them.
@@ -171,7 +173,22 @@ impl Sources {
             record,
             code,
             older_code,
+            pytorch: self.pytorch(id),
         })
+    }
+
+    /// Section `id`'s PyTorch panel, if the crate has one. The id comes from a trace, so only a
+    /// plain identifier names a file.
+    fn pytorch(&self, id: &str) -> Option<String> {
+        if id.is_empty()
+            || !id
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        {
+            return None;
+        }
+        let file = self.root.join("src/lecture/pytorch").join(format!("{id}.py"));
+        crate::trace::io::read_limited(&file, MAX_SOURCE_BYTES, "a PyTorch panel").ok()
     }
 
     fn function(&mut self, file: &Path, id: &str) -> Result<Arc<FunctionSource>, String> {

@@ -3,6 +3,7 @@
 //! table of its sections and their titles, `SECTIONS` lists them all in lecture order, and `run`
 //! turns a run into a trace.
 
+mod activations;
 mod checkpointing;
 mod compute;
 mod data_loading;
@@ -37,6 +38,9 @@ pub struct SectionDef {
     /// That file's text as compiled into this binary (for the staleness hash and the book).
     pub source: &'static str,
     pub run: fn(&mut SectionCtx) -> Result<()>,
+    /// The PyTorch that does the same steps (`src/lecture/pytorch/<id>.py`), shown beside the
+    /// code in the book. Included at compile time, so a section without one does not build.
+    pub pytorch: &'static str,
 }
 
 /// A file's sections, in lecture order, with their titles: `SECTIONS` of that file. Written at the
@@ -50,6 +54,12 @@ macro_rules! sections {
                 file: file!(),
                 source: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/", file!())),
                 run: $id,
+                pytorch: include_str!(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/src/lecture/pytorch/",
+                    stringify!($id),
+                    ".py"
+                )),
             },
         )*];
     };
@@ -77,6 +87,7 @@ lecture_files!(
     randomness,
     data_loading,
     optimizer,
+    activations,
     train_loop,
     checkpointing,
     mixed_precision,
@@ -93,6 +104,7 @@ const fn concat<const N: usize>(files: &[&[SectionDef]]) -> [SectionDef; N] {
         file: "",
         source: "",
         run: none,
+        pytorch: "",
     };
     let mut out = [empty; N];
     let (mut k, mut f) = (0, 0);

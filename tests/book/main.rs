@@ -21,3 +21,4 @@ mod chapter_titles;
 mod chart_bounds;
 mod chart_layouts;
 mod number_formats;
+mod pytorch_panels;

@@ -237,6 +237,7 @@ static FAILING: cs336::lecture::SectionDef = cs336::lecture::SectionDef {
     file: "tests/trace/trace_io.rs",
     source: include_str!("trace_io.rs"),
     run: failing_section,
+    pytorch: "",
 };
 
 #[test]

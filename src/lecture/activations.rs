@@ -1,0 +1,175 @@
+//! Activations: what the forward pass keeps for the backward pass, layer by layer, and what
+//! activation checkpointing trades for it.
+
+use serde_json::json;
+
+use super::{SectionCtx, record, sections};
+use crate::autograd::{Var, mse_loss, no_grad};
+use crate::device::memory_allocated;
+use crate::error::Result;
+use crate::flops::FlopCounter;
+use crate::nn::{Cruncher, Module};
+use crate::tensor::{DType, Tensor};
+
+/// Backward needs each layer's input: the gradient of `h @ W` with respect to W is `hᵀ @ g`. So
+/// the graph keeps every layer's input alive until backward has used it. Checkpointing keeps only
+/// some of them and recomputes the rest from the nearest kept one.
+pub fn activation_memory(cx: &mut SectionCtx) -> Result<()> {
+    let (b, d, num_layers) = (64, 256, 16);
+    record!(cx, given batch_size = b)?;
+    record!(cx, given d)?;
+    record!(cx, given num_layers)?;
+    let model = Cruncher::new(d, num_layers, &mut cx.rng)?.to_device(&cx.device)?;
+    let x = Var::constant(Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
+    let y = Var::constant(Tensor::randn(&[b], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
+    let data = [x.value().clone(), y.value().clone()];
+
+    // The forward pass one layer at a time, reading after each what the graph now keeps.
+    let allocated_before = memory_allocated(&cx.device);
+    let counter = FlopCounter::start();
+    let mut kept_per_layer = Vec::new();
+    let mut h = x.clone();
+    let mut kept_so_far = 0;
+    for (i, layer) in model.layers.iter().enumerate() {
+        h = layer.forward(&h)?;
+        let kept = kept_bytes(&h, &model, &data, &[]);
+        kept_per_layer.push(json!({"layer": format!("layers.{i}"), "bytes": kept - kept_so_far}));
+        kept_so_far = kept;
+    }
+    let pred = model.final_layer.forward(&h)?.squeeze(-1)?;
+    let loss = mse_loss(&pred, &y)?;
+    let kept = kept_bytes(&loss, &model, &data, &[]);
+    kept_per_layer.push(json!({"layer": "final and loss", "bytes": kept - kept_so_far}));
+    record!(cx, computed kept_per_layer = serde_json::Value::Array(kept_per_layer))?;
+    let kept_for_backward = kept;
+    record!(cx, computed kept_for_backward, bytes)?;
+    if let (Some(before), Some(after)) = (allocated_before, memory_allocated(&cx.device)) {
+        record!(cx, device allocated_by_forward = after.saturating_sub(before), bytes)?;
+    }
+
+    // The formula: each layer keeps its B × D input (layer 0's is the data, which the caller
+    // holds anyway), the head keeps the last hidden state, and the loss its B differences.
+    let bytes_per_float32 = 4;
+    record!(cx, given bytes_per_float32, bytes)?;
+    let activation_bytes_per_layer = b * d * bytes_per_float32;
+    record!(cx, computed activation_bytes_per_layer, bytes)?;
+    let formula_kept_for_backward = (num_layers * b * d + b) * bytes_per_float32;
+    record!(cx, computed formula_kept_for_backward, bytes)?;
+    loss.backward()?;
+    let plain_matmul_flops = counter.finish().by_op.get("matmul").copied().unwrap_or(0);
+    record!(cx, computed plain_matmul_flops, flop)?;
+    let plain_grads: Vec<Tensor> = model.named_parameters().iter().filter_map(|(_, p)| p.grad()).collect();
+
+    // Checkpointing: keep the input of every `segment_layers`-th layer, and during backward
+    // recompute each segment's forward from it.
+    let segment_layers = 4;
+    record!(cx, given segment_layers)?;
+    let copy = model.deep_clone()?;
+    let counter = FlopCounter::start();
+    let checkpointed = checkpointed_step(&copy, &x, &y, segment_layers)?;
+    let checkpoint_matmul_flops = counter.finish().by_op.get("matmul").copied().unwrap_or(0);
+    record!(cx, computed checkpoint_matmul_flops, flop)?;
+    record!(cx, computed checkpoint_peak_kept = checkpointed.peak_kept, bytes)?;
+    record!(cx, computed checkpoint_boundaries = checkpointed.boundaries)?;
+    // At the peak (the last segment's backward) the kept segment inputs, the segment's own layer
+    // inputs and the loss's B differences are alive at once.
+    let num_segments = num_layers.div_ceil(segment_layers);
+    let formula_checkpoint_peak = ((num_segments - 1 + segment_layers) * b * d + b) * bytes_per_float32;
+    record!(cx, computed formula_checkpoint_peak, bytes)?;
+    let recomputed_matmul_flops = checkpoint_matmul_flops - plain_matmul_flops;
+    record!(cx, computed recomputed_matmul_flops, flop)?;
+    // Every layer outside the last segment runs forward twice.
+    let formula_recomputed_flops = 2 * b * d * d * (num_layers - segment_layers);
+    record!(cx, computed formula_recomputed_flops, flop)?;
+    let recomputed_fraction = recomputed_matmul_flops as f64 / plain_matmul_flops as f64;
+    record!(cx, computed recomputed_fraction, ratio)?;
+    let checkpoint_grads = copy
+        .named_parameters()
+        .iter()
+        .filter_map(|(_, p)| p.grad())
+        .collect::<Vec<_>>();
+    let same_gradients = plain_grads.len() == checkpoint_grads.len()
+        && plain_grads
+            .iter()
+            .zip(&checkpoint_grads)
+            .all(|(a, b)| a.to_vec_f64().ok() == b.to_vec_f64().ok());
+    record!(cx, computed same_gradients)?;
+    Ok(())
+}
+
+/// Bytes of activation the graph behind `root` keeps for backward: saved tensors that are
+/// neither parameters nor `data`, each storage once, leaving out any storage in `held` (already
+/// counted by the caller).
+fn kept_bytes(root: &Var, model: &dyn Module, data: &[Tensor], held: &[Tensor]) -> usize {
+    let params: Vec<Tensor> = model.state_dict().into_iter().map(|(_, t)| t).collect();
+    root.saved_tensors()
+        .iter()
+        .map(|s| &s.tensor)
+        .filter(|t| {
+            !params
+                .iter()
+                .chain(data)
+                .chain(held)
+                .any(|p| Tensor::same_storage(p, t))
+        })
+        .map(Tensor::nbytes)
+        .sum()
+}
+
+struct Checkpointed {
+    /// The most activation bytes held at once: kept segment inputs plus one segment's graph.
+    peak_kept: usize,
+    /// Segment inputs kept by the first forward pass (the data not counted).
+    boundaries: usize,
+}
+
+/// One forward and backward with activation checkpointing, leaving the gradients in `model`'s
+/// parameters. Forward runs without a graph and keeps each segment's input; backward rebuilds
+/// one segment's graph at a time, last first, and sends the gradient at its input to the segment
+/// before it.
+fn checkpointed_step(model: &Cruncher, x: &Var, y: &Var, segment_layers: usize) -> Result<Checkpointed> {
+    let segments: Vec<&[crate::nn::Linear]> = model.layers.chunks(segment_layers.max(1)).collect();
+    let data = [x.value().clone(), y.value().clone()];
+    let mut inputs = vec![x.value().clone()];
+    {
+        let _no_graph = no_grad();
+        let mut h = x.clone();
+        for segment in &segments[..segments.len().saturating_sub(1)] {
+            for layer in *segment {
+                h = layer.forward(&h)?;
+            }
+            inputs.push(h.value().clone());
+        }
+    }
+    let boundaries = inputs.len() - 1;
+    let mut peak_kept = 0;
+    let mut upstream: Option<Tensor> = None;
+    for (s, segment) in segments.iter().enumerate().rev() {
+        let input = match s {
+            0 => Var::constant(inputs[0].clone()),
+            _ => Var::parameter(inputs[s].clone()),
+        };
+        let mut h = input.clone();
+        for layer in *segment {
+            h = layer.forward(&h)?;
+        }
+        // The last segment ends in the loss; the others in a product with the gradient that
+        // arrived at their output, whose gradient with respect to `h` is exactly that gradient.
+        let out = match upstream.take() {
+            None => mse_loss(&model.final_layer.forward(&h)?.squeeze(-1)?, y)?,
+            Some(g) => h.mul(&Var::constant(g))?.sum_all()?,
+        };
+        // The segment inputs still kept (the data is not counted), and this segment's graph.
+        let held: usize = inputs[1..=s].iter().map(Tensor::nbytes).sum();
+        peak_kept = peak_kept.max(held + kept_bytes(&out, model, &data, &inputs));
+        out.backward()?;
+        inputs.truncate(s.max(1));
+        upstream = input.grad();
+    }
+    Ok(Checkpointed { peak_kept, boundaries })
+}
+
+// The sections of this file, in lecture order, with the titles their chapters have.
+sections! {
+    activation_memory => "Activations and checkpointing",
+}

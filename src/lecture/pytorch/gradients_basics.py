@@ -1,0 +1,18 @@
+# Forward: compute a loss. Backward: the gradient of the loss for each leaf that asked for one.
+import torch
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+x = torch.tensor(record("x", [1.0, 2.0, 3.0]), device=device)
+w = torch.tensor(record("w", [1.0, 1.0, 1.0]), device=device, requires_grad=True)  # want a gradient
+target = record("target", 5.0)
+pred_y = x @ w
+record("residual", pred_y.item() - target)
+loss = 0.5 * (pred_y - target) ** 2
+record("loss", loss.item())
+
+loss.backward()
+record("w_grad", w.grad)  # ∂loss/∂w = (x·w − 5)·x = 1·x
+# Only leaves that asked for one get a gradient: not the data, not the intermediate (PyTorch
+# warns when you read .grad of a non-leaf; pred_y.retain_grad() before backward would keep it).
+record("x_grad_is_none", x.grad is None)
+record("pred_y_grad_is_none", pred_y.grad is None)

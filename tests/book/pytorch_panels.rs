@@ -1,0 +1,115 @@
+//! The PyTorch panels (`src/lecture/pytorch/<section>.py`): every section has one (it is compiled
+//! in, so a missing one fails the build), every value the section records is named on a line of
+//! it, and, where PyTorch is installed, running the panels reproduces the run's deterministic
+//! values. The Python comes from `CS336_PYTHON` (CI's `.ci/python-interop-env` installs torch,
+//! einops and jaxtyping there), else `python3`; without torch the comparison says it skipped, and
+//! with `CS336_REQUIRE_PYTHON=1` (CI) a skip is a failure.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use cs336::lecture::SECTIONS;
+use cs336_book::code_view::panel_names;
+
+use crate::common;
+
+const RUNNER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/lecture/pytorch/run_panels.py");
+
+#[test]
+fn every_recorded_value_is_named_in_its_sections_pytorch_panel() {
+    let trace = common::fresh_trace();
+    let mut missing = Vec::new();
+    for def in SECTIONS {
+        let named: Vec<&str> = def.pytorch.lines().flat_map(panel_names).collect();
+        assert!(
+            def.pytorch.lines().count() > 3,
+            "{}'s PyTorch panel is next to empty",
+            def.id
+        );
+        let section = trace.section(def.id).expect("a fresh run records every section");
+        for name in section.values.keys() {
+            if !named.contains(&name.as_str()) {
+                missing.push(format!("{}.{name}", def.id));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "these values are named on no line of their section's PyTorch panel (add `record(\"NAME\", …)` or a `# -> NAME` comment): {}",
+        missing.join(", ")
+    );
+}
+
+#[test]
+fn a_panel_line_names_what_it_records_and_its_comment_lists() {
+    assert_eq!(panel_names("x = record(\"x\", torch.ones(2))"), ["x"]);
+    assert_eq!(
+        panel_names("a, b = record(\"a\", 1), record(\"b\", 2)  # -> c (random), d"),
+        ["a", "b", "c", "d"]
+    );
+    assert_eq!(panel_names("y = x @ w  # -> y (random weights)"), ["y"]);
+    assert!(panel_names("# a comment with an arrow -> but no names").is_empty());
+}
+
+/// The Python to run the panels with, or None (after saying why) when it lacks torch.
+fn python_with_torch() -> Option<PathBuf> {
+    let python = std::env::var_os("CS336_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from);
+    let probe = Command::new(&python)
+        .args(["-c", "import torch, einops, jaxtyping"])
+        .output();
+    let why = match probe {
+        Ok(out) if out.status.success() => return Some(python),
+        Ok(out) => String::from_utf8_lossy(&out.stderr)
+            .trim()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_string(),
+        Err(e) => format!("it cannot be started: {e}"),
+    };
+    let msg = format!(
+        "PyTorch panel comparison skipped: {} has no torch, einops or jaxtyping ({why})",
+        python.display()
+    );
+    if std::env::var("CS336_REQUIRE_PYTHON").is_ok_and(|v| v == "1") {
+        panic!("{msg}; CS336_REQUIRE_PYTHON=1 makes that a failure");
+    }
+    common::terminal_note(&msg);
+    None
+}
+
+#[test]
+fn the_pytorch_panels_reproduce_the_runs_deterministic_values() {
+    let Some(python) = python_with_torch() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("fresh.json");
+    let text = serde_json::to_string(common::fresh_trace()).expect("a trace serializes");
+    std::fs::write(&path, text).expect("write the fresh trace");
+    let out = Command::new(&python)
+        .arg(RUNNER)
+        .arg("--trace")
+        .arg(&path)
+        // No GPU is used here even where torch finds one: the run compared is the CPU's.
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the panels differ from the run:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = stdout.lines().last().unwrap_or("");
+    let counts: Vec<usize> = last.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    let [compared, panels] = counts[..] else {
+        panic!("the runner's last line is not `compared N values in M panels`: {last}")
+    };
+    assert_eq!(panels, SECTIONS.len(), "every section's panel runs");
+    // Each panel compares what it can; a panel that compared nothing has lost its checks.
+    for line in stdout.lines().filter(|l| l.contains("values compared")) {
+        assert!(!line.contains(": 0 values"), "a panel compares nothing: {line}");
+    }
+    common::terminal_note(&format!(
+        "PyTorch panels: {compared} values compared with this run in {panels} panels"
+    ));
+}
