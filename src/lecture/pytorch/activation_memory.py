@@ -70,8 +70,8 @@ with FlopCounterMode(display=False) as checkpointed:
 checkpoint_matmul_flops = checkpointed.get_total_flops()  # -> checkpoint_matmul_flops
 recomputed = checkpoint_matmul_flops - plain_matmul_flops  # -> recomputed_matmul_flops
 assert recomputed == 2 * B * D * D * (num_segments - 1) * (segment_layers - 1)
-# The peak is read from the Rust's graph, segment by segment; torch.cuda.max_memory_allocated()
-# shows it on a GPU.  -> checkpoint_peak_kept
+# The Rust reads the peak from its graph, segment by segment; on a GPU,
+# torch.cuda.max_memory_allocated() shows it.  # -> checkpoint_peak_kept
 record("checkpoint_boundaries", num_segments - 1)
 record("formula_checkpoint_peak", ((num_segments - 1 + segment_layers) * B * D + B) * bytes_per_float32)
 record("formula_recomputed_flops", 2 * B * D * D * (num_layers - segment_layers))

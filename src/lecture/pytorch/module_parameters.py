@@ -20,7 +20,7 @@ w = nn.Parameter(torch.randn(input_dim, output_dim, device=device) / math.sqrt(i
 output = x @ w  # -> xavier_output
 xavier_output_std = output.std(correction=0).item()  # -> xavier_output_std
 
-# Truncated at ±3σ. trunc_normal_'s a and b are absolute values, so pass them in units of σ.
+# Truncated at ±3σ. trunc_normal_'s a and b are absolute bounds: pass ±3σ, not ±3.
 sigma = record("sigma", 1 / math.sqrt(input_dim))
 truncation_sigmas = record("truncation_sigmas", 3.0)
 truncation_bound = record("truncation_bound", truncation_sigmas * sigma)
