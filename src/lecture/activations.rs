@@ -83,6 +83,10 @@ pub fn activation_memory(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed formula_recomputed_flops, flop)?;
     let recomputed_fraction = recomputed_matmul_flops as f64 / plain_matmul_flops as f64;
     record!(cx, computed recomputed_fraction, ratio)?;
+    // Hardware FLOPs utilisation counts the recomputation as work done; MFU counts only the
+    // model's FLOPs. For the same step time they differ by this factor.
+    let hfu_over_mfu = checkpoint_matmul_flops as f64 / plain_matmul_flops as f64;
+    record!(cx, computed hfu_over_mfu, ratio)?;
     let checkpoint_grads = copy
         .named_parameters()
         .iter()

@@ -14,11 +14,13 @@ use crate::trace::Kind;
 /// A FLOP is one floating-point operation; FLOP/s is a speed. Training budgets are totals, chips
 /// are rated in speed.
 pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
-    // Reference points (totals): GPT-3 3.14e23, GPT-4 about 2e25, and the 1e26 FLOP line above
-    // which the 2023 US executive order required reporting.
+    // Reference points (totals): GPT-3 3.14e23, GPT-4 about 2e25, the 1e26 FLOP line above
+    // which the 2023 US executive order required reporting, and the EU AI Act's 1e25 FLOP line
+    // (still in force) above which a model counts as posing systemic risk.
     record!(cx, given gpt3_flops = 3.14e23, flop)?;
     record!(cx, given gpt4_flops = 2e25, flop)?;
     record!(cx, given reporting_threshold_flops = 1e26, flop)?;
+    record!(cx, given eu_ai_act_threshold_flops = 1e25, flop)?;
     // Speeds, from datasheets (dense): A100 bf16 and H100 SXM bf16.
     let a100_flop_per_sec = promised::datasheet_for("A100").map_or(f64::NAN, |p| p.bf16);
     record!(cx, given a100_flop_per_sec, flop_per_sec)?;

@@ -10,6 +10,8 @@ use crate::error::{Error, Result};
 
 /// Token ids live in a file; a memory map reads only the pages a batch touches.
 pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
+    // LLaMA's training data, about 2.8 TB: far more than memory, so it is mapped, not read.
+    record!(cx, given llama_data_bytes = 2.8e12, bytes)?;
     let dir = temp_dir()?;
     let path = dir.path().join("data.npy");
     let (first_token, last_token) = (1, 10);

@@ -107,7 +107,10 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
     let counted_flops_x_requires_grad = counted_step_flops_with_input_grad(&model, &x, &y)?;
     record!(cx, computed counted_flops_x_requires_grad, flop)?;
     record!(cx, computed counted_optimizer_flops = optimizer_flops.total(), flop)?;
+    // zero_grad drops the gradients (PyTorch's `set_to_none=True`, its default): until the next
+    // backward they take no memory at all, instead of a tensor of zeros each.
     optimizer.zero_grad();
+    record!(cx, computed gradient_bytes_after_zero_grad = grads(&model).iter().map(|(_, g)| g.nbytes()).sum::<usize>(), bytes)?;
     Ok(())
 }
 
