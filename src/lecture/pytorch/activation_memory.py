@@ -76,5 +76,6 @@ record("checkpoint_boundaries", num_segments - 1)
 record("formula_checkpoint_peak", ((num_segments - 1 + segment_layers) * B * D + B) * bytes_per_float32)
 record("formula_recomputed_flops", 2 * B * D * D * (num_layers - segment_layers))
 recomputed_fraction = recomputed / plain_matmul_flops  # -> recomputed_fraction
+hfu_over_mfu = checkpoint_matmul_flops / plain_matmul_flops  # -> hfu_over_mfu (HFU counts recomputation)
 same_gradients = all(torch.equal(a, p.grad) for a, p in zip(plain_grads, [*layers.parameters(), *final.parameters()]))
 record("same_gradients", same_gradients)

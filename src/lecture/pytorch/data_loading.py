@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
+record("llama_data_bytes", 2.8e12)  # LLaMA's training data: far more than memory
 tmp = tempfile.TemporaryDirectory()
 path = os.path.join(tmp.name, "data.npy")
 first_token, last_token = record("first_token", 1), record("last_token", 10)

@@ -121,3 +121,4 @@ counted_optimizer_flops = optimizer_flops.get_total_flops()  # -> counted_optimi
 # set_to_none=True, the default since PyTorch 2.0 and what the Rust does: each .grad becomes None
 # (its memory freed) rather than a tensor of zeros, and the next backward allocates it afresh.
 optimizer.zero_grad()
+record("gradient_bytes_after_zero_grad", sum(p.grad.nbytes for p in model.parameters() if p.grad is not None))

@@ -10,6 +10,7 @@ device = "cuda" if torch.cuda.is_available() else "cpu"
 record("gpt3_flops", 3.14e23)
 record("gpt4_flops", 2e25)
 record("reporting_threshold_flops", 1e26)
+record("eu_ai_act_threshold_flops", 1e25)  # the EU AI Act's "systemic risk" line
 # Speeds, from datasheets (dense bf16): A100 and H100 SXM.
 a100_flop_per_sec = record("a100_flop_per_sec", 312e12)
 h100_flop_per_sec = record("h100_flop_per_sec", 989.5e12)
