@@ -84,7 +84,7 @@ fn the_book_shows_the_traces_values_code_and_charts() {
     }
     assert_eq!(
         formatted(&trace, "tensors_memory", "gpt3_ffn_bytes", Format::Auto),
-        "2.25 GiB"
+        "2.42 GB (2.25 GiB)"
     );
     let napkin = page("motivating_questions.html");
     for (name, format) in [
@@ -223,8 +223,8 @@ fn changing_a_value_changes_the_page_and_renaming_one_fails_the_build() {
     let path = ws.write_trace("cpu", &trace);
     ws.build_real_book(&path).expect("the book builds");
     let page = std::fs::read_to_string(ws.out_dir().join("tensors_memory.html")).expect("page");
-    assert!(page.contains(">3 GiB</span>") && page.contains(">3,221,225,472 bytes</span>"));
-    assert!(!page.contains(">2.25 GiB</span>"));
+    assert!(page.contains(">3.22 GB (3 GiB)</span>") && page.contains(">3,221,225,472 bytes</span>"));
+    assert!(!page.contains("(2.25 GiB)</span>"));
 
     let section = trace
         .sections
@@ -277,7 +277,7 @@ fn compare_shows_every_trace_with_its_device() {
         .find("<td><code>nvidia-h200</code></td><td>NVIDIA H200</td>")
         .expect("GPU row named");
     assert!(cpu_row < gpu_row, "the CPU first");
-    assert!(html.contains(">2.25 GiB</span>") && html.contains(">1 KiB</span>"));
+    assert!(html.contains(">2.42 GB (2.25 GiB)</span>") && html.contains(">1,024 bytes</span>"));
 
     // Another CPU's trace sits beside it, and CPU traces come first whatever their names.
     let mut laptop = trace.clone();

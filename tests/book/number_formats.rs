@@ -57,6 +57,11 @@ const WORDS: [(&str, i32); 3] = [("million", 6), ("billion", 9), ("trillion", 12
 /// smallest floats do not overflow on the way): digits (with thousands commas), an exponent, a
 /// percent sign, a prefix before the unit's symbol, or a count's word.
 fn read_back(text: &str, unit: Unit) -> Option<(f64, i32)> {
+    // Bytes read `2.42 GB (2.25 GiB)`: the decimal figure, with the binary one beside it.
+    let text = match text.split_once(" (") {
+        Some((decimal, binary)) if binary.ends_with(')') => decimal,
+        _ => text,
+    };
     let (number, rest) = text.split_once(' ').unwrap_or((text, ""));
     let (number, percent) = match number.strip_suffix('%') {
         Some(n) => (n, true),
@@ -108,7 +113,7 @@ fn tolerance(x: f64, format: Format, unit: Unit) -> f64 {
         Format::Fixed(d) => (0.5001 * 10f64.powi(-(d as i32))).max(rel(4)),
         Format::Sci(n) | Format::Eng(n) | Format::Si(n) | Format::Iec(n) => rel(n.unwrap_or(4)),
         Format::Percent(n) => rel(n.unwrap_or(3)),
-        Format::Auto if unit == Unit::Ratio => rel(3),
+        Format::Auto if unit == Unit::Ratio || unit == Unit::Bytes => rel(3),
         Format::Auto => rel(4),
     }
 }

@@ -205,12 +205,16 @@ fn format_number(x: f64, unit: Unit, format: Format) -> Result<String, String> {
     })
 }
 
+/// The book's units rule ("How this book is made"): the lecture's decimal units (GB, TFLOP/s),
+/// with the binary figure beside bytes, where the two always differ; small counts of bytes and
+/// FLOPs as integers; FLOP totals in scientific notation, as the lecture writes them.
 fn auto(x: f64, unit: Unit) -> String {
     match unit {
-        Unit::Bytes if x.abs() < 1024.0 => with_word(plain(x), unit),
-        Unit::Bytes => iec(x, None, unit).unwrap_or_else(|_| with_word(plain(x), unit)),
-        Unit::BytesPerSec => si(x, None, unit),
-        Unit::Flop | Unit::FlopPerSec => with_word(sci(x, None), unit),
+        Unit::Bytes | Unit::Flop if x.abs() < SMALL && x.fract() == 0.0 => with_word(grouped(x), unit),
+        Unit::Bytes if x.abs() < SMALL => with_word(plain(x), unit),
+        Unit::Bytes => decimal_and_binary(x, unit),
+        Unit::BytesPerSec | Unit::FlopPerSec => si(x, None, unit),
+        Unit::Flop => with_word(sci(x, None), unit),
         Unit::Seconds if x.abs() >= 1.0 || x == 0.0 => with_word(sig(x, DEFAULT_DIGITS, true), unit),
         Unit::Seconds => si(x, None, unit),
         Unit::Ratio => percent(x, None),
@@ -220,6 +224,30 @@ fn auto(x: f64, unit: Unit) -> String {
         Unit::None => sci(x, None),
     }
 }
+
+/// `2.42 GB (2.25 GiB)`. Past the largest prefixes, where both would be the same scientific
+/// number, that number once.
+fn decimal_and_binary(x: f64, unit: Unit) -> String {
+    let decimal = si(x, Some(3), unit);
+    if decimal.contains('e') {
+        return si(x, None, unit);
+    }
+    match iec(x, Some(3), unit) {
+        Ok(binary) if !binary.contains('e') => format!("{} ({})", trimmed(decimal), trimmed(binary)),
+        _ => trimmed(decimal),
+    }
+}
+
+/// `80.0 GB` as `80 GB`: the number before the unit without trailing zeros.
+fn trimmed(text: String) -> String {
+    match text.split_once(' ') {
+        Some((number, rest)) => format!("{} {rest}", notation::trim_zeros(number)),
+        None => notation::trim_zeros(&text),
+    }
+}
+
+/// Below this, bytes and FLOPs read best as integers: `8,192 bytes`, `368 FLOP`.
+const SMALL: f64 = 1e5;
 
 /// Counts read as words once they are large: `40 billion`.
 fn count(x: f64) -> String {
@@ -269,11 +297,14 @@ mod tests {
     }
 
     #[test]
-    fn bytes_use_iec_by_default() {
+    fn bytes_are_decimal_with_binary_beside_by_default() {
         assert_eq!(auto(json!(128), Unit::Bytes), "128 bytes");
         assert_eq!(auto(json!(1), Unit::Bytes), "1 byte");
-        assert_eq!(auto(json!(2415919104u64), Unit::Bytes), "2.25 GiB");
-        assert_eq!(auto(json!(80e9), Unit::Bytes), "74.51 GiB");
+        assert_eq!(auto(json!(8192), Unit::Bytes), "8,192 bytes");
+        assert_eq!(auto(json!(99999), Unit::Bytes), "99,999 bytes");
+        assert_eq!(auto(json!(100000), Unit::Bytes), "100 kB (97.7 KiB)");
+        assert_eq!(auto(json!(2415919104u64), Unit::Bytes), "2.42 GB (2.25 GiB)");
+        assert_eq!(auto(json!(80e9), Unit::Bytes), "80 GB (74.5 GiB)");
         assert_eq!(with(json!(80e9), Unit::Bytes, "si"), "80 GB");
         assert_eq!(with(json!(2415919104u64), Unit::Bytes, "int"), "2,415,919,104 bytes");
         assert_eq!(with(json!(2415919104u64), Unit::Bytes, "iec2"), "2.2 GiB");
@@ -284,7 +315,10 @@ mod tests {
     fn flops_are_scientific_by_default() {
         assert_eq!(auto(json!(6.3e24), Unit::Flop), "6.3e24 FLOP");
         assert_eq!(auto(json!(4.7875968e21), Unit::Flop), "4.788e21 FLOP");
-        assert_eq!(auto(json!(989.5e12), Unit::FlopPerSec), "9.895e14 FLOP/s");
+        assert_eq!(auto(json!(989.5e12), Unit::FlopPerSec), "989.5 TFLOP/s");
+        assert_eq!(auto(json!(2), Unit::Flop), "2 FLOP");
+        assert_eq!(auto(json!(16384), Unit::Flop), "16,384 FLOP");
+        assert_eq!(auto(json!(1e5), Unit::Flop), "1e5 FLOP");
         assert_eq!(with(json!(989.5e12), Unit::FlopPerSec, "si"), "989.5 TFLOP/s");
         assert_eq!(with(json!(5.4e13), Unit::FlopPerSec, "eng"), "54e12 FLOP/s");
         assert_eq!(with(json!(6.3e24), Unit::Flop, "sci3"), "6.30e24 FLOP");
