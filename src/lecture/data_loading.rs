@@ -44,6 +44,10 @@ pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
         // asynchronously. Why: the GPU reads pinned memory directly, while ordinary (pageable)
         // memory must first be copied by the driver into a pinned buffer of its own.
         record!(cx, device pinned_memory = "staged in pinned host memory, copied to the GPU asynchronously")?;
+        // The host side of the CPU–GPU picture: the memory the batch is staged in.
+        if let Some(host_memory_bytes) = crate::host::memory_bytes() {
+            record!(cx, device host_memory_bytes, bytes)?;
+        }
         let h2d_bytes = 256usize << 20;
         let pageable = crate::bench::cuda::bench_host_to_device(&gpu.0, h2d_bytes, false, 1, 5)?;
         let pinned = crate::bench::cuda::bench_host_to_device(&gpu.0, h2d_bytes, true, 1, 5)?;

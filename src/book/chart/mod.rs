@@ -100,6 +100,13 @@ pub const CHARTS: &[ChartDef] = &[
                   the value of every entry of y, a sum of that many products of ones.",
         draw: layouts::batch_sequence,
     },
+    ChartDef {
+        id: "cpu_gpu",
+        section: "data_loading",
+        caption: "The host and the GPU each have their own memory; data crosses between them over the bus, at the rates \
+                  this run measured for a copy from pinned and from ordinary (pageable) host memory.",
+        draw: layouts::cpu_gpu,
+    },
 ];
 
 /// The most a chart draws. Chart data is input like any trace value: a list of a billion points
@@ -115,6 +122,8 @@ pub const MAX_ROWS: usize = 32;
 pub struct ChartData<'t> {
     pub path: &'t Path,
     pub section: &'t Section<'t>,
+    /// The trace's facts about its device and host.
+    pub provenance: &'t crate::trace::Provenance,
     /// Set when the chart read a value a clock decided (the page's provenance box needs to know).
     pub timed: Cell<bool>,
 }
@@ -198,6 +207,7 @@ pub fn render(id: &str, path: &Path, trace: &Trace, traces: &mut Traces) -> Resu
     let data = ChartData {
         path,
         section: &section,
+        provenance: &trace.provenance,
         timed: Cell::new(false),
     };
     let svg = (def.draw)(&data).map_err(|cause| match cause {

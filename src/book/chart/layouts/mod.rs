@@ -9,9 +9,11 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 mod batch;
+mod machine;
 mod strides;
 
 pub use batch::batch_sequence;
+pub use machine::cpu_gpu;
 pub use strides::tensor_strides;
 
 use super::ChartData;
