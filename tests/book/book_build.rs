@@ -181,7 +181,8 @@ fn the_book_shows_the_traces_values_code_and_charts() {
             charts_seen += 1;
         }
     }
-    let wanted_total = cs336::book::chart::CHARTS.len();
+    // The CPU–GPU picture is drawn only from a GPU run (`a_gpu_run_draws_the_cpu_gpu_picture`).
+    let wanted_total = cs336::book::chart::CHARTS.iter().filter(|c| c.id != "cpu_gpu").count();
     assert_eq!(charts_seen, wanted_total, "every chart the book defines is used once");
 
     // Provenance names the device and the commit.
@@ -247,6 +248,53 @@ fn changing_a_value_changes_the_page_and_renaming_one_fails_the_build() {
         assert!(p.to_string().contains("has no value `gpt3_ffn_bytes`"), "{p}");
     }
     assert!(problems.iter().any(|p| p.chapter.ends_with("tensors_memory.md")));
+}
+
+#[test]
+fn a_gpu_run_draws_the_cpu_gpu_picture() {
+    let mut gpu = fresh_trace().clone();
+    gpu.provenance.device.slug = "nvidia-h200".into();
+    gpu.provenance.device.name = "NVIDIA H200".into();
+    gpu.provenance.device.kind = "cuda".into();
+    gpu.provenance.device.memory_bytes = Some(150_109_880_320);
+    let section = gpu
+        .sections
+        .iter_mut()
+        .find(|s| s.id == "data_loading")
+        .expect("section");
+    let mut put = |name: &str, value: f64, unit: cs336::trace::Unit| {
+        let mut record = section.values.values().next().expect("a value").clone();
+        record.value = serde_json::json!(value);
+        record.unit = unit;
+        record.history.clear();
+        section.values.insert(name.to_string(), record);
+        section.steps.push((name.to_string(), 0));
+    };
+    put("h2d_pinned_bytes_per_sec", 55.4e9, cs336::trace::Unit::BytesPerSec);
+    put("h2d_pageable_bytes_per_sec", 6.59e9, cs336::trace::Unit::BytesPerSec);
+    let ws = Workspace::new();
+    let path = ws.write_trace("nvidia-h200", &gpu);
+    let html = ws.build_chapter(&path, "{{chart cpu_gpu}}\n").expect("builds");
+    for drawn in [
+        "NVIDIA H200",
+        "memory: 150 GB (140 GiB)",
+        "pinned: 55.4 GB/s",
+        "pageable: 6.59 GB/s",
+    ] {
+        assert!(html.contains(drawn), "`{drawn}` in the picture: {html}");
+    }
+    // Without the host's memory recorded, the picture says so rather than guessing.
+    assert!(html.contains("memory: not recorded by this run"));
+
+    // A CPU run has no copy to a GPU to draw: the build names the missing value.
+    let cpu = ws.write_trace("cpu", fresh_trace());
+    let problems = ws
+        .build_chapter(&cpu, "{{chart cpu_gpu}}\n")
+        .expect_err("no GPU values");
+    assert!(
+        format!("{problems:?}").contains("h2d_pageable_bytes_per_sec"),
+        "{problems:?}"
+    );
 }
 
 #[test]

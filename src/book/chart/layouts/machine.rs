@@ -23,9 +23,12 @@ pub fn cpu_gpu(data: &ChartData) -> Result<String, Cause> {
     let pinned = data.number("h2d_pinned_bytes_per_sec")?;
     let provenance = data.provenance;
     let device = &provenance.device;
-    let gpu_memory = device
-        .memory_bytes
-        .ok_or_else(|| data.bad("h2d_pinned_bytes_per_sec", "the trace records no GPU memory size".into()))?;
+    let gpu_memory = device.memory_bytes.ok_or_else(|| {
+        data.bad(
+            "h2d_pinned_bytes_per_sec",
+            "the trace records no GPU memory size".into(),
+        )
+    })?;
     // Runs before the host's memory was recorded say so instead of guessing it.
     let host_memory = match data.names().any(|n| n == "host_memory_bytes") {
         true => format!("memory: {}", shown(data.number("host_memory_bytes")?, Unit::Bytes)),
@@ -38,32 +41,62 @@ pub fn cpu_gpu(data: &ChartData) -> Result<String, Cause> {
         _ => String::new(),
     };
     let (width, height) = (720, 230);
-    svg(width, height, "The host, the bus and the GPU, with the measured copy rates", |area| {
-        let fg = FG.to_rgba();
-        let (top, bottom) = (40, 190);
-        boxed(area, (10, top), (250, bottom), ELEMENT.mix(0.18))?;
-        boxed(area, (470, top), (710, bottom), ROW_STEP.mix(0.18))?;
-        let left = (130, top + 28);
-        text(area, "Host (CPU)", left, 17, (HPos::Center, VPos::Center), fg)?;
-        text(area, &host.cpu_model, (130, top + 60), 13, (HPos::Center, VPos::Center), fg)?;
-        let cores = format!("{} logical cores", host.logical_cores);
-        text(area, &cores, (130, top + 82), 13, (HPos::Center, VPos::Center), fg)?;
-        text(area, &host_memory, (130, top + 110), 13, (HPos::Center, VPos::Center), fg)?;
-        text(area, &device.name, (590, top + 28), 17, (HPos::Center, VPos::Center), fg)?;
-        let memory = format!("memory: {}", shown(gpu_memory as f64, Unit::Bytes));
-        text(area, &memory, (590, top + 60), 13, (HPos::Center, VPos::Center), fg)?;
-        text(area, &gpu_line, (590, top + 82), 13, (HPos::Center, VPos::Center), fg)?;
-        // The two copies, host to device: pinned above, pageable below.
-        for (y, label, rate) in [(90, "pinned", pinned), (150, "pageable", pageable)] {
-            let points = vec![(255, y), (462, y)];
-            drawing(area.draw(&PathElement::new(
-                points,
-                FG.mix(0.8).stroke_width(2),
-            )))?;
-            head(area, (440, y), (468, y), FG)?;
-            let words = format!("{label}: {}", shown(rate, Unit::BytesPerSec));
-            text(area, &words, (360, y - 12), 13, (HPos::Center, VPos::Center), fg)?;
-        }
-        text(area, "copy to the GPU, as measured", (360, 20), 13, (HPos::Center, VPos::Center), fg)
-    })
+    svg(
+        width,
+        height,
+        "The host, the bus and the GPU, with the measured copy rates",
+        |area| {
+            let fg = FG.to_rgba();
+            let (top, bottom) = (40, 190);
+            boxed(area, (10, top), (250, bottom), ELEMENT.mix(0.18))?;
+            boxed(area, (470, top), (710, bottom), ROW_STEP.mix(0.18))?;
+            let left = (130, top + 28);
+            text(area, "Host (CPU)", left, 17, (HPos::Center, VPos::Center), fg)?;
+            text(
+                area,
+                &host.cpu_model,
+                (130, top + 60),
+                13,
+                (HPos::Center, VPos::Center),
+                fg,
+            )?;
+            let cores = format!("{} logical cores", host.logical_cores);
+            text(area, &cores, (130, top + 82), 13, (HPos::Center, VPos::Center), fg)?;
+            text(
+                area,
+                &host_memory,
+                (130, top + 110),
+                13,
+                (HPos::Center, VPos::Center),
+                fg,
+            )?;
+            text(
+                area,
+                &device.name,
+                (590, top + 28),
+                17,
+                (HPos::Center, VPos::Center),
+                fg,
+            )?;
+            let memory = format!("memory: {}", shown(gpu_memory as f64, Unit::Bytes));
+            text(area, &memory, (590, top + 60), 13, (HPos::Center, VPos::Center), fg)?;
+            text(area, &gpu_line, (590, top + 82), 13, (HPos::Center, VPos::Center), fg)?;
+            // The two copies, host to device: pinned above, pageable below.
+            for (y, label, rate) in [(90, "pinned", pinned), (150, "pageable", pageable)] {
+                let points = vec![(255, y), (462, y)];
+                drawing(area.draw(&PathElement::new(points, FG.mix(0.8).stroke_width(2))))?;
+                head(area, (440, y), (468, y), FG)?;
+                let words = format!("{label}: {}", shown(rate, Unit::BytesPerSec));
+                text(area, &words, (360, y - 12), 13, (HPos::Center, VPos::Center), fg)?;
+            }
+            text(
+                area,
+                "copy to the GPU, as measured",
+                (360, 20),
+                13,
+                (HPos::Center, VPos::Center),
+                fg,
+            )
+        },
+    )
 }
