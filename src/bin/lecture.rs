@@ -13,6 +13,9 @@ use cs336::device::{self, DeviceRequest};
 use cs336::lecture::{self, LECTURE, SECTIONS, run};
 use cs336::trace::{self, Trace};
 
+#[path = "lecture/what_if.rs"]
+mod what_if;
+
 #[derive(Parser)]
 #[command(
     version,
@@ -43,6 +46,16 @@ struct Cli {
     #[arg(long, value_enum, global = true)]
     device: Option<DeviceArg>,
 
+    /// What if: run the sections whose givens this changes (repeatable), e.g.
+    /// `--set tensor_operations_flops.B=4096`, into a what-if trace beside the device's own (which
+    /// stays as it is), and build a what-if book. `lecture givens` lists the givens.
+    #[arg(long = "set", value_name = "SECTION.NAME=VALUE")]
+    set: Vec<String>,
+
+    /// Run a what-if even where it is estimated to take more than a few minutes.
+    #[arg(long)]
+    yes: bool,
+
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -56,6 +69,19 @@ enum Command {
         /// says); `{{compare}}` reads the traces beside it unless `--trace-dir` says otherwise.
         #[arg(long, value_name = "FILE")]
         trace: Option<PathBuf>,
+        /// Build the book of this what-if trace (`trace/lecture_02/what-if/…`), beside the device's
+        /// own, with every moved value shown beside the own run's.
+        #[arg(long, value_name = "FILE", conflicts_with = "trace")]
+        what_if: Option<PathBuf>,
+    },
+    /// List the givens a what-if may change (`--set SECTION.NAME=VALUE`), section by section, with
+    /// their defaults on this device, their ranges and what they are.
+    Givens,
+    /// The what-ifs recorded on this machine.
+    WhatIf {
+        /// List them, with the givens each changed.
+        #[arg(long)]
+        list: bool,
     },
     /// Print the name of this device's trace file without `.json` (the CPU's model and the
     /// kernels its matmuls run with, or the GPU's name), e.g. `cpu-amd-epyc-avx512-bf16`: the file
@@ -186,13 +212,19 @@ fn real_main(out: &mut Console) -> Result<()> {
             };
             return get(out, &path, &key, record);
         }
-        Some(Command::Book { trace }) => return book(out, cli.trace_dir.as_deref(), trace),
+        Some(Command::Book { trace, what_if: None }) => return book(out, cli.trace_dir.as_deref(), trace),
+        Some(Command::Book { what_if: Some(file), .. }) => return what_if::book(out, &file, &root()),
+        Some(Command::Givens) => return what_if::list_givens(out, request),
+        Some(Command::WhatIf { list }) => return what_if::list(out, &trace_dir, list),
         Some(Command::Compare { a, b }) => return compare(out, &a, &b),
         Some(Command::TraceName) => {
             out.line(format_args!("{}", device_name(request)?));
             return Ok(());
         }
         None => {}
+    }
+    if !cli.set.is_empty() {
+        return what_if::run(out, &cli.set, cli.yes, cli.seed.unwrap_or(0), !cli.no_book, &trace_dir, request, &root());
     }
     run_sections(out, &cli, &trace_dir, request)
 }
@@ -216,6 +248,8 @@ fn compare(out: &mut Console, a: &Path, b: &Path) -> Result<()> {
 fn check_flags(cli: &Cli) -> Result<()> {
     let command = match &cli.command {
         Some(Command::Book { .. }) => Some("book"),
+        Some(Command::Givens) => Some("givens"),
+        Some(Command::WhatIf { .. }) => Some("what-if"),
         Some(Command::Get { .. }) => Some("get"),
         Some(Command::TraceName) => Some("trace-name"),
         Some(Command::Compare { .. }) => Some("compare"),
@@ -223,6 +257,12 @@ fn check_flags(cli: &Cli) -> Result<()> {
     };
     if cli.list && (command.is_some() || !cli.sections.is_empty()) {
         bail!("`--list` lists the sections and does nothing else: drop it, or the rest");
+    }
+    if !cli.set.is_empty() && (command.is_some() || !cli.sections.is_empty() || cli.list) {
+        bail!("`--set` runs the sections whose givens it changes: drop `--section`, `--list` or the command");
+    }
+    if cli.yes && cli.set.is_empty() {
+        bail!("`--yes` lets a long what-if run: it needs `--set`");
     }
     let mut seen = std::collections::HashSet::new();
     if let Some(twice) = cli.sections.iter().find(|id| !seen.insert(id.as_str())) {
@@ -346,6 +386,7 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
             trace_dir: path.parent().map(Path::to_path_buf),
             out_dir: None,
             source_root: Some(root()),
+            baseline: None,
         };
         let index = cs336::book::build(&root().join("book"), &options)
             .context("the trace was written, but the book did not build")?;
@@ -405,6 +446,7 @@ fn book(out: &mut Console, trace_dir: Option<&Path>, trace: Option<PathBuf>) -> 
         trace_dir: folder,
         out_dir: None,
         source_root: Some(root()),
+        baseline: None,
     };
     let index = cs336::book::build(&root().join("book"), &options).context("the book did not build")?;
     out.line(format_args!("{}", index.display()));

@@ -65,6 +65,12 @@ pub fn render(trace: &Trace, section: &Section) -> String {
             older_code_mark(older)
         ));
     }
+    if super::what_if::is_what_if(trace) {
+        html.push_str(match super::what_if::rerun(record) {
+            true => "<div class=\"lecture-code-head\">Ran again with the what-if's givens.</div>",
+            false => "<div class=\"lecture-code-head\">Not run again: no given of this section changed, so these are the device's own values.</div>",
+        });
+    }
     html.push_str("<div class=\"lecture-code-grid\">");
     for (i, line) in lines.iter().enumerate() {
         let number = start_line as usize + i;
@@ -99,6 +105,7 @@ pub fn render(trace: &Trace, section: &Section) -> String {
     if let Some(pytorch) = &section.pytorch {
         html.push_str(&pytorch_panel(pytorch, &placed.slots));
     }
+    html.push_str(&super::what_if::what_if_box(record));
     // What stepping needs (`book/theme/lecture-steps.js`), as the `html` module's notes say a
     // script is given data; the script sets text only.
     if !placed.steps.is_empty() {

@@ -106,6 +106,7 @@ mod tables;
 pub mod titles;
 pub mod traces;
 pub mod unrecorded;
+pub mod what_if;
 
 use std::path::{Path, PathBuf};
 
@@ -131,6 +132,9 @@ pub struct BuildOptions {
     /// The crate root, where the files that traces name as section sources are (else
     /// `source-root` of `book.toml`, by default the book's parent folder).
     pub source_root: Option<PathBuf>,
+    /// For a what-if book (`trace` is a what-if's): the device's own trace, whose values every
+    /// value the what-if moved is shown beside, and whose givens the banner names as defaults.
+    pub baseline: Option<PathBuf>,
 }
 
 /// Builds the HTML book at `book_root` in-process and returns the path of its `index.html`.
@@ -176,6 +180,7 @@ pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf, BookEr
         strict: options.strict.clone(),
         trace_dir: options.trace_dir.clone(),
         source_root: options.source_root.clone(),
+        baseline: options.baseline.clone(),
     });
     book.build().map_err(failed)?;
     swap::into_place(fresh, &out).map_err(|e| io_failed(&e))?;

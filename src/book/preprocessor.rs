@@ -12,6 +12,7 @@ use super::citations;
 use super::problem::{BookError, Cause, Problem};
 use super::render::render_chapter;
 use super::titles;
+use super::what_if;
 use super::traces::{TraceChoice, Traces, clean};
 
 /// The name in `[preprocessor.lecture]`.
@@ -33,6 +34,8 @@ pub struct LecturePreprocessor {
     pub strict: Option<PathBuf>,
     pub trace_dir: Option<PathBuf>,
     pub source_root: Option<PathBuf>,
+    /// The device's own trace, when the book is a what-if's (`BuildOptions::baseline`).
+    pub baseline: Option<PathBuf>,
 }
 
 /// The settings under `[preprocessor.lecture]`.
@@ -99,7 +102,10 @@ impl Preprocessor for LecturePreprocessor {
         };
         let dir = self.trace_dir.as_ref().unwrap_or(&settings.trace_dir);
         let source_root = self.source_root.as_ref().unwrap_or(&settings.source_root);
-        let mut traces = Traces::new(dir, default, source_root).with_strict(self.strict.clone());
+        let mut traces = Traces::new(dir, default, source_root)
+            .with_strict(self.strict.clone())
+            .with_baseline(self.baseline.clone());
+        let banner = what_if::banner(&mut traces)?;
         let mut problems = Vec::new();
         // A bibliography that is there must be valid; one that is not fails only the citations.
         let bib = match settings.bibliography.exists() {
@@ -146,6 +152,10 @@ impl Preprocessor for LecturePreprocessor {
                     directive,
                     cause,
                 })),
+            }
+            // Every page of a what-if book says so first.
+            if let Some(banner) = &banner {
+                chapter.content = what_if::with_banner(&chapter.content, banner);
             }
         });
         if problems.is_empty() {

@@ -60,6 +60,8 @@ pub struct Traces {
     unrecorded: Vec<Unrecorded>,
     /// The (trace, section) pairs whose older-code mark this chapter showed in full already.
     marked: Vec<(PathBuf, String)>,
+    /// In a what-if book, the device's own trace (`BuildOptions::baseline`).
+    baseline: Option<PathBuf>,
 }
 
 /// A section a directive quoted, and whether what it showed depends on a clock.
@@ -84,11 +86,23 @@ impl Traces {
             quoted: Vec::new(),
             unrecorded: Vec::new(),
             marked: Vec::new(),
+            baseline: None,
         }
     }
 
     /// Holds `path` to the code instead of the folder's newest trace (`lecture` passes the trace
     /// it has just written).
+    /// A what-if book: values the what-if moved are shown beside the value in `path`.
+    pub fn with_baseline(mut self, path: Option<PathBuf>) -> Traces {
+        self.baseline = path.map(|p| clean(&p));
+        self
+    }
+
+    /// The device's own trace, in a what-if book.
+    pub fn baseline(&self) -> Option<PathBuf> {
+        self.baseline.clone()
+    }
+
     pub fn with_strict(mut self, path: Option<PathBuf>) -> Traces {
         self.strict = path.map(|p| clean(&p));
         self

@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use super::givens::given;
 use super::{SectionCtx, record, sections};
 use crate::autograd::{Var, mse_loss, no_grad};
 use crate::device::memory_allocated;
@@ -15,10 +16,9 @@ use crate::tensor::{DType, Tensor};
 /// the graph keeps every layer's input alive until backward has used it. Checkpointing keeps only
 /// some of them and recomputes the rest from the nearest kept one.
 pub fn activation_memory(cx: &mut SectionCtx) -> Result<()> {
-    let (b, d, num_layers) = (64, 256, 16);
-    record!(cx, given batch_size = b)?;
-    record!(cx, given d)?;
-    record!(cx, given num_layers)?;
+    let b = given!(cx, batch_size: Count = 64, count, "data points in the batch")?;
+    let d = given!(cx, d: Count = 256, count, "width of every layer")?;
+    let num_layers = given!(cx, num_layers: Count = 16, count, "D×D layers before the head")?;
     let model = Cruncher::new(d, num_layers, &mut cx.rng)?.to_device(&cx.device)?;
     let x = Var::constant(Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
     let y = Var::constant(Tensor::randn(&[b], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
@@ -62,8 +62,7 @@ pub fn activation_memory(cx: &mut SectionCtx) -> Result<()> {
 
     // Checkpointing: keep the input of every `segment_layers`-th layer, and during backward
     // recompute each segment's forward from it.
-    let segment_layers = 4;
-    record!(cx, given segment_layers)?;
+    let segment_layers = given!(cx, segment_layers: Count = 4, count, "layers between kept inputs when checkpointing")?;
     let copy = model.deep_clone()?;
     let counter = FlopCounter::start();
     let checkpointed = checkpointed_step(&copy, &x, &y, segment_layers)?;
@@ -71,15 +70,20 @@ pub fn activation_memory(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed checkpoint_matmul_flops, flop)?;
     record!(cx, computed checkpoint_peak_kept = checkpointed.peak_kept, bytes)?;
     record!(cx, computed checkpoint_boundaries = checkpointed.boundaries)?;
-    // At the peak (the last segment's backward) the kept segment inputs, the segment's own layer
-    // inputs and the loss's B differences are alive at once.
+    // During segment s's backward, s kept inputs are alive with the segment's own layer inputs
+    // and, in every segment but the last, the gradient that arrived at its output (the last has
+    // the head's input and the loss's B differences instead). The last segment is the peak when
+    // it is full; when it is shorter, the one before it may be.
     let num_segments = num_layers.div_ceil(segment_layers);
-    let formula_checkpoint_peak = ((num_segments - 1 + segment_layers) * b * d + b) * bytes_per_float32;
+    let last_len = num_layers - (num_segments - 1) * segment_layers;
+    let last = (num_segments - 1 + last_len) * b * d + b;
+    let before_last = (num_segments >= 2).then(|| (num_segments - 2 + segment_layers) * b * d).unwrap_or(0);
+    let formula_checkpoint_peak = last.max(before_last) * bytes_per_float32;
     record!(cx, computed formula_checkpoint_peak, bytes)?;
     let recomputed_matmul_flops = checkpoint_matmul_flops - plain_matmul_flops;
     record!(cx, computed recomputed_matmul_flops, flop)?;
     // Every layer outside the last segment runs forward twice.
-    let formula_recomputed_flops = 2 * b * d * d * (num_layers - segment_layers);
+    let formula_recomputed_flops = 2 * b * d * d * (num_layers - last_len);
     record!(cx, computed formula_recomputed_flops, flop)?;
     let recomputed_fraction = recomputed_matmul_flops as f64 / plain_matmul_flops as f64;
     record!(cx, computed recomputed_fraction, ratio)?;

@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use super::givens::given;
 use super::{SectionCtx, record, sections};
 use crate::device::promised::{self, MathMode, PromisedPeak};
 use crate::device::{Device, F32Matmul, cpu};
@@ -36,10 +37,9 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed total_flops, flop)?;
 
     // A linear model y = x @ w: B points of dimension D mapped to K outputs.
-    let (b, d, k) = linear_model_sizes(&cx.device);
-    record!(cx, given B = b)?;
-    record!(cx, given D = d)?;
-    record!(cx, given K = k)?;
+    let b = given!(cx, B: Count = device => linear_model_sizes(device).0, count, "rows of x: data points")?;
+    let d = given!(cx, D: Count = device => linear_model_sizes(device).1, count, "columns of x and rows of w: inputs")?;
+    let k = given!(cx, K: Count = device => linear_model_sizes(device).2, count, "columns of w: outputs")?;
     // Random data, never zeros (a GPU multiplies zeros faster than real data), made where it is
     // used: on a GPU the 2 GiB x is drawn on the device.
     let x = Tensor::randn_on(&[b, d], DType::F32, &cx.device, &mut cx.rng)?;

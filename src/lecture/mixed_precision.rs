@@ -4,6 +4,7 @@
 use serde_json::json;
 
 use super::trainer::{Batches, LinearData, Precision, train};
+use super::givens::given;
 use super::{SectionCtx, record, sections};
 use crate::error::Result;
 use crate::nn::{Cruncher, Module, ParamOptions};
@@ -13,7 +14,8 @@ use crate::tensor::{DType, Tensor};
 /// The lecture's claim, put to the test: the same model trained in fp32, in pure bf16, and in bf16
 /// compute on fp32 master weights, and the losses each run reaches recorded side by side.
 pub fn mixed_precision_training(cx: &mut SectionCtx) -> Result<()> {
-    let (d, num_layers, b, lr, steps) = (32, 2, 32, 0.01, 300);
+    let lr = given!(cx, lr: Positive = 0.01, none, "learning rate of the three runs")?;
+    let (d, num_layers, b, steps) = (32, 2, 32, 300);
     let setup =
         json!({"dim": d, "num_layers": num_layers, "batch_size": b, "lr": lr, "steps": steps, "optimizer": "sgd"});
     record!(cx, given setup)?;

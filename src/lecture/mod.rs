@@ -9,6 +9,7 @@ mod compute;
 mod data_loading;
 mod einops;
 mod gradients;
+pub mod givens;
 mod memory;
 mod mixed_precision;
 mod models;
@@ -21,6 +22,7 @@ pub mod recorder;
 pub mod run;
 mod train_loop;
 mod trainer;
+pub mod what_if;
 
 pub(crate) use recorder::record;
 pub use recorder::{Recordable, SectionCtx};

@@ -1,5 +1,6 @@
 //! Napkin math: the two questions the lecture opens with, answered from first principles.
 
+use super::givens::given;
 use super::{SectionCtx, record, sections};
 use crate::device::promised;
 use crate::error::Result;
@@ -8,10 +9,8 @@ use crate::error::Result;
 /// and what is the largest model that fits on 8 H100s with AdamW (naively)?
 pub fn motivating_questions(cx: &mut SectionCtx) -> Result<()> {
     // Training cost: 6 FLOPs per parameter per token (2 forward + 4 backward; see gradients_flops).
-    let model_parameters = 70e9;
-    record!(cx, given model_parameters, count)?;
-    let num_tokens = 15e12;
-    record!(cx, given num_tokens, count)?;
+    let model_parameters = given!(cx, model_parameters: Positive = 70e9, count, "parameters of the dense transformer")?;
+    let num_tokens = given!(cx, num_tokens: Positive = 15e12, count, "tokens it is trained on")?;
     let forward_flop_per_parameter_token = 2.0;
     record!(cx, given forward_flop_per_parameter_token, flop)?;
     let backward_flop_per_parameter_token = 4.0;
@@ -23,20 +22,16 @@ pub fn motivating_questions(cx: &mut SectionCtx) -> Result<()> {
 
     let h100_flop_per_sec = promised::H100_SXM_BF16_DENSE; // datasheet, dense (no sparsity)
     record!(cx, given h100_flop_per_sec, flop_per_sec)?;
-    let mfu = 0.5;
-    record!(cx, given mfu, ratio)?;
-    let num_gpus = 1024;
-    record!(cx, given num_gpus)?;
+    let mfu = given!(cx, mfu: Fraction = 0.5, ratio, "share of the datasheet peak the run is assumed to get")?;
+    let num_gpus = given!(cx, num_gpus: Count = 1024, count, "H100s training the model")?;
     let flops_per_day = h100_flop_per_sec * mfu * num_gpus as f64 * 60.0 * 60.0 * 24.0;
     record!(cx, computed flops_per_day, flop)?;
     let days = total_flops / flops_per_day;
     record!(cx, computed days)?;
 
     // Memory: parameters, gradients and AdamW's two moments, all float32.
-    let memory_num_gpus = 8;
-    record!(cx, given memory_num_gpus)?;
-    let h100_bytes = 80e9;
-    record!(cx, given h100_bytes, bytes)?;
+    let memory_num_gpus = given!(cx, memory_num_gpus: Count = 8, count, "H100s whose memory holds the training state")?;
+    let h100_bytes = given!(cx, h100_bytes: Positive = 80e9, bytes, "memory of one H100")?;
     let bytes_per_float32 = 4;
     record!(cx, given bytes_per_float32, bytes)?;
     let bytes_per_parameter = bytes_per_float32 + bytes_per_float32 + (bytes_per_float32 + bytes_per_float32);

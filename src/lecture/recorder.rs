@@ -32,6 +32,8 @@ pub struct SectionCtx {
     values: IndexMap<String, Recorded>,
     /// Every record call: which value, which of its states.
     steps: Vec<(usize, usize)>,
+    /// Givens a what-if changed (`lecture --set`), by name, in the trace's form.
+    pub(crate) overrides: IndexMap<String, serde_json::Value>,
 }
 
 /// A value as the section recorded it: every state, before the trace's bound is applied.
@@ -40,6 +42,7 @@ struct Recorded {
     kind: Kind,
     history: bool,
     states: Vec<State>,
+    given: Option<crate::trace::GivenInfo>,
 }
 
 /// The one way a section records: the original lecture's `# @inspect x`, with what decided the
@@ -309,7 +312,31 @@ impl SectionCtx {
             file,
             values: IndexMap::new(),
             steps: Vec::new(),
+            overrides: IndexMap::new(),
         }
+    }
+
+    /// The value of a given (`given!` is the way to call it): the what-if's where it changed the
+    /// given, else the lecture's default; recorded as a `given`, with its default, range and help.
+    #[track_caller]
+    pub fn given<R: super::givens::Range>(&mut self, def: &'static super::givens::GivenDef) -> Result<R::Value> {
+        let default = (def.default)(&self.device);
+        let chosen = self.overrides.get(def.name).unwrap_or(&default);
+        let value = R::from_json(chosen).ok_or_else(|| {
+            Error::invalid(
+                "given",
+                format!("section `{}`: `{}` = {chosen} is not {}", self.id, def.name, def.range),
+            )
+        })?;
+        self.record_value(def.name, value.clone(), def.unit, Kind::Given, false)?;
+        if let Some(recorded) = self.values.get_mut(def.name) {
+            recorded.given = Some(crate::trace::GivenInfo {
+                default,
+                range: def.range.to_string(),
+                help: def.help.to_string(),
+            });
+        }
+        Ok(value)
     }
 
     /// Records `value` under `name`: `record!` is the way to call it (see there).
@@ -359,6 +386,7 @@ impl SectionCtx {
                     kind,
                     history,
                     states: vec![state],
+                    given: None,
                 };
                 self.values.insert_full(name.to_string(), recorded).0
             }
@@ -423,6 +451,7 @@ impl SectionCtx {
                 dtype: last.dtype,
                 shape: last.shape,
                 history: states,
+                given: recorded.given,
             };
             values.insert(name, record);
         }

@@ -23,8 +23,21 @@ pub struct SectionError {
     pub cause: Box<Error>,
 }
 
+/// Givens a what-if changed: by section id, the given's name and its value in the trace's form.
+pub type Overrides = indexmap::IndexMap<&'static str, indexmap::IndexMap<String, serde_json::Value>>;
+
 /// Runs one section and returns its record, with `run` as its provenance.
 pub fn run_section(def: &SectionDef, choice: &DeviceChoice, run: &RunInfo) -> Result<SectionRecord, SectionError> {
+    run_section_with(def, choice, run, &Overrides::new())
+}
+
+/// `run_section` with the givens `overrides` changed.
+pub fn run_section_with(
+    def: &SectionDef,
+    choice: &DeviceChoice,
+    run: &RunInfo,
+    overrides: &Overrides,
+) -> Result<SectionRecord, SectionError> {
     let fail = |cause| SectionError {
         id: def.id,
         cause: Box::new(cause),
@@ -32,6 +45,9 @@ pub fn run_section(def: &SectionDef, choice: &DeviceChoice, run: &RunInfo) -> Re
     let code = trace::source::function_source(def.source, def.id)
         .map_err(|e| fail(Error::invalid("section", format!("{}: {e}", def.file))))?;
     let mut cx = SectionCtx::new(def.id, def.file, choice, run.seed);
+    if let Some(changed) = overrides.get(def.id) {
+        cx.overrides = changed.clone();
+    }
     let start = Instant::now();
     (def.run)(&mut cx).map_err(fail)?;
     let wall_time_s = start.elapsed().as_secs_f64();
@@ -124,6 +140,19 @@ pub fn run_lecture(
     seed: u64,
     root: &Path,
     previous: Option<Trace>,
+    on_done: impl FnMut(&SectionRecord),
+) -> Result<Trace, SectionError> {
+    run_lecture_with(selected, choice, seed, root, previous, &Overrides::new(), on_done)
+}
+
+/// `run_lecture` with the givens `overrides` changed (a what-if).
+pub fn run_lecture_with(
+    selected: &[&'static SectionDef],
+    choice: &DeviceChoice,
+    seed: u64,
+    root: &Path,
+    previous: Option<Trace>,
+    overrides: &Overrides,
     mut on_done: impl FnMut(&SectionRecord),
 ) -> Result<Trace, SectionError> {
     let to_run: Vec<&SectionDef> = if selected.is_empty() {
@@ -140,7 +169,7 @@ pub fn run_lecture(
     })?;
     let mut fresh = Vec::new();
     for def in to_run {
-        let record = run_section(def, choice, &run)?;
+        let record = run_section_with(def, choice, &run, overrides)?;
         on_done(&record);
         fresh.push(record);
     }

@@ -175,6 +175,28 @@ pub struct ValueRecord {
     /// `trace::history::MAX_HISTORY` − 1 of them survive).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<State>,
+    /// For a given a reader may change (`lecture --set`): its default, its range and its help.
+    /// The value differs from `default` exactly when a what-if changed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given: Option<GivenInfo>,
+}
+
+/// What `lecture givens` says of a given, kept with its value in the trace.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GivenInfo {
+    /// The value the lecture chose (on this device).
+    pub default: serde_json::Value,
+    /// The values that make sense, in words: "a whole number ≥ 1", "a fraction in (0, 1]".
+    pub range: String,
+    pub help: String,
+}
+
+impl ValueRecord {
+    /// Whether a what-if changed this given from its default.
+    pub fn changed_given(&self) -> bool {
+        self.given.as_ref().is_some_and(|g| g.default != self.value)
+    }
 }
 
 /// An earlier state of a value recorded as a history.

@@ -34,6 +34,7 @@ fn build_mini(ws: &Workspace, references: Option<&str>, chapter: &str) -> Result
         trace_dir: Some(ws.trace_dir()),
         out_dir: Some(out.clone()),
         source_root: Some(PathBuf::from(ROOT)),
+        baseline: None,
     };
     cs336::book::build(&book, &options)?;
     Ok(std::fs::read_to_string(out.join("chapter.html")).expect("chapter page"))

@@ -275,6 +275,7 @@ impl Workspace {
             trace_dir: Some(self.trace_dir()),
             out_dir: Some(self.out_dir()),
             source_root: None,
+            baseline: None,
         };
         cs336::book::build(&Path::new(ROOT).join("book"), &options)
     }
@@ -315,6 +316,7 @@ impl Workspace {
             trace_dir: Some(self.trace_dir()),
             out_dir: Some(out.clone()),
             source_root: Some(source_root.to_path_buf()),
+            baseline: None,
         };
         match cs336::book::build(&book, &options) {
             Ok(_) => Ok(std::fs::read_to_string(out.join(format!("{name}.html"))).expect("chapter page")),

@@ -156,6 +156,7 @@ fn build_book(out: &Path) -> PathBuf {
         trace_dir: Some(Path::new(ROOT).join("trace/lecture_02")),
         out_dir: Some(out.to_path_buf()),
         source_root: None,
+        baseline: None,
     };
     cs336::book::build(&Path::new(ROOT).join("book"), &options).expect("the book builds");
     out.to_path_buf()
@@ -405,6 +406,7 @@ fn a_gpu_trace_recorded_by_older_code_steps_by_line() {
         trace_dir: Some(Path::new(ROOT).join("trace/lecture_02")),
         out_dir: Some(dir.path().join("html")),
         source_root: Some(PathBuf::from(ROOT)),
+        baseline: None,
     };
     cs336::book::build(&book, &options).expect("the book builds");
     let html = dir.path().join("html");

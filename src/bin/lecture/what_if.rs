@@ -1,0 +1,172 @@
+//! `lecture --set …`, `lecture givens`, `lecture what-if --list` and `lecture book --what-if FILE`:
+//! the command line of a what-if (`cs336::lecture::what_if` holds what it checks and runs).
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+use cs336::atomic_file;
+use cs336::console::{Console, terminal_safe};
+use cs336::device::promised::{self, MathMode};
+use cs336::device::{self, DeviceRequest};
+use cs336::lecture::what_if::{self, Change};
+use cs336::lecture::{LECTURE, givens, run};
+use cs336::trace;
+
+/// `lecture givens`: every given, by section, with its default on this device.
+pub fn list_givens(out: &mut Console, request: DeviceRequest) -> Result<()> {
+    let device = device::choose(request)?.device;
+    let mut section = "";
+    for (def, given) in givens::all() {
+        if def.id != section {
+            section = def.id;
+            out.line(format_args!("{} ({})", def.id, def.title));
+        }
+        out.line(format_args!(
+            "  {:<22} default {:<16} {:<22} {}",
+            given.name,
+            typed((given.default)(&device)),
+            given.range,
+            given.help
+        ));
+    }
+    out.line(format_args!(
+        "Change one with `cargo run --release --bin lecture -- --set SECTION.NAME=VALUE` (repeatable)."
+    ));
+    Ok(())
+}
+
+/// A default as a person would type it: `70e9`, not `70000000000.0`.
+fn typed(value: serde_json::Value) -> String {
+    match value.as_f64() {
+        Some(x) if x.abs() >= 1e6 => format!("{x:e}"),
+        _ => value.to_string(),
+    }
+}
+
+/// `lecture what-if --list`: the what-if traces on this machine and what each changed.
+pub fn list(out: &mut Console, trace_dir: &Path, list: bool) -> Result<()> {
+    if !list {
+        bail!("`lecture what-if` needs `--list` (a what-if is run with `lecture --set SECTION.NAME=VALUE`)");
+    }
+    let folder = what_if::folder(&trace_dir.join(LECTURE));
+    let mut files: Vec<_> = match std::fs::read_dir(&folder) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    files.sort();
+    if files.is_empty() {
+        out.line(format_args!(
+            "No what-if yet in {}; run one with `lecture --set SECTION.NAME=VALUE`.",
+            folder.display()
+        ));
+    }
+    for file in files {
+        match trace::load_named(&file) {
+            Ok(t) => {
+                out.line(format_args!("{}", file.display()));
+                for change in what_if::changed_givens(&t) {
+                    out.line(format_args!("  {}", terminal_safe(&change)));
+                }
+            }
+            Err(e) => out.line(format_args!("{} (unreadable: {})", file.display(), terminal_safe(&e.to_string()))),
+        }
+    }
+    Ok(())
+}
+
+/// The folder a what-if's book is built in: `book/what-if/<the trace's name>`.
+fn book_dir(root: &Path, what_if_trace: &Path) -> std::path::PathBuf {
+    let name = what_if_trace.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    root.join("book").join("what-if").join(name)
+}
+
+/// `lecture book --what-if FILE`: the what-if's book, its values beside the device's own run's.
+pub fn book(out: &mut Console, file: &Path, root: &Path) -> Result<()> {
+    let what_if = trace::load_named(file)?;
+    if !what_if::changed_givens(&what_if).iter().any(|_| true) {
+        bail!("{} changes no given: it is not a what-if's trace", file.display());
+    }
+    // The device's own trace: beside the what-if folder, named after the device.
+    let lecture_dir = file
+        .parent()
+        .and_then(Path::parent)
+        .context("a what-if trace lives in `<trace-dir>/lecture_02/what-if/`")?;
+    let baseline = lecture_dir.join(format!("{}.json", what_if.provenance.device.slug));
+    if !baseline.is_file() {
+        bail!(
+            "the device's own trace {} is missing: a what-if book shows its values beside the own run's",
+            baseline.display()
+        );
+    }
+    let options = cs336::book::BuildOptions {
+        trace: Some(file.to_path_buf()),
+        strict: Some(file.to_path_buf()),
+        trace_dir: Some(lecture_dir.to_path_buf()),
+        out_dir: Some(book_dir(root, file)),
+        source_root: Some(root.to_path_buf()),
+        baseline: Some(baseline),
+    };
+    let index = cs336::book::build(&root.join("book"), &options).context("the what-if book did not build")?;
+    out.line(format_args!("What-if book: {}", index.display()));
+    Ok(())
+}
+
+/// `lecture --set …`: checks every change and the cost before anything runs, runs the sections
+/// whose givens changed into a what-if trace (the device's own is not touched) and builds its book.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    out: &mut Console,
+    sets: &[String],
+    yes: bool,
+    seed: u64,
+    build_book: bool,
+    trace_dir: &Path,
+    request: DeviceRequest,
+    root: &Path,
+) -> Result<()> {
+    let changes: Vec<Change> = what_if::parse(sets)?;
+    device::cpu::isa::from_env()?;
+    let choice = device::choose(request)?;
+    let slug = choice.device.slug()?;
+    let lecture_dir = trace_dir.join(LECTURE);
+    let own = lecture_dir.join(format!("{slug}.json"));
+    if !own.is_file() {
+        bail!(
+            "a what-if runs beside this device's own run, and there is none at {}: run `cargo run --release --bin \
+             lecture` first",
+            own.display()
+        );
+    }
+    let baseline = trace::load_named(&own)?;
+    // What it would cost, against this machine's memory and peak, before anything is allocated.
+    let peak = promised::peak(&choice.device, MathMode::Fp32).map_or(1e10, |p| p.flop_per_sec);
+    for line in what_if::check_cost(&changes, &choice.device, choice.device.memory_bytes(), peak, yes)? {
+        out.line(format_args!("Estimate: {line}"));
+    }
+    let folder = what_if::folder(&lecture_dir);
+    std::fs::create_dir_all(&folder).with_context(|| format!("cannot make {}", folder.display()))?;
+    let path = folder.join(what_if::file_name(&slug, &changes));
+    atomic_file::check_writable(&path)?;
+    atomic_file::check_space(&path, 4 * std::fs::metadata(&own).map_or(1 << 20, |m| m.len()))?;
+
+    let sections = what_if::sections(&changes);
+    out.line(format_args!("What if, on {}: running {} section(s)", choice.device, sections.len()));
+    for c in &changes {
+        out.line(format_args!("  {}.{} = {}", c.section.id, c.given.name, c.value));
+    }
+    let overrides = what_if::overrides(&changes);
+    let merged = run::run_lecture_with(&sections, &choice, seed, root, Some(baseline), &overrides, |r| {
+        out.line(format_args!("  {:<28} {:>8.1} ms", r.id, r.wall_time_s * 1e3));
+    })
+    .context("the what-if's trace was not written")?;
+    trace::save(&path, &merged).context("the what-if's trace was not written")?;
+    out.line(format_args!("Wrote {} (the device's own trace is unchanged)", path.display()));
+    if build_book {
+        book(out, &path, root)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,189 @@
+//! Givens: the values the lecture chooses (a model's size, the MFU it assumes, a matrix's rows, a
+//! learning rate), each declared where its section uses it with `given!`. A declaration names the
+//! given, its range (as a type: [`Count`], [`Positive`], [`Fraction`]), its default, its unit and
+//! one line of help. The declarations are collected at link time ([`GIVENS`]), so `lecture givens`
+//! lists them and `lecture --set SECTION.NAME=VALUE` checks a value before anything runs; a run
+//! records each given with its default and range, so a what-if trace says what it changed.
+
+use linkme::distributed_slice;
+use serde_json::Value;
+
+use super::recorder::Recordable;
+use super::{SECTIONS, SectionDef};
+use crate::device::Device;
+use crate::trace::Unit;
+
+/// What a given may be, as a type: how a typed value is read, and how it is kept in the trace.
+pub trait Range {
+    type Value: Recordable + Clone;
+    /// The range in words, for messages and `lecture givens`.
+    const WORDS: &'static str;
+    /// Reads a value as a person types it: `4096`, `1e9`, `1_000_000_000`, `0.05`.
+    fn parse(text: &str) -> Result<Self::Value, String>;
+    fn to_json(value: &Self::Value) -> Value;
+    fn from_json(value: &Value) -> Option<Self::Value>;
+}
+
+/// A size or a number of things: a whole number from 1 to 2⁵³ (beyond which a float, and so the
+/// trace, cannot hold every whole number).
+pub struct Count;
+/// A finite number above zero: a parameter count, a learning rate, bytes of memory.
+pub struct Positive;
+/// A share: above zero, at most one (an MFU).
+pub struct Fraction;
+
+/// A number as typed, `_` between digits allowed.
+fn number(text: &str) -> Result<f64, String> {
+    let cleaned: String = text.trim().chars().filter(|&c| c != '_').collect();
+    cleaned
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
+        .ok_or_else(|| format!("`{text}` is not a number"))
+}
+
+const MAX_COUNT: f64 = 9_007_199_254_740_992.0;
+
+impl Range for Count {
+    type Value = usize;
+    const WORDS: &'static str = "a whole number ≥ 1";
+    fn parse(text: &str) -> Result<usize, String> {
+        let x = number(text)?;
+        if x.fract() != 0.0 || !(1.0..=MAX_COUNT).contains(&x) {
+            return Err(format!("`{text}` is not {}", Self::WORDS));
+        }
+        Ok(x as usize)
+    }
+    fn to_json(value: &usize) -> Value {
+        Value::from(*value)
+    }
+    fn from_json(value: &Value) -> Option<usize> {
+        value.as_u64().and_then(|v| usize::try_from(v).ok()).filter(|&v| v >= 1)
+    }
+}
+
+impl Range for Positive {
+    type Value = f64;
+    const WORDS: &'static str = "a number > 0";
+    fn parse(text: &str) -> Result<f64, String> {
+        let x = number(text)?;
+        if x > 0.0 {
+            Ok(x)
+        } else {
+            Err(format!("`{text}` is not {}", Self::WORDS))
+        }
+    }
+    fn to_json(value: &f64) -> Value {
+        crate::trace::json_number(*value)
+    }
+    fn from_json(value: &Value) -> Option<f64> {
+        value.as_f64().filter(|&x| x > 0.0 && x.is_finite())
+    }
+}
+
+impl Range for Fraction {
+    type Value = f64;
+    const WORDS: &'static str = "a fraction in (0, 1]";
+    fn parse(text: &str) -> Result<f64, String> {
+        let x = number(text)?;
+        if x > 0.0 && x <= 1.0 {
+            Ok(x)
+        } else {
+            Err(format!("`{text}` is not {}", Self::WORDS))
+        }
+    }
+    fn to_json(value: &f64) -> Value {
+        crate::trace::json_number(*value)
+    }
+    fn from_json(value: &Value) -> Option<f64> {
+        value.as_f64().filter(|&x| x > 0.0 && x <= 1.0)
+    }
+}
+
+/// `parse`, into the trace's form: what `GivenDef::parse` holds.
+pub fn parse_json<R: Range>(text: &str) -> Result<Value, String> {
+    R::parse(text).map(|v| R::to_json(&v))
+}
+
+/// One `given!` declaration.
+pub struct GivenDef {
+    pub name: &'static str,
+    /// Where it is declared: the file and line decide its section.
+    pub file: &'static str,
+    pub line: u32,
+    /// The unit the declaration names (else the value's type decides, as for `record!`).
+    pub unit: Option<Unit>,
+    pub range: &'static str,
+    pub help: &'static str,
+    pub parse: fn(&str) -> Result<Value, String>,
+    /// The lecture's value on a device (the matmul's sizes are larger on a GPU).
+    pub default: fn(&Device) -> Value,
+}
+
+/// Every `given!` in the lecture.
+#[distributed_slice]
+pub static GIVENS: [GivenDef];
+
+/// A value the lecture chooses, that a reader may change with `lecture --set SECTION.NAME=VALUE`:
+///
+/// ```text
+/// let b = given!(cx, B: Count = device => linear_model_sizes(device).0, count, "rows of x")?;
+/// let mfu = given!(cx, mfu: Fraction = 0.5, ratio, "share of the peak a run is assumed to get")?;
+/// ```
+///
+/// `device =>` binds the run's device for a default that depends on it. The value is recorded as a
+/// `given`, with its default, range and help.
+macro_rules! given {
+    ($cx:expr, $name:ident: $range:ident = $device:ident => $default:expr, $unit:ident, $help:literal) => {{
+        fn default_on($device: &$crate::device::Device) -> serde_json::Value {
+            <$crate::lecture::givens::$range as $crate::lecture::givens::Range>::to_json(&$default)
+        }
+        #[linkme::distributed_slice($crate::lecture::givens::GIVENS)]
+        static GIVEN: $crate::lecture::givens::GivenDef = $crate::lecture::givens::GivenDef {
+            name: stringify!($name),
+            file: file!(),
+            line: line!(),
+            unit: $crate::lecture::recorder::unit!($unit),
+            range: <$crate::lecture::givens::$range as $crate::lecture::givens::Range>::WORDS,
+            help: $help,
+            parse: $crate::lecture::givens::parse_json::<$crate::lecture::givens::$range>,
+            default: default_on,
+        };
+        $cx.given::<$crate::lecture::givens::$range>(&GIVEN)
+    }};
+    ($cx:expr, $name:ident: $range:ident = $default:expr, $unit:ident, $help:literal) => {
+        $crate::lecture::givens::given!($cx, $name: $range = _device => $default, $unit, $help)
+    };
+}
+pub(crate) use given;
+
+/// The line on which section `def`'s function starts in its file.
+fn start_line(def: &SectionDef) -> Option<usize> {
+    let needle = format!("pub fn {}(", def.id);
+    def.source.lines().position(|l| l.trim_start().starts_with(&needle)).map(|i| i + 1)
+}
+
+/// The section a declaration belongs to: of the sections in its file, the last that starts at or
+/// before its line.
+pub fn section_of(given: &GivenDef) -> Option<&'static SectionDef> {
+    SECTIONS
+        .iter()
+        .filter(|s| given.file.replace('\\', "/").ends_with(s.file))
+        .filter_map(|s| start_line(s).map(|l| (l, s)))
+        .filter(|(l, _)| *l <= given.line as usize)
+        .max_by_key(|(l, _)| *l)
+        .map(|(_, s)| s)
+}
+
+/// Every given with its section, in lecture order and, within a section, in the order declared.
+pub fn all() -> Vec<(&'static SectionDef, &'static GivenDef)> {
+    let mut out: Vec<_> = GIVENS.iter().filter_map(|g| section_of(g).map(|s| (s, g))).collect();
+    let order = |s: &SectionDef| SECTIONS.iter().position(|d| d.id == s.id).unwrap_or(usize::MAX);
+    out.sort_by_key(|(s, g)| (order(s), g.line));
+    out
+}
+
+/// The given `SECTION.NAME`.
+pub fn find(section: &str, name: &str) -> Option<(&'static SectionDef, &'static GivenDef)> {
+    all().into_iter().find(|(s, g)| s.id == section && g.name == name)
+}

@@ -1,0 +1,242 @@
+//! What-ifs: the lecture run on the reader's own givens (`lecture --set SECTION.NAME=VALUE`).
+//! Every value is read and checked before anything runs: the section and the given must exist,
+//! the value must be in the given's range, and the run must fit this machine's memory and finish
+//! in a few minutes (estimated from the sizes and the device's peak; `--yes` insists). Only the
+//! sections whose givens changed run again; the others come from the device's own trace, which a
+//! what-if never touches: it writes its own trace under `what-if/`, named after its changes.
+
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use super::givens::{self, GivenDef};
+use super::run::Overrides;
+use super::{SECTIONS, SectionDef};
+use crate::device::Device;
+use crate::trace::Trace;
+
+/// The folder of what-if traces, beside the device traces (git-ignored).
+pub const WHAT_IF_DIR: &str = "what-if";
+
+/// A run past this many seconds (estimated) needs `--yes`.
+pub const MAX_SECONDS: f64 = 180.0;
+
+/// Of the machine's memory, the share a what-if's tensors may take (the rest is the system's).
+pub const MEMORY_SHARE: f64 = 0.8;
+
+/// One `--set`: a given and its new value.
+#[derive(Clone)]
+pub struct Change {
+    pub section: &'static SectionDef,
+    pub given: &'static GivenDef,
+    /// In the trace's form.
+    pub value: Value,
+}
+
+/// Why a what-if was refused before anything ran.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum Refused {
+    #[error("`--set {0}`: expected SECTION.NAME=VALUE, e.g. `--set tensor_operations_flops.B=4096`")]
+    Form(String),
+    #[error("`--set {arg}`: no section `{section}` has givens; these do: {known}")]
+    UnknownSection { arg: String, section: String, known: String },
+    #[error("`--set {arg}`: section `{section}` has no given `{name}`; its givens: {known}")]
+    UnknownGiven { arg: String, section: String, name: String, known: String },
+    #[error("`--set {arg}`: `{section}.{name}` must be {range}: {why}")]
+    OutOfRange { arg: String, section: String, name: String, range: String, why: String },
+    #[error("`{0}` is set twice")]
+    Twice(String),
+    #[error(
+        "section `{section}` would need about {needed} of memory with these givens ({how}), more than the {limit} \
+         this machine can give it ({share}% of its {total}); nothing was run"
+    )]
+    Memory { section: String, needed: String, how: String, limit: String, share: u32, total: String },
+    #[error(
+        "section `{section}` would take about {seconds:.0} s with these givens ({how}), past the {max:.0} s a \
+         what-if runs without asking; add `--yes` to run it anyway"
+    )]
+    TooLong { section: String, seconds: f64, how: String, max: f64 },
+}
+
+/// Reads every `--set` argument, refusing the first that is wrong.
+pub fn parse(args: &[String]) -> Result<Vec<Change>, Refused> {
+    let mut changes: Vec<Change> = Vec::new();
+    for arg in args {
+        let (key, text) = arg.split_once('=').ok_or_else(|| Refused::Form(arg.clone()))?;
+        let (section, name) = key.trim().split_once('.').ok_or_else(|| Refused::Form(arg.clone()))?;
+        let all = givens::all();
+        if !all.iter().any(|(s, _)| s.id == section) {
+            let mut known: Vec<&str> = all.iter().map(|(s, _)| s.id).collect();
+            known.dedup();
+            return Err(Refused::UnknownSection {
+                arg: arg.clone(),
+                section: section.to_string(),
+                known: known.join(", "),
+            });
+        }
+        let Some((def, given)) = givens::find(section, name) else {
+            let known: Vec<&str> = all.iter().filter(|(s, _)| s.id == section).map(|(_, g)| g.name).collect();
+            return Err(Refused::UnknownGiven {
+                arg: arg.clone(),
+                section: section.to_string(),
+                name: name.to_string(),
+                known: known.join(", "),
+            });
+        };
+        let value = (given.parse)(text).map_err(|why| Refused::OutOfRange {
+            arg: arg.clone(),
+            section: section.to_string(),
+            name: name.to_string(),
+            range: given.range.to_string(),
+            why,
+        })?;
+        if changes.iter().any(|c| c.section.id == def.id && c.given.name == given.name) {
+            return Err(Refused::Twice(format!("{section}.{name}")));
+        }
+        changes.push(Change {
+            section: def,
+            given,
+            value,
+        });
+    }
+    Ok(changes)
+}
+
+/// The changes as the run takes them, by section.
+pub fn overrides(changes: &[Change]) -> Overrides {
+    let mut out = Overrides::new();
+    for c in changes {
+        out.entry(c.section.id)
+            .or_insert_with(IndexMap::new)
+            .insert(c.given.name.to_string(), c.value.clone());
+    }
+    out
+}
+
+/// The sections a what-if runs again, in lecture order.
+pub fn sections(changes: &[Change]) -> Vec<&'static SectionDef> {
+    SECTIONS
+        .iter()
+        .filter(|s| changes.iter().any(|c| c.section.id == s.id))
+        .collect()
+}
+
+/// What a section would need with its givens: bytes alive at once, and FLOPs in all.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cost {
+    pub bytes: f64,
+    pub flops: f64,
+}
+
+/// Section `id`'s cost with each given as `get` reads it (a what-if's value, else the default),
+/// or None for a section whose cost its givens do not drive (napkin math, a learning rate).
+pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
+    match id {
+        "tensor_operations_flops" => {
+            let (b, d, k) = (get("B"), get("D"), get("K"));
+            let elements = b * d + d * k + b * k;
+            // x, w and y in float32 and in bfloat16; timed for at least a second in each dtype,
+            // at least a few times each: the FLOPs of about ten products per dtype.
+            Some(Cost {
+                bytes: elements * (4.0 + 2.0),
+                flops: 2.0 * b * d * k * 2.0 * 10.0,
+            })
+        }
+        "activation_memory" => {
+            let (b, d, layers) = (get("batch_size"), get("d"), get("num_layers"));
+            // The model and its copy, their gradients, and every layer's input and gradient.
+            let parameters = layers * d * d + d;
+            Some(Cost {
+                bytes: 4.0 * (4.0 * parameters + 2.0 * (layers + 3.0) * b * d),
+                flops: 2.0 * b * d * d * layers * 7.0,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Refuses a what-if that would not fit in `memory` bytes, or (without `yes`) would run past
+/// [`MAX_SECONDS`] at `peak` FLOP/s. Returns what it estimated, one line per section, to print.
+pub fn check_cost(
+    changes: &[Change],
+    device: &Device,
+    memory: Option<u64>,
+    peak: f64,
+    yes: bool,
+) -> Result<Vec<String>, Refused> {
+    let shown = |bytes: f64| cs336_book::format::format_value(&crate::trace::json_number(bytes), crate::trace::Unit::Bytes, cs336_book::format::Format::Auto).unwrap_or_default();
+    let mut said = Vec::new();
+    for def in sections(changes) {
+        let get = |name: &str| -> f64 {
+            let changed = changes.iter().find(|c| c.section.id == def.id && c.given.name == name);
+            let value = match changed {
+                Some(c) => c.value.clone(),
+                None => givens::find(def.id, name).map_or(Value::Null, |(_, g)| (g.default)(device)),
+            };
+            value.as_f64().unwrap_or(f64::NAN)
+        };
+        let Some(cost) = cost(def.id, &get) else { continue };
+        let how = format!("{} of tensors, {:.3e} FLOP", shown(cost.bytes), cost.flops);
+        if let Some(total) = memory {
+            let limit = total as f64 * MEMORY_SHARE;
+            if cost.bytes > limit {
+                return Err(Refused::Memory {
+                    section: def.id.to_string(),
+                    needed: shown(cost.bytes),
+                    how,
+                    limit: shown(limit),
+                    share: (MEMORY_SHARE * 100.0) as u32,
+                    total: shown(total as f64),
+                });
+            }
+        }
+        let seconds = cost.flops / peak;
+        if seconds > MAX_SECONDS && !yes {
+            return Err(Refused::TooLong {
+                section: def.id.to_string(),
+                seconds,
+                how,
+                max: MAX_SECONDS,
+            });
+        }
+        said.push(format!("{}: about {how}, about {seconds:.1} s at {:.3e} FLOP/s", def.id, peak));
+    }
+    Ok(said)
+}
+
+/// The what-if trace's file name: the device's, then each change (`cpu-…-B4096.json`).
+pub fn file_name(slug: &str, changes: &[Change]) -> String {
+    let mut name = slug.to_string();
+    for c in changes {
+        let value = match &c.value {
+            Value::Number(n) => n.to_string(),
+            other => other.to_string(),
+        };
+        let part: String = format!("{}{value}", c.given.name)
+            .chars()
+            .map(|ch| if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' { ch } else { '-' })
+            .collect();
+        name.push('-');
+        name.push_str(&part);
+    }
+    format!("{name}.json")
+}
+
+/// The folder of what-if traces for the device traces in `lecture_dir`.
+pub fn folder(lecture_dir: &Path) -> PathBuf {
+    lecture_dir.join(WHAT_IF_DIR)
+}
+
+/// What a trace's givens were changed to: `section.name = value (default D)`, one per change.
+pub fn changed_givens(trace: &Trace) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in &trace.sections {
+        for (name, v) in &s.values {
+            if let Some(g) = v.given.as_ref().filter(|_| v.changed_given()) {
+                out.push(format!("{}.{name} = {} (default {})", s.id, v.value, g.default));
+            }
+        }
+    }
+    out
+}
