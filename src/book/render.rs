@@ -256,7 +256,7 @@ pub(super) fn value(
         Some(older) => traces.older_mark(path, &address.section, older),
         None => String::new(),
     };
-    let own = super::what_if::beside(traces, path, address, found.value, unit);
+    let own = super::what_if::beside(traces, path, address, found.value, unit, format);
     // Inline: markdown reads around these tags, so even the attribute is escaped for markdown
     // (a backtick in it could close a code span the chapter opened before).
     Ok(format!(

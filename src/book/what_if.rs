@@ -89,7 +89,14 @@ pub fn with_banner(content: &str, banner: &str) -> String {
 
 /// In a what-if book, for a value quoted from the what-if's trace (`path`) whose section ran
 /// again: the device's own value beside it, where the what-if moved it.
-pub fn beside(traces: &mut Traces, path: &std::path::Path, address: &Address, value: &Value, unit: Unit) -> String {
+pub fn beside(
+    traces: &mut Traces,
+    path: &std::path::Path,
+    address: &Address,
+    value: &Value,
+    unit: Unit,
+    format: Format,
+) -> String {
     let Some(baseline) = traces.baseline() else { return String::new() };
     let Ok(default_path) = traces.path(None) else { return String::new() };
     if path != default_path {
@@ -110,7 +117,7 @@ pub fn beside(traces: &mut Traces, path: &std::path::Path, address: &Address, va
     }
     format!(
         " <span class=\"lecture-default\" title=\"the value in this device's own run, with the lecture's givens\">(own run: {})</span>",
-        escape_inline(&shown(before, unit))
+        escape_inline(&format_value(before, unit, format).unwrap_or_else(|_| shown(before, unit)))
     )
 }
 

@@ -43,13 +43,13 @@ pub enum Refused {
     UnknownSection { arg: String, section: String, known: String },
     #[error("`--set {arg}`: section `{section}` has no given `{name}`; its givens: {known}")]
     UnknownGiven { arg: String, section: String, name: String, known: String },
-    #[error("`--set {arg}`: `{section}.{name}` must be {range}: {why}")]
+    #[error("`--set {arg}`: {why}; `{section}.{name}` takes {range}")]
     OutOfRange { arg: String, section: String, name: String, range: String, why: String },
     #[error("`{0}` is set twice")]
     Twice(String),
     #[error(
-        "section `{section}` would need about {needed} of memory with these givens ({how}), more than the {limit} \
-         this machine can give it ({share}% of its {total}); nothing was run"
+        "section `{section}` would need about {needed} of memory with these givens (and {how}), more than the \
+         {limit} this machine can give it ({share}% of its {total}); nothing was run"
     )]
     Memory { section: String, needed: String, how: String, limit: String, share: u32, total: String },
     #[error(
@@ -177,7 +177,7 @@ pub fn check_cost(
             value.as_f64().unwrap_or(f64::NAN)
         };
         let Some(cost) = cost(def.id, &get) else { continue };
-        let how = format!("{} of tensors, {:.3e} FLOP", shown(cost.bytes), cost.flops);
+        let how = format!("{:.3e} FLOP", cost.flops);
         if let Some(total) = memory {
             let limit = total as f64 * MEMORY_SHARE;
             if cost.bytes > limit {
@@ -200,19 +200,31 @@ pub fn check_cost(
                 max: MAX_SECONDS,
             });
         }
-        said.push(format!("{}: about {how}, about {seconds:.1} s at {:.3e} FLOP/s", def.id, peak));
+        said.push(format!(
+            "{}: about {} of tensors and {how}: {seconds:.1} s of arithmetic at this device's peak, {peak:.3e} FLOP/s",
+            def.id,
+            shown(cost.bytes)
+        ));
     }
     Ok(said)
 }
 
-/// The what-if trace's file name: the device's, then each change (`cpu-…-B4096.json`).
-pub fn file_name(slug: &str, changes: &[Change]) -> String {
+/// A value as a person would type it: `4096`, `4.05e11`, `0.05`.
+pub fn typed(value: &Value) -> String {
+    match (value.as_u64(), value.as_f64()) {
+        (Some(n), _) => n.to_string(),
+        (None, Some(x)) if x.abs() >= 1e6 => format!("{x:e}"),
+        (None, Some(x)) => x.to_string(),
+        _ => value.to_string(),
+    }
+}
+
+/// The what-if's own folder, named after the device and each change (`cpu-…-B4096`). The trace
+/// inside is named after the device, as every trace is (`trace::load_named` holds to that).
+pub fn folder_name(slug: &str, changes: &[Change]) -> String {
     let mut name = slug.to_string();
     for c in changes {
-        let value = match &c.value {
-            Value::Number(n) => n.to_string(),
-            other => other.to_string(),
-        };
+        let value = typed(&c.value);
         let part: String = format!("{}{value}", c.given.name)
             .chars()
             .map(|ch| if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' { ch } else { '-' })
@@ -220,7 +232,31 @@ pub fn file_name(slug: &str, changes: &[Change]) -> String {
         name.push('-');
         name.push_str(&part);
     }
-    format!("{name}.json")
+    name
+}
+
+/// Where a what-if's trace is written: `<lecture dir>/what-if/<folder_name>/<slug>.json`.
+pub fn trace_path(lecture_dir: &Path, slug: &str, changes: &[Change]) -> PathBuf {
+    folder(lecture_dir).join(folder_name(slug, changes)).join(format!("{slug}.json"))
+}
+
+/// The device traces' folder, for a what-if trace at `path` (`trace_path`).
+pub fn lecture_dir_of(path: &Path) -> Option<&Path> {
+    path.parent()?.parent()?.parent()
+}
+
+/// Every what-if trace under `lecture_dir`, sorted.
+pub fn all(lecture_dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(folder(lecture_dir))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|dir| dir.is_dir())
+        .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().filter_map(|e| e.ok().map(|e| e.path())))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    out.sort();
+    out
 }
 
 /// The folder of what-if traces for the device traces in `lecture_dir`.
@@ -234,7 +270,7 @@ pub fn changed_givens(trace: &Trace) -> Vec<String> {
     for s in &trace.sections {
         for (name, v) in &s.values {
             if let Some(g) = v.given.as_ref().filter(|_| v.changed_given()) {
-                out.push(format!("{}.{name} = {} (default {})", s.id, v.value, g.default));
+                out.push(format!("{}.{name} = {} (default {})", s.id, typed(&v.value), typed(&g.default)));
             }
         }
     }

@@ -25,7 +25,7 @@ pub fn list_givens(out: &mut Console, request: DeviceRequest) -> Result<()> {
         out.line(format_args!(
             "  {:<22} default {:<16} {:<22} {}",
             given.name,
-            typed((given.default)(&device)),
+            what_if::typed(&(given.default)(&device)),
             given.range,
             given.help
         ));
@@ -36,28 +36,13 @@ pub fn list_givens(out: &mut Console, request: DeviceRequest) -> Result<()> {
     Ok(())
 }
 
-/// A default as a person would type it: `70e9`, not `70000000000.0`.
-fn typed(value: serde_json::Value) -> String {
-    match value.as_f64() {
-        Some(x) if x.abs() >= 1e6 => format!("{x:e}"),
-        _ => value.to_string(),
-    }
-}
-
 /// `lecture what-if --list`: the what-if traces on this machine and what each changed.
 pub fn list(out: &mut Console, trace_dir: &Path, list: bool) -> Result<()> {
     if !list {
         bail!("`lecture what-if` needs `--list` (a what-if is run with `lecture --set SECTION.NAME=VALUE`)");
     }
     let folder = what_if::folder(&trace_dir.join(LECTURE));
-    let mut files: Vec<_> = match std::fs::read_dir(&folder) {
-        Ok(entries) => entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    files.sort();
+    let files = what_if::all(&trace_dir.join(LECTURE));
     if files.is_empty() {
         out.line(format_args!(
             "No what-if yet in {}; run one with `lecture --set SECTION.NAME=VALUE`.",
@@ -78,10 +63,11 @@ pub fn list(out: &mut Console, trace_dir: &Path, list: bool) -> Result<()> {
     Ok(())
 }
 
-/// The folder a what-if's book is built in: `book/what-if/<the trace's name>`.
-fn book_dir(root: &Path, what_if_trace: &Path) -> std::path::PathBuf {
-    let name = what_if_trace.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    root.join("book").join("what-if").join(name)
+/// The folder a what-if's book is built in: `book/` beside its trace, in the what-if's own folder.
+fn book_dir(what_if_trace: &Path) -> std::path::PathBuf {
+    let dir = what_if_trace.with_file_name("book");
+    // mdbook reads a relative folder as relative to the book, not to here.
+    std::path::absolute(&dir).unwrap_or(dir)
 }
 
 /// `lecture book --what-if FILE`: the what-if's book, its values beside the device's own run's.
@@ -90,11 +76,9 @@ pub fn book(out: &mut Console, file: &Path, root: &Path) -> Result<()> {
     if !what_if::changed_givens(&what_if).iter().any(|_| true) {
         bail!("{} changes no given: it is not a what-if's trace", file.display());
     }
-    // The device's own trace: beside the what-if folder, named after the device.
-    let lecture_dir = file
-        .parent()
-        .and_then(Path::parent)
-        .context("a what-if trace lives in `<trace-dir>/lecture_02/what-if/`")?;
+    // The device's own trace: in the folder above the what-ifs, named after the device.
+    let lecture_dir = what_if::lecture_dir_of(file)
+        .context("a what-if trace lives in `<trace-dir>/lecture_02/what-if/<name>/`")?;
     let baseline = lecture_dir.join(format!("{}.json", what_if.provenance.device.slug));
     if !baseline.is_file() {
         bail!(
@@ -106,7 +90,7 @@ pub fn book(out: &mut Console, file: &Path, root: &Path) -> Result<()> {
         trace: Some(file.to_path_buf()),
         strict: Some(file.to_path_buf()),
         trace_dir: Some(lecture_dir.to_path_buf()),
-        out_dir: Some(book_dir(root, file)),
+        out_dir: Some(book_dir(file)),
         source_root: Some(root.to_path_buf()),
         baseline: Some(baseline),
     };
@@ -147,16 +131,16 @@ pub fn run(
     for line in what_if::check_cost(&changes, &choice.device, choice.device.memory_bytes(), peak, yes)? {
         out.line(format_args!("Estimate: {line}"));
     }
-    let folder = what_if::folder(&lecture_dir);
-    std::fs::create_dir_all(&folder).with_context(|| format!("cannot make {}", folder.display()))?;
-    let path = folder.join(what_if::file_name(&slug, &changes));
+    let path = what_if::trace_path(&lecture_dir, &slug, &changes);
+    let folder = path.parent().context("a what-if trace has a folder")?;
+    std::fs::create_dir_all(folder).with_context(|| format!("cannot make {}", folder.display()))?;
     atomic_file::check_writable(&path)?;
     atomic_file::check_space(&path, 4 * std::fs::metadata(&own).map_or(1 << 20, |m| m.len()))?;
 
     let sections = what_if::sections(&changes);
     out.line(format_args!("What if, on {}: running {} section(s)", choice.device, sections.len()));
     for c in &changes {
-        out.line(format_args!("  {}.{} = {}", c.section.id, c.given.name, c.value));
+        out.line(format_args!("  {}.{} = {}", c.section.id, c.given.name, what_if::typed(&c.value)));
     }
     let overrides = what_if::overrides(&changes);
     let merged = run::run_lecture_with(&sections, &choice, seed, root, Some(baseline), &overrides, |r| {
