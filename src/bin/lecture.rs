@@ -213,7 +213,9 @@ fn real_main(out: &mut Console) -> Result<()> {
             return get(out, &path, &key, record);
         }
         Some(Command::Book { trace, what_if: None }) => return book(out, cli.trace_dir.as_deref(), trace),
-        Some(Command::Book { what_if: Some(file), .. }) => return what_if::book(out, &file, &root()),
+        Some(Command::Book {
+            what_if: Some(file), ..
+        }) => return what_if::book(out, &file, &root()),
         Some(Command::Givens) => return what_if::list_givens(out, request),
         Some(Command::WhatIf { list }) => return what_if::list(out, &trace_dir, list),
         Some(Command::Compare { a, b }) => return compare(out, &a, &b),
@@ -224,7 +226,16 @@ fn real_main(out: &mut Console) -> Result<()> {
         None => {}
     }
     if !cli.set.is_empty() {
-        return what_if::run(out, &cli.set, cli.yes, cli.seed.unwrap_or(0), !cli.no_book, &trace_dir, request, &root());
+        return what_if::run(
+            out,
+            &cli.set,
+            cli.yes,
+            cli.seed.unwrap_or(0),
+            !cli.no_book,
+            &trace_dir,
+            request,
+            &root(),
+        );
     }
     run_sections(out, &cli, &trace_dir, request)
 }

@@ -12,8 +12,8 @@ use super::citations;
 use super::problem::{BookError, Cause, Problem};
 use super::render::render_chapter;
 use super::titles;
-use super::what_if;
 use super::traces::{TraceChoice, Traces, clean};
+use super::what_if;
 
 /// The name in `[preprocessor.lecture]`.
 pub const NAME: &str = "lecture";

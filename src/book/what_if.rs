@@ -55,7 +55,9 @@ pub fn is_what_if(trace: &Trace) -> bool {
 
 /// The banner of every page of a what-if book, or None for the device's own book.
 pub fn banner(traces: &mut Traces) -> Result<Option<String>, Cause> {
-    let Some(baseline) = traces.baseline() else { return Ok(None) };
+    let Some(baseline) = traces.baseline() else {
+        return Ok(None);
+    };
     let path = traces.path(None)?;
     let trace = traces.load(&path)?;
     let items: String = changed(&trace)
@@ -69,7 +71,10 @@ pub fn banner(traces: &mut Traces) -> Result<Option<String>, Cause> {
             )
         })
         .collect();
-    let device = baseline.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let device = baseline
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     Ok(Some(format!(
         "<div class=\"lecture-what-if-banner\"><strong>What if:</strong> this book shows a run with givens changed \
          from the lecture's:<ul>{items}</ul>The sections those givens belong to ran again on this device; every other \
@@ -97,8 +102,12 @@ pub fn beside(
     unit: Unit,
     format: Format,
 ) -> String {
-    let Some(baseline) = traces.baseline() else { return String::new() };
-    let Ok(default_path) = traces.path(None) else { return String::new() };
+    let Some(baseline) = traces.baseline() else {
+        return String::new();
+    };
+    let Ok(default_path) = traces.path(None) else {
+        return String::new();
+    };
     if path != default_path {
         return String::new();
     }
@@ -111,7 +120,9 @@ pub fn beside(
     let Some(record) = own.section(&address.section).and_then(|s| s.values.get(&address.name)) else {
         return " <span class=\"lecture-default\">(the own run has no such value)</span>".to_string();
     };
-    let Ok(before) = walk(&record.value, &address.path) else { return String::new() };
+    let Ok(before) = walk(&record.value, &address.path) else {
+        return String::new();
+    };
     if before == value {
         return String::new();
     }

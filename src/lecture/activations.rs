@@ -77,7 +77,11 @@ pub fn activation_memory(cx: &mut SectionCtx) -> Result<()> {
     let num_segments = num_layers.div_ceil(segment_layers);
     let last_len = num_layers - (num_segments - 1) * segment_layers;
     let last = (num_segments - 1 + last_len) * b * d + b;
-    let before_last = (num_segments >= 2).then(|| (num_segments - 2 + segment_layers) * b * d).unwrap_or(0);
+    let before_last = if num_segments >= 2 {
+        (num_segments - 2 + segment_layers) * b * d
+    } else {
+        0
+    };
     let formula_checkpoint_peak = last.max(before_last) * bytes_per_float32;
     record!(cx, computed formula_checkpoint_peak, bytes)?;
     let recomputed_matmul_flops = checkpoint_matmul_flops - plain_matmul_flops;

@@ -160,7 +160,10 @@ pub(crate) use given;
 /// The line on which section `def`'s function starts in its file.
 fn start_line(def: &SectionDef) -> Option<usize> {
     let needle = format!("pub fn {}(", def.id);
-    def.source.lines().position(|l| l.trim_start().starts_with(&needle)).map(|i| i + 1)
+    def.source
+        .lines()
+        .position(|l| l.trim_start().starts_with(&needle))
+        .map(|i| i + 1)
 }
 
 /// The section a declaration belongs to: of the sections in its file, the last that starts at or

@@ -3,8 +3,8 @@
 
 use serde_json::json;
 
-use super::trainer::{Batches, LinearData, Precision, train};
 use super::givens::given;
+use super::trainer::{Batches, LinearData, Precision, train};
 use super::{SectionCtx, record, sections};
 use crate::error::Result;
 use crate::nn::{Cruncher, Module, ParamOptions};

@@ -7,7 +7,6 @@
 
 use std::path::{Path, PathBuf};
 
-use indexmap::IndexMap;
 use serde_json::Value;
 
 use super::givens::{self, GivenDef};
@@ -40,23 +39,50 @@ pub enum Refused {
     #[error("`--set {0}`: expected SECTION.NAME=VALUE, e.g. `--set tensor_operations_flops.B=4096`")]
     Form(String),
     #[error("`--set {arg}`: no section `{section}` has givens; these do: {known}")]
-    UnknownSection { arg: String, section: String, known: String },
+    UnknownSection {
+        arg: String,
+        section: String,
+        known: String,
+    },
     #[error("`--set {arg}`: section `{section}` has no given `{name}`; its givens: {known}")]
-    UnknownGiven { arg: String, section: String, name: String, known: String },
+    UnknownGiven {
+        arg: String,
+        section: String,
+        name: String,
+        known: String,
+    },
     #[error("`--set {arg}`: {why}; `{section}.{name}` takes {range}")]
-    OutOfRange { arg: String, section: String, name: String, range: String, why: String },
+    OutOfRange {
+        arg: String,
+        section: String,
+        name: String,
+        range: String,
+        why: String,
+    },
     #[error("`{0}` is set twice")]
     Twice(String),
     #[error(
         "section `{section}` would need about {needed} of memory with these givens (and {how}), more than the \
          {limit} this machine can give it ({share}% of its {total}); nothing was run"
     )]
-    Memory { section: String, needed: String, how: String, limit: String, share: u32, total: String },
+    Memory {
+        section: String,
+        needed: String,
+        how: String,
+        limit: String,
+        share: u32,
+        total: String,
+    },
     #[error(
         "section `{section}` would take about {seconds:.0} s with these givens ({how}), past the {max:.0} s a \
          what-if runs without asking; add `--yes` to run it anyway"
     )]
-    TooLong { section: String, seconds: f64, how: String, max: f64 },
+    TooLong {
+        section: String,
+        seconds: f64,
+        how: String,
+        max: f64,
+    },
 }
 
 /// Reads every `--set` argument, refusing the first that is wrong.
@@ -76,7 +102,11 @@ pub fn parse(args: &[String]) -> Result<Vec<Change>, Refused> {
             });
         }
         let Some((def, given)) = givens::find(section, name) else {
-            let known: Vec<&str> = all.iter().filter(|(s, _)| s.id == section).map(|(_, g)| g.name).collect();
+            let known: Vec<&str> = all
+                .iter()
+                .filter(|(s, _)| s.id == section)
+                .map(|(_, g)| g.name)
+                .collect();
             return Err(Refused::UnknownGiven {
                 arg: arg.clone(),
                 section: section.to_string(),
@@ -91,7 +121,10 @@ pub fn parse(args: &[String]) -> Result<Vec<Change>, Refused> {
             range: given.range.to_string(),
             why,
         })?;
-        if changes.iter().any(|c| c.section.id == def.id && c.given.name == given.name) {
+        if changes
+            .iter()
+            .any(|c| c.section.id == def.id && c.given.name == given.name)
+        {
             return Err(Refused::Twice(format!("{section}.{name}")));
         }
         changes.push(Change {
@@ -108,7 +141,7 @@ pub fn overrides(changes: &[Change]) -> Overrides {
     let mut out = Overrides::new();
     for c in changes {
         out.entry(c.section.id)
-            .or_insert_with(IndexMap::new)
+            .or_default()
             .insert(c.given.name.to_string(), c.value.clone());
     }
     out
@@ -165,7 +198,14 @@ pub fn check_cost(
     peak: f64,
     yes: bool,
 ) -> Result<Vec<String>, Refused> {
-    let shown = |bytes: f64| cs336_book::format::format_value(&crate::trace::json_number(bytes), crate::trace::Unit::Bytes, cs336_book::format::Format::Auto).unwrap_or_default();
+    let shown = |bytes: f64| {
+        cs336_book::format::format_value(
+            &crate::trace::json_number(bytes),
+            crate::trace::Unit::Bytes,
+            cs336_book::format::Format::Auto,
+        )
+        .unwrap_or_default()
+    };
     let mut said = Vec::new();
     for def in sections(changes) {
         let get = |name: &str| -> f64 {
@@ -227,7 +267,13 @@ pub fn folder_name(slug: &str, changes: &[Change]) -> String {
         let value = typed(&c.value);
         let part: String = format!("{}{value}", c.given.name)
             .chars()
-            .map(|ch| if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' { ch } else { '-' })
+            .map(|ch| {
+                if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' {
+                    ch
+                } else {
+                    '-'
+                }
+            })
             .collect();
         name.push('-');
         name.push_str(&part);
@@ -237,7 +283,9 @@ pub fn folder_name(slug: &str, changes: &[Change]) -> String {
 
 /// Where a what-if's trace is written: `<lecture dir>/what-if/<folder_name>/<slug>.json`.
 pub fn trace_path(lecture_dir: &Path, slug: &str, changes: &[Change]) -> PathBuf {
-    folder(lecture_dir).join(folder_name(slug, changes)).join(format!("{slug}.json"))
+    folder(lecture_dir)
+        .join(folder_name(slug, changes))
+        .join(format!("{slug}.json"))
 }
 
 /// The device traces' folder, for a what-if trace at `path` (`trace_path`).
@@ -252,7 +300,12 @@ pub fn all(lecture_dir: &Path) -> Vec<PathBuf> {
         .flatten()
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|dir| dir.is_dir())
-        .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().filter_map(|e| e.ok().map(|e| e.path())))
+        .flat_map(|dir| {
+            std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok().map(|e| e.path()))
+        })
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     out.sort();
@@ -270,7 +323,12 @@ pub fn changed_givens(trace: &Trace) -> Vec<String> {
     for s in &trace.sections {
         for (name, v) in &s.values {
             if let Some(g) = v.given.as_ref().filter(|_| v.changed_given()) {
-                out.push(format!("{}.{name} = {} (default {})", s.id, typed(&v.value), typed(&g.default)));
+                out.push(format!(
+                    "{}.{name} = {} (default {})",
+                    s.id,
+                    typed(&v.value),
+                    typed(&g.default)
+                ));
             }
         }
     }

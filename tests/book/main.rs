@@ -17,6 +17,7 @@ mod book_references;
 mod book_sources;
 mod book_steps;
 mod book_strict;
+mod book_what_if;
 mod chapter_titles;
 mod chart_bounds;
 mod chart_layouts;

@@ -9,5 +9,6 @@ mod cli;
 mod cli_book;
 mod cli_concurrency;
 mod cli_inputs;
+mod cli_what_if;
 mod gpu_check_script;
 mod gpu_summary;

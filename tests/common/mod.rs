@@ -280,6 +280,20 @@ impl Workspace {
         cs336::book::build(&Path::new(ROOT).join("book"), &options)
     }
 
+    /// Builds the repository's book from the what-if trace `what_if`, each moved value beside its
+    /// value in `baseline` (the device's own trace), as `lecture book --what-if` does.
+    pub fn build_what_if_book(&self, what_if: &Path, baseline: &Path) -> Result<PathBuf, BookError> {
+        let options = BuildOptions {
+            trace: Some(what_if.to_path_buf()),
+            strict: Some(what_if.to_path_buf()),
+            trace_dir: Some(self.trace_dir()),
+            out_dir: Some(self.out_dir()),
+            source_root: None,
+            baseline: Some(baseline.to_path_buf()),
+        };
+        cs336::book::build(&Path::new(ROOT).join("book"), &options)
+    }
+
     /// Builds a one-chapter book whose chapter is `chapter`, reading `trace` by default and
     /// section code from this crate; returns the chapter's HTML.
     pub fn build_chapter(&self, trace: &Path, chapter: &str) -> Result<String, Vec<Problem>> {

@@ -7,6 +7,7 @@ mod data_optimizer;
 mod gradients_models;
 mod speed;
 mod training;
+mod what_if;
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -57,7 +57,11 @@ pub fn list(out: &mut Console, trace_dir: &Path, list: bool) -> Result<()> {
                     out.line(format_args!("  {}", terminal_safe(&change)));
                 }
             }
-            Err(e) => out.line(format_args!("{} (unreadable: {})", file.display(), terminal_safe(&e.to_string()))),
+            Err(e) => out.line(format_args!(
+                "{} (unreadable: {})",
+                file.display(),
+                terminal_safe(&e.to_string())
+            )),
         }
     }
     Ok(())
@@ -77,8 +81,8 @@ pub fn book(out: &mut Console, file: &Path, root: &Path) -> Result<()> {
         bail!("{} changes no given: it is not a what-if's trace", file.display());
     }
     // The device's own trace: in the folder above the what-ifs, named after the device.
-    let lecture_dir = what_if::lecture_dir_of(file)
-        .context("a what-if trace lives in `<trace-dir>/lecture_02/what-if/<name>/`")?;
+    let lecture_dir =
+        what_if::lecture_dir_of(file).context("a what-if trace lives in `<trace-dir>/lecture_02/what-if/<name>/`")?;
     let baseline = lecture_dir.join(format!("{}.json", what_if.provenance.device.slug));
     if !baseline.is_file() {
         bail!(
@@ -138,9 +142,18 @@ pub fn run(
     atomic_file::check_space(&path, 4 * std::fs::metadata(&own).map_or(1 << 20, |m| m.len()))?;
 
     let sections = what_if::sections(&changes);
-    out.line(format_args!("What if, on {}: running {} section(s)", choice.device, sections.len()));
+    out.line(format_args!(
+        "What if, on {}: running {} section(s)",
+        choice.device,
+        sections.len()
+    ));
     for c in &changes {
-        out.line(format_args!("  {}.{} = {}", c.section.id, c.given.name, what_if::typed(&c.value)));
+        out.line(format_args!(
+            "  {}.{} = {}",
+            c.section.id,
+            c.given.name,
+            what_if::typed(&c.value)
+        ));
     }
     let overrides = what_if::overrides(&changes);
     let merged = run::run_lecture_with(&sections, &choice, seed, root, Some(baseline), &overrides, |r| {
@@ -148,7 +161,10 @@ pub fn run(
     })
     .context("the what-if's trace was not written")?;
     trace::save(&path, &merged).context("the what-if's trace was not written")?;
-    out.line(format_args!("Wrote {} (the device's own trace is unchanged)", path.display()));
+    out.line(format_args!(
+        "Wrote {} (the device's own trace is unchanged)",
+        path.display()
+    ));
     if build_book {
         book(out, &path, root)?;
     }
