@@ -30,7 +30,8 @@ class Cruncher(nn.Module):  # num_layers D×D layers, then a D×1 head; [B, D] -
         return self.final(x).squeeze(-1)
 
 
-d, num_layers, b, lr, steps = 32, 2, 32, 0.01, 300
+lr = record("lr", 0.01)  # a given: `lecture --set mixed_precision_training.lr=…` changes it
+d, num_layers, b, steps = 32, 2, 32, 300
 setup = record("setup", {"dim": d, "num_layers": num_layers, "batch_size": b, "lr": lr, "steps": steps,
                          "optimizer": "sgd"})
 # Unit-scale targets: true weights ~ N(0, 1/D), so y = x @ true_w ~ N(0, 1).
