@@ -43,7 +43,8 @@ pub fn committed_traces() -> Vec<(PathBuf, Trace)> {
     traces_under(&trace_root())
 }
 
-/// Every `**/*.json` under `root`, parsed (a file that does not parse fails the test).
+/// Every `**/*.json` under `root`, parsed (a file that does not parse fails the test), leaving out
+/// the readers' own what-ifs (`what-if/`, never committed: `lecture --set` writes them).
 pub fn traces_under(root: &Path) -> Vec<(PathBuf, Trace)> {
     let root = root.to_path_buf();
     let mut out = Vec::new();
@@ -53,6 +54,9 @@ pub fn traces_under(root: &Path) -> Vec<(PathBuf, Trace)> {
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() {
+                if path.file_name().is_some_and(|n| n == cs336::lecture::what_if::WHAT_IF_DIR) {
+                    continue;
+                }
                 stack.push(path);
             } else if path.extension().is_some_and(|e| e == "json") {
                 let t = trace::load(&path).unwrap_or_else(|e| panic!("committed trace does not load: {e}"));
