@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use super::givens::given;
 use super::{SectionCtx, record, sections};
 use crate::autograd::Var;
 use crate::error::Result;
@@ -20,10 +21,8 @@ fn std_of(t: &Tensor) -> Result<f64> {
 /// Parameters are tensors the optimizer changes. How they start matters: with unit-variance
 /// weights every output of `x @ w` is a sum of input_dim terms and grows like √input_dim.
 pub fn module_parameters(cx: &mut SectionCtx) -> Result<()> {
-    let input_dim = 16384;
-    let output_dim = 32;
-    record!(cx, given input_dim)?;
-    record!(cx, given output_dim)?;
+    let input_dim = given!(cx, input_dim: Count = 16384, count, "inputs of the linear layer x @ w")?;
+    let output_dim = given!(cx, output_dim: Count = 32, count, "outputs of the linear layer")?;
     let x = Var::constant(Tensor::randn(&[input_dim], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
 
     // w ~ N(0, 1): outputs of size about √input_dim = 128.
@@ -94,10 +93,8 @@ fn std_vs_input_dim(rng: &mut Rng) -> Result<serde_json::Value> {
 
 /// A custom model: `num_layers` D×D linear layers and a final D×1 head.
 pub fn custom_model(cx: &mut SectionCtx) -> Result<()> {
-    let d = 64;
-    record!(cx, given d)?;
-    let num_layers = 2;
-    record!(cx, given num_layers)?;
+    let d = given!(cx, d: Count = 64, count, "width of the Cruncher's layers")?;
+    let num_layers = given!(cx, num_layers: Count = 2, count, "D×D layers before the head")?;
     let model = Cruncher::new(d, num_layers, &mut cx.rng)?;
     let params: Vec<serde_json::Value> = model
         .named_parameters()
@@ -111,8 +108,7 @@ pub fn custom_model(cx: &mut SectionCtx) -> Result<()> {
     // Move it to the run's device and run a batch through it.
     let model = model.to_device(&cx.device)?;
     record!(cx, device device = model.final_layer.weight.value().device().to_string())?;
-    let b = 8;
-    record!(cx, given batch_size = b)?;
+    let b = given!(cx, batch_size: Count = 8, count, "data points run through the model")?;
     let x = Var::constant(Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
     let y = model.forward(&x)?;
     let y_shape = y.shape().to_vec();

@@ -38,6 +38,12 @@ pub fn motivating_questions(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed bytes_per_parameter, bytes)?;
     let num_parameters = (memory_num_gpus as f64 * h100_bytes) / bytes_per_parameter as f64;
     record!(cx, computed num_parameters, count)?;
+    // Turned round, for the first question's model: the memory its training state needs, and
+    // how many of these GPUs that fills.
+    let training_state_bytes = bytes_per_parameter as f64 * model_parameters;
+    record!(cx, computed training_state_bytes, bytes)?;
+    let gpus_for_training_state = (training_state_bytes / h100_bytes).ceil();
+    record!(cx, computed gpus_for_training_state, count)?;
 
     // The same memory question for the device this run is on (activations still ignored).
     if let Some(this_device_bytes) = cx.device.memory_bytes() {

@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use super::givens::given;
 use super::{SectionCtx, record, sections};
 use crate::autograd::{Var, mse_loss};
 use crate::error::Result;
@@ -30,14 +31,14 @@ fn grads(model: &dyn Module) -> Vec<(String, Tensor)> {
 
 /// An optimizer step, and the memory and compute a training step costs.
 pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
-    let (b, d, num_layers) = (2, 4, 2);
+    // The batch stays at the two data points whose targets are below.
+    let b = 2;
     record!(cx, given batch_size = b)?;
-    record!(cx, given d)?;
-    record!(cx, given num_layers)?;
+    let d = given!(cx, d: Count = 4, count, "width of the Cruncher's layers")?;
+    let num_layers = given!(cx, num_layers: Count = 2, count, "D×D layers before the head")?;
     let model = Cruncher::new(d, num_layers, &mut cx.rng)?.to_device(&cx.device)?;
-    let lr = 0.01;
+    let lr = given!(cx, lr: Positive = 0.01, none, "AdaGrad's learning rate")?;
     let mut optimizer = AdaGrad::new(&model, lr)?;
-    record!(cx, given lr)?;
     record!(cx, given eps = optimizer.eps())?;
     // The parameters before and after the step: one history, two states.
     let state = tensors_json(&model.state_dict())?;

@@ -163,9 +163,18 @@ pub struct Cost {
 }
 
 /// Section `id`'s cost with each given as `get` reads it (a what-if's value, else the default),
-/// or None for a section whose cost its givens do not drive (napkin math, a learning rate).
+/// or None for a section without a cost model: a section with givens must have one (a test holds
+/// every section to it), or a size a reader types could ask for more memory than there is.
 pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
     match id {
+        // Napkin math: a few multiplications, no tensor.
+        "motivating_questions" => Some(Cost { bytes: 0.0, flops: 0.0 }),
+        // Its sizes are fixed; its learning rate changes nothing it costs: three runs of 300
+        // steps of a 32-wide, two-layer Cruncher on batches of 32.
+        "mixed_precision_training" => Some(Cost {
+            bytes: 1e6,
+            flops: 3.0 * 300.0 * 6.0 * 32.0 * (2.0 * 32.0 * 32.0 + 32.0),
+        }),
         "tensor_operations_flops" => {
             let (b, d, k) = (get("B"), get("D"), get("K"));
             let elements = b * d + d * k + b * k;
@@ -174,6 +183,30 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
             Some(Cost {
                 bytes: elements * (4.0 + 2.0),
                 flops: 2.0 * b * d * k * 2.0 * 10.0,
+            })
+        }
+        "module_parameters" => {
+            let (i, o) = (get("input_dim"), get("output_dim"));
+            // Four weight matrices (float32, one more as float64 to count its tails) and x.
+            Some(Cost {
+                bytes: 4.0 * i + 4.0 * 3.0 * i * o + 8.0 * i * o,
+                flops: 2.0 * i * o * 3.0,
+            })
+        }
+        "custom_model" => {
+            let (d, layers, b) = (get("d"), get("num_layers"), get("batch_size"));
+            Some(Cost {
+                bytes: 4.0 * (layers * d * d + d + b * d * (layers + 2.0)),
+                flops: 2.0 * b * d * d * layers,
+            })
+        }
+        "optimizer" => {
+            let (d, layers) = (get("d"), get("num_layers"));
+            // Parameters, gradients and AdaGrad's state, and a copy with its gradients.
+            let parameters = layers * d * d + d;
+            Some(Cost {
+                bytes: 4.0 * 5.0 * parameters,
+                flops: 2.0 * 2.0 * parameters * 6.0 * 2.0,
             })
         }
         "activation_memory" => {

@@ -54,7 +54,10 @@ pub fn traces_under(root: &Path) -> Vec<(PathBuf, Trace)> {
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() {
-                if path.file_name().is_some_and(|n| n == cs336::lecture::what_if::WHAT_IF_DIR) {
+                if path
+                    .file_name()
+                    .is_some_and(|n| n == cs336::lecture::what_if::WHAT_IF_DIR)
+                {
                     continue;
                 }
                 stack.push(path);

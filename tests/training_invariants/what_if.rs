@@ -82,6 +82,43 @@ fn activations_hold(s: &SectionRecord) {
     );
 }
 
+/// The parameter and memory accounting of a small model, for the drawn sizes.
+fn models_hold(params: &SectionRecord, custom: &SectionRecord, opt: &SectionRecord) {
+    let (i, o) = (num(params, "input_dim"), num(params, "output_dim"));
+    assert_eq!(num(params, "expected_output_std"), i.sqrt(), "√input_dim");
+    assert_eq!(num(params, "num_weights"), i * o, "input_dim·output_dim weights");
+    let bound = num(params, "truncation_bound");
+    assert!(num(params, "truncated_max") <= bound && num(params, "truncated_min") >= -bound);
+    let (d, layers) = (num(custom, "d"), num(custom, "num_layers"));
+    assert_eq!(num(custom, "num_parameters"), d * d * layers + d, "D²·L + D");
+    assert_eq!(
+        custom.values["y_shape"].value,
+        json!([num(custom, "batch_size") as u64])
+    );
+    let (d, layers, b) = (num(opt, "d"), num(opt, "num_layers"), num(opt, "batch_size"));
+    let p = d * d * layers + d;
+    assert_eq!(num(opt, "num_parameters"), p);
+    let measured = &opt.values["measured_bytes"].value;
+    for part in ["parameters", "gradients", "optimizer_state"] {
+        assert_eq!(measured[part].as_f64(), Some(4.0 * p), "{part}: 4 bytes per parameter");
+    }
+    assert_eq!(num(opt, "flops"), 6.0 * b * p, "6 FLOPs per parameter per data point");
+    assert_eq!(num(opt, "counted_flops_x_requires_grad"), num(opt, "flops"));
+}
+
+#[test]
+fn every_section_with_givens_estimates_its_cost() {
+    let device = cs336::device::Device::Cpu;
+    for (s, _) in cs336::lecture::givens::all() {
+        let get = |name: &str| {
+            cs336::lecture::givens::find(s.id, name)
+                .map_or(f64::NAN, |(_, g)| (g.default)(&device).as_f64().unwrap_or(f64::NAN))
+        };
+        let cost = what_if::cost(s.id, &get).unwrap_or_else(|| panic!("`{}` has givens but no cost model", s.id));
+        assert!(cost.bytes.is_finite() && cost.flops.is_finite(), "`{}`: {cost:?}", s.id);
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
 
@@ -91,6 +128,8 @@ proptest! {
         memory_gpus in 1usize..1024, gpu_bytes in 1e9f64..1e12,
         b in 1usize..24, d in 1usize..48, layers in 1usize..9, segment in 1usize..10,
         lr in 0.001f64..0.2,
+        input_dim in 1usize..600, output_dim in 1usize..20, width in 1usize..12, depth in 1usize..4,
+        batch in 1usize..12, opt_lr in 0.001f64..0.5,
     ) {
         let sets: Vec<String> = [
             format!("motivating_questions.model_parameters={params}"),
@@ -104,6 +143,14 @@ proptest! {
             format!("activation_memory.num_layers={layers}"),
             format!("activation_memory.segment_layers={segment}"),
             format!("mixed_precision_training.lr={lr}"),
+            format!("module_parameters.input_dim={input_dim}"),
+            format!("module_parameters.output_dim={output_dim}"),
+            format!("custom_model.d={width}"),
+            format!("custom_model.num_layers={depth}"),
+            format!("custom_model.batch_size={batch}"),
+            format!("optimizer.d={width}"),
+            format!("optimizer.num_layers={depth}"),
+            format!("optimizer.lr={opt_lr}"),
         ]
         .to_vec();
         let t = what_if(&sets);
@@ -113,6 +160,7 @@ proptest! {
         let act = section(&t, "activation_memory");
         prop_assert_eq!(num(act, "segment_layers"), segment as f64);
         activations_hold(act);
+        models_hold(section(&t, "module_parameters"), section(&t, "custom_model"), section(&t, "optimizer"));
         let mixed = section(&t, "mixed_precision_training");
         prop_assert_eq!(&mixed.values["setup"].value["lr"], &json!(lr));
         // Every given records its default beside the drawn value.
@@ -148,8 +196,14 @@ fn a_what_if_changes_exactly_what_depends_on_its_givens() {
     let t = what_if(&["motivating_questions.model_parameters=405e9".into()]);
     assert_eq!(
         moved(own, &t, "motivating_questions"),
-        ["days", "model_parameters", "total_flops"],
-        "the parameter count moves the work and the days, not the rate or the memory question"
+        [
+            "days",
+            "gpus_for_training_state",
+            "model_parameters",
+            "total_flops",
+            "training_state_bytes"
+        ],
+        "the parameter count moves the work, the days and the model's memory, not the rate or what fits"
     );
     // Every other section is the device's own, untouched: the float formats among them.
     for s in &own.sections {

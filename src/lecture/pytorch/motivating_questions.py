@@ -1,4 +1,5 @@
 # Napkin math: days to train a 70B model on 15T tokens on 1024 H100s; the largest model 8 H100s hold with AdamW.
+import math
 import os
 
 import torch
@@ -25,6 +26,9 @@ h100_bytes = record("h100_bytes", 80e9)
 bytes_per_float32 = record("bytes_per_float32", torch.tensor(0.0, dtype=torch.float32).element_size())
 bytes_per_parameter = record("bytes_per_parameter", bytes_per_float32 + bytes_per_float32 + (bytes_per_float32 + bytes_per_float32))
 num_parameters = record("num_parameters", (memory_num_gpus * h100_bytes) / bytes_per_parameter)
+# Turned round: the first question's model needs this much memory for its training state.
+training_state_bytes = record("training_state_bytes", bytes_per_parameter * model_parameters)
+record("gpus_for_training_state", math.ceil(training_state_bytes / h100_bytes))
 
 # The same question for this machine's device (activations still ignored); on a CPU, its RAM.
 if device == "cuda":
