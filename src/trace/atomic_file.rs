@@ -350,6 +350,15 @@ mod tests {
         assert!(me.ends_with("this run goes on when it is done"), "{me}");
         assert!(describe_holder("").contains("did not say which"));
         let mut child = std::process::Command::new("sleep").arg("30").spawn().expect("sleep");
+        // Stopped before it has become `sleep`, the child would still be a copy of this test
+        // binary: wait until the kernel shows it as `sleep` (a busy CI machine was that slow).
+        let cmdline = format!("/proc/{}/cmdline", child.id());
+        for _ in 0..200 {
+            if std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(b"sleep")) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
         // SAFETY: sends SIGSTOP to our own child.
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGSTOP) };
         let mut said = String::new();

@@ -168,7 +168,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "B, D and K: a matrix product has three dimensions by definition",
     ),
     (
-        "tensor_operations_flops.md",
+        "cpu_peak.md",
         "a 16×32 by a 32×16 tile of bfloat16 numbers into 16×16 float32 sums,\n16,384 FLOPs",
         "the tdpbf16ps instruction's tile shapes, fixed by Intel's instruction set, the same on every AMX machine",
     ),
