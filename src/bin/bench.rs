@@ -133,7 +133,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             bench::set_threads(c.threads)?;
             let rows = bench::cpu_matmul::run(budget, c.threads, with_reference, &skip)?;
             if let Some(path) = json {
-                let text = serde_json::to_string_pretty(&bench::cpu_matmul::rows_json(&rows, c.threads))?;
+                // What the numbers belong to travels with them: the CPU, the trace of its kind and
+                // the day (`trace/bench/<trace name>.json` keeps one per kind of CPU).
+                let mut table = bench::cpu_matmul::rows_json(&rows, c.threads);
+                table["cpu_model"] = cs336::trace::host::cpu_model().into();
+                table["trace_name"] = cs336::device::cpu::trace_name()?.into();
+                table["recorded_at"] = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string().into();
+                let text = serde_json::to_string_pretty(&table)?;
                 cs336::atomic_file::write(&path, text.as_bytes())
                     .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
             }

@@ -44,7 +44,8 @@ pub fn committed_traces() -> Vec<(PathBuf, Trace)> {
 }
 
 /// Every `**/*.json` under `root`, parsed (a file that does not parse fails the test), leaving out
-/// the readers' own what-ifs (`what-if/`, never committed: `lecture --set` writes them).
+/// the readers' own what-ifs (`what-if/`, never committed: `lecture --set` writes them) and the
+/// benchmark tables (`bench/`, which are not traces).
 pub fn traces_under(root: &Path) -> Vec<(PathBuf, Trace)> {
     let root = root.to_path_buf();
     let mut out = Vec::new();
@@ -56,7 +57,7 @@ pub fn traces_under(root: &Path) -> Vec<(PathBuf, Trace)> {
             if path.is_dir() {
                 if path
                     .file_name()
-                    .is_some_and(|n| n == cs336::lecture::what_if::WHAT_IF_DIR)
+                    .is_some_and(|n| n == cs336::lecture::what_if::WHAT_IF_DIR || n == "bench")
                 {
                     continue;
                 }
