@@ -15,6 +15,7 @@
 //   { "press": KEY }              a key; the page must stay
 //   { "press": KEY, "navigates": true }   a key that must load another page
 //   { "click": CSS selector }     the first element it matches
+//   { "type": [SELECTOR, TEXT] }  replaces the text of the first input it matches, key by key
 //   { "screenshot": PATH }        the window, as PNG
 'use strict';
 
@@ -127,6 +128,12 @@ function observe() {
         window_height: window.innerHeight,
         document_saw: window.__documentSaw || [],
         views: views,
+        // The first "What if?" box's command line, and which PyTorch folds are open.
+        what_if_command: (() => {
+            const code = document.querySelector('.lecture-what-if-command code');
+            return code ? code.textContent : null;
+        })(),
+        pytorch_open: Array.from(document.querySelectorAll('details.lecture-pytorch')).map(d => d.open && visible(d.querySelector('.lecture-code-grid'))),
     };
 }
 
@@ -171,6 +178,10 @@ async function run(browser, origin, scenario, report) {
             await page.keyboard.press(action.press);
         } else if ('click' in action) {
             await page.click(action.click);
+        } else if ('type' in action) {
+            const [selector, text] = action.type;
+            await page.click(selector, { clickCount: 3 });
+            await page.type(selector, text);
         } else if ('screenshot' in action) {
             await page.screenshot({ path: action.screenshot });
         } else {

@@ -362,20 +362,40 @@ fn committed_bench_tables_name_their_cpu_and_hold_every_shape() {
     for entry in std::fs::read_dir(&dir).expect("trace/bench is committed").flatten() {
         let path = entry.path();
         let text = std::fs::read_to_string(&path).expect("readable");
-        let table: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let name = table["trace_name"].as_str().unwrap_or_else(|| panic!("{}: no trace_name", path.display()));
-        assert_eq!(path.file_stem().and_then(|s| s.to_str()), Some(name), "{}: named after its CPU", path.display());
-        let trace = path.with_file_name("").join("../lecture_02").join(format!("{name}.json"));
-        assert!(trace.is_file(), "{}: no committed trace {name}.json beside it", path.display());
+        let table: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let name = table["trace_name"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{}: no trace_name", path.display()));
+        assert_eq!(
+            path.file_stem().and_then(|s| s.to_str()),
+            Some(name),
+            "{}: named after its CPU",
+            path.display()
+        );
+        let trace = path
+            .with_file_name("")
+            .join("../lecture_02")
+            .join(format!("{name}.json"));
+        assert!(
+            trace.is_file(),
+            "{}: no committed trace {name}.json beside it",
+            path.display()
+        );
         let rows = table["rows"].as_array().expect("rows");
         assert_eq!(rows.len(), 5, "{}: every shape the bench times", path.display());
         for row in rows {
-            let flop = 2.0 * row["m"].as_f64().expect("m") * row["k"].as_f64().expect("k") * row["n"].as_f64().expect("n");
+            let flop =
+                2.0 * row["m"].as_f64().expect("m") * row["k"].as_f64().expect("k") * row["n"].as_f64().expect("n");
             for column in ["our f32", "our bf16"] {
                 let entry = &row[column];
                 let median = entry["timing"]["median_s"].as_f64().expect("a median");
                 let rate = entry["gflop_per_sec"].as_f64().expect("a rate");
-                assert!((rate - flop / median / 1e9).abs() <= 1e-9 * rate, "{}: {column} rate = FLOP / median", path.display());
+                assert!(
+                    (rate - flop / median / 1e9).abs() <= 1e-9 * rate,
+                    "{}: {column} rate = FLOP / median",
+                    path.display()
+                );
             }
         }
         seen += 1;

@@ -102,6 +102,8 @@ struct Page {
     window_height: f64,
     document_saw: Vec<String>,
     views: Vec<View>,
+    what_if_command: Option<String>,
+    pytorch_open: Vec<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -268,7 +270,36 @@ fn every_code_view_steps_with_the_keyboard_and_presents() {
         );
     }
 
+    // The PyTorch fold opens; the "What if?" box writes the command for a typed value.
+    plan.push(
+        json!({ "name": "what if", "url": "tensor_operations_flops.html", "actions": [
+            { "observe": "what if: before" },
+            { "click": "details.lecture-pytorch > summary" },
+            { "click": "details.lecture-what-if > summary" },
+            { "type": ["input.lecture-what-if-input[data-key='tensor_operations_flops.B']", "4096"] },
+            { "observe": "what if: typed" },
+        ]}),
+    );
     let obs = drive(&tools, &html, &Value::Array(plan));
+    let before = &obs["what if: before"];
+    assert!(
+        before.pytorch_open.iter().all(|open| !open),
+        "the PyTorch fold starts closed"
+    );
+    assert_eq!(
+        before.what_if_command.as_deref(),
+        Some("cargo run --release --bin lecture -- --set SECTION.NAME=VALUE   (edit a value above)")
+    );
+    let typed = &obs["what if: typed"];
+    assert_eq!(
+        typed.pytorch_open.first(),
+        Some(&true),
+        "a click opens the PyTorch fold"
+    );
+    assert_eq!(
+        typed.what_if_command.as_deref(),
+        Some("cargo run --release --bin lecture -- --set tensor_operations_flops.B=4096")
+    );
     let checked = check_walks(&obs, &views, "");
     let total: usize = views.iter().map(|v| v.steps.len()).sum();
     assert_eq!(checked, total);
