@@ -62,43 +62,32 @@ impl Range for Count {
     }
 }
 
-impl Range for Positive {
-    type Value = f64;
-    const WORDS: &'static str = "a number > 0";
-    fn parse(text: &str) -> Result<f64, String> {
-        let x = number(text)?;
-        if x > 0.0 {
-            Ok(x)
-        } else {
-            Err(format!("`{text}` is not {}", Self::WORDS))
+/// A range of real numbers: its words and which numbers it holds.
+macro_rules! real_range {
+    ($range:ident, $words:literal, |$x:ident| $holds:expr) => {
+        impl Range for $range {
+            type Value = f64;
+            const WORDS: &'static str = $words;
+            fn parse(text: &str) -> Result<f64, String> {
+                let $x = number(text)?;
+                if $holds {
+                    Ok($x)
+                } else {
+                    Err(format!("`{text}` is not {}", Self::WORDS))
+                }
+            }
+            fn to_json(value: &f64) -> Value {
+                crate::trace::json_number(*value)
+            }
+            fn from_json(value: &Value) -> Option<f64> {
+                value.as_f64().filter(|&$x| $x.is_finite() && $holds)
+            }
         }
-    }
-    fn to_json(value: &f64) -> Value {
-        crate::trace::json_number(*value)
-    }
-    fn from_json(value: &Value) -> Option<f64> {
-        value.as_f64().filter(|&x| x > 0.0 && x.is_finite())
-    }
+    };
 }
 
-impl Range for Fraction {
-    type Value = f64;
-    const WORDS: &'static str = "a fraction in (0, 1]";
-    fn parse(text: &str) -> Result<f64, String> {
-        let x = number(text)?;
-        if x > 0.0 && x <= 1.0 {
-            Ok(x)
-        } else {
-            Err(format!("`{text}` is not {}", Self::WORDS))
-        }
-    }
-    fn to_json(value: &f64) -> Value {
-        crate::trace::json_number(*value)
-    }
-    fn from_json(value: &Value) -> Option<f64> {
-        value.as_f64().filter(|&x| x > 0.0 && x <= 1.0)
-    }
-}
+real_range!(Positive, "a number > 0", |x| x > 0.0);
+real_range!(Fraction, "a fraction in (0, 1]", |x| x > 0.0 && x <= 1.0);
 
 /// `parse`, into the trace's form: what `GivenDef::parse` holds.
 pub fn parse_json<R: Range>(text: &str) -> Result<Value, String> {

@@ -5,7 +5,6 @@
 //! einops and jaxtyping there), else `python3`; without torch the comparison says it skipped, and
 //! with `CS336_REQUIRE_PYTHON=1` (CI) a skip is a failure.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use cs336::lecture::SECTIONS;
@@ -51,36 +50,11 @@ fn a_panel_line_names_what_it_records_and_its_comment_lists() {
     assert!(panel_names("# a comment with an arrow -> but no names").is_empty());
 }
 
-/// The Python to run the panels with, or None (after saying why) when it lacks torch.
-fn python_with_torch() -> Option<PathBuf> {
-    let python = std::env::var_os("CS336_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from);
-    let probe = Command::new(&python)
-        .args(["-c", "import torch, einops, jaxtyping"])
-        .output();
-    let why = match probe {
-        Ok(out) if out.status.success() => return Some(python),
-        Ok(out) => String::from_utf8_lossy(&out.stderr)
-            .trim()
-            .lines()
-            .last()
-            .unwrap_or("")
-            .to_string(),
-        Err(e) => format!("it cannot be started: {e}"),
-    };
-    let msg = format!(
-        "PyTorch panel comparison skipped: {} has no torch, einops or jaxtyping ({why})",
-        python.display()
-    );
-    if std::env::var("CS336_REQUIRE_PYTHON").is_ok_and(|v| v == "1") {
-        panic!("{msg}; CS336_REQUIRE_PYTHON=1 makes that a failure");
-    }
-    common::terminal_note(&msg);
-    None
-}
-
 #[test]
 fn the_pytorch_panels_reproduce_the_runs_deterministic_values() {
-    let Some(python) = python_with_torch() else { return };
+    let Some(python) = common::python_with("torch, einops, jaxtyping", "PyTorch panel comparison") else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("fresh.json");
     let text = serde_json::to_string(common::fresh_trace()).expect("a trace serializes");

@@ -72,6 +72,31 @@ pub fn traces_under(root: &Path) -> Vec<(PathBuf, Trace)> {
     out
 }
 
+/// The Python to use (`CS336_PYTHON`, else `python3`) if it can import `modules`, else None
+/// after saying why `what` skipped; with `CS336_REQUIRE_PYTHON=1` (CI) a skip is a failure.
+pub fn python_with(modules: &str, what: &str) -> Option<PathBuf> {
+    let python = std::env::var_os("CS336_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from);
+    let probe = std::process::Command::new(&python)
+        .args(["-c", &format!("import {modules}")])
+        .output();
+    let why = match probe {
+        Ok(out) if out.status.success() => return Some(python),
+        Ok(out) => String::from_utf8_lossy(&out.stderr)
+            .trim()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_string(),
+        Err(e) => format!("{} cannot be started: {e}", python.display()),
+    };
+    let msg = format!("{what} skipped: {} cannot import {modules} ({why})", python.display());
+    if std::env::var("CS336_REQUIRE_PYTHON").is_ok_and(|v| v == "1") {
+        panic!("{msg}; CS336_REQUIRE_PYTHON=1 makes that a failure");
+    }
+    terminal_note(&msg);
+    None
+}
+
 /// Writes `msg` (one line) to the terminal past the test harness's capture: libtest captures
 /// `print!` and `eprint!`, not writes to the process's stderr, so a passing run shows it too.
 pub fn terminal_note(msg: &str) {

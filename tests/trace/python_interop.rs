@@ -4,7 +4,6 @@
 //! `.ci/run` makes a virtual environment), else `python3`. Without them the tests say they
 //! skipped and why; with `CS336_REQUIRE_PYTHON=1` (CI) a skip is a failure.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -22,28 +21,7 @@ const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/inter
 
 /// The Python to use, or None (after saying why) when it lacks the packages.
 fn python() -> Option<PathBuf> {
-    let python = std::env::var_os("CS336_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from);
-    let probe = Command::new(&python).args(["-c", "import numpy, safetensors"]).output();
-    let why = match probe {
-        Ok(out) if out.status.success() => return Some(python),
-        Ok(out) => String::from_utf8_lossy(&out.stderr)
-            .trim()
-            .lines()
-            .last()
-            .unwrap_or("")
-            .to_string(),
-        Err(e) => format!("{} cannot be started: {e}", python.display()),
-    };
-    let msg = format!(
-        "python interop check skipped: {} has no numpy/safetensors ({why})",
-        python.display()
-    );
-    if std::env::var("CS336_REQUIRE_PYTHON").is_ok_and(|v| v == "1") {
-        panic!("{msg}; CS336_REQUIRE_PYTHON=1 makes that a failure");
-    }
-    // Straight to the terminal, past the test harness's capture, so a passing run shows the skip.
-    let _ = writeln!(std::io::stderr().lock(), "{msg}");
-    None
+    crate::common::python_with("numpy, safetensors", "python interop check")
 }
 
 fn run(python: &Path, args: &[&str]) -> String {

@@ -89,6 +89,9 @@ def run_panel(section):
         recorded[name] = to_plain(value)
         return value
 
+    # Panels share the lecture's Cruncher (`cruncher.py`, beside them).
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
     source = (HERE / f"{section}.py").read_text()
     exec(compile(source, f"{section}.py", "exec"), {"record": record, "__name__": "__panel__"})
     return recorded
