@@ -140,9 +140,10 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
         }
     }
     Ok(format!(
-        "<div class=\"lecture-devices\"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>\n\n{}\n\n{}",
+        "<div class=\"lecture-devices\"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>\n\n{}\n\n{}{}",
         speedup_chart(&speedups)?,
-        verdict(&speedups)
+        verdict(&speedups),
+        super::bench_tables::render(&traces.dir())?
     ))
 }
 

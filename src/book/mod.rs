@@ -85,6 +85,7 @@
 //! whichever it is.
 
 pub mod address;
+mod bench_tables;
 pub mod bibliography;
 pub mod chart;
 mod citations;

@@ -98,6 +98,11 @@ impl Traces {
         self
     }
 
+    /// The folder of traces.
+    pub fn dir(&self) -> PathBuf {
+        self.dir.clone()
+    }
+
     /// The device's own trace, in a what-if book.
     pub fn baseline(&self) -> Option<PathBuf> {
         self.baseline.clone()

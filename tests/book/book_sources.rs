@@ -344,3 +344,37 @@ fn the_devices_table_has_a_column_per_trace_and_decides_its_verdict_from_them() 
         assert!(body(&html).contains("depends on the hardware"), "{html}");
     }
 }
+
+#[test]
+fn the_devices_chapter_shows_each_benchmark_table_with_ratios_from_its_medians() {
+    let ws = Workspace::new();
+    let cpu = ws.write_trace("cpu", fresh_trace());
+    // Without a bench folder, nothing is added.
+    let plain = ws.build_chapter(&cpu, "{{devices}}\n").expect("builds");
+    assert!(!plain.contains("ours / numpy"));
+
+    let bench = ws.dir.path().join("trace/bench");
+    std::fs::create_dir_all(&bench).expect("bench folder");
+    let row = |f32_s: f64, np_s: f64| {
+        serde_json::json!({"shape": "256³", "m": 256, "k": 256, "n": 256,
+            "our f32": {"timing": {"median_s": f32_s}}, "np f32": {"timing": {"median_s": np_s}},
+            "our bf16": {"timing": {"median_s": f32_s / 2.0}}})
+    };
+    let table = serde_json::json!({"threads": 2, "bf16_isa": "avx512_bf16", "cpu_model": "Some CPU",
+        "trace_name": "cpu-some", "recorded_at": "2026-12-02T00:00:00Z", "rows": [row(1e-4, 2e-4)]});
+    std::fs::write(bench.join("cpu-some.json"), table.to_string()).expect("table");
+    let html = ws.build_chapter(&cpu, "{{devices}}\n").expect("builds");
+    // 2·256³ FLOP in 0.1 ms is 335.5 GFLOP/s; numpy took twice as long.
+    for expect in [
+        "<strong>Some CPU</strong>",
+        "<td>335.5</td><td>167.8</td><td>2.00×</td>",
+        "<td>671.1</td><td>not timed</td><td>–</td>",
+    ] {
+        assert!(html.contains(expect), "`{expect}` in the table");
+    }
+    std::fs::write(bench.join("cpu-some.json"), "{ not json").expect("broken");
+    let problems = ws
+        .build_chapter(&cpu, "{{devices}}\n")
+        .expect_err("a broken table fails the build");
+    assert!(format!("{problems:?}").contains("cpu-some.json"), "{problems:?}");
+}
