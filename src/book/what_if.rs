@@ -28,19 +28,15 @@ fn shown(value: &Value, unit: Unit) -> String {
 
 /// The givens `trace` changed from their defaults.
 fn changed(trace: &Trace) -> Vec<Changed> {
-    let mut out = Vec::new();
-    for section in &trace.sections {
-        for (name, v) in &section.values {
-            if let Some(given) = v.given.as_ref().filter(|_| v.changed_given()) {
-                out.push(Changed {
-                    key: format!("{}.{name}", section.id),
-                    value: shown(&v.value, v.unit),
-                    default: shown(&given.default, v.unit),
-                });
-            }
-        }
-    }
-    out
+    trace
+        .changed_givens()
+        .into_iter()
+        .map(|(section, name, v, given)| Changed {
+            key: format!("{}.{name}", section.id),
+            value: shown(&v.value, v.unit),
+            default: shown(&given.default, v.unit),
+        })
+        .collect()
 }
 
 /// Whether `section` ran again in a what-if: one of its givens changed.
@@ -50,7 +46,7 @@ pub fn rerun(section: &SectionRecord) -> bool {
 
 /// Whether `trace` is a what-if's: some given differs from its default.
 pub fn is_what_if(trace: &Trace) -> bool {
-    trace.sections.iter().any(rerun)
+    !trace.changed_givens().is_empty()
 }
 
 /// The banner of every page of a what-if book, or None for the device's own book.

@@ -352,18 +352,9 @@ pub fn folder(lecture_dir: &Path) -> PathBuf {
 
 /// What a trace's givens were changed to: `section.name = value (default D)`, one per change.
 pub fn changed_givens(trace: &Trace) -> Vec<String> {
-    let mut out = Vec::new();
-    for s in &trace.sections {
-        for (name, v) in &s.values {
-            if let Some(g) = v.given.as_ref().filter(|_| v.changed_given()) {
-                out.push(format!(
-                    "{}.{name} = {} (default {})",
-                    s.id,
-                    typed(&v.value),
-                    typed(&g.default)
-                ));
-            }
-        }
-    }
-    out
+    trace
+        .changed_givens()
+        .into_iter()
+        .map(|(s, name, v, g)| format!("{}.{name} = {} (default {})", s.id, typed(&v.value), typed(&g.default)))
+        .collect()
 }

@@ -192,13 +192,6 @@ pub struct GivenInfo {
     pub help: String,
 }
 
-impl ValueRecord {
-    /// Whether a what-if changed this given from its default.
-    pub fn changed_given(&self) -> bool {
-        self.given.as_ref().is_some_and(|g| g.default != self.value)
-    }
-}
-
 /// An earlier state of a value recorded as a history.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -283,6 +276,20 @@ impl Trace {
         self.sections.iter().find(|s| s.id == id)
     }
 
+    /// The givens a what-if changed, in lecture order: each with its section, name and record
+    /// (whose `given` holds the default). Empty for a device's own run.
+    pub fn changed_givens(&self) -> Vec<(&SectionRecord, &str, &ValueRecord, &GivenInfo)> {
+        let mut out = Vec::new();
+        for section in &self.sections {
+            for (name, v) in &section.values {
+                if let Some(given) = v.given.as_ref().filter(|_| v.changed_given()) {
+                    out.push((section, name.as_str(), v, given));
+                }
+            }
+        }
+        out
+    }
+
     /// A value addressed as `section.name`.
     pub fn value(&self, section: &str, name: &str) -> Option<&ValueRecord> {
         self.section(section)?.values.get(name)
@@ -300,6 +307,11 @@ impl Trace {
 }
 
 impl ValueRecord {
+    /// Whether a what-if changed this given from its default.
+    pub fn changed_given(&self) -> bool {
+        self.given.as_ref().is_some_and(|g| g.default != self.value)
+    }
+
     /// What decided the value: its declared kind, else (a trace older code recorded) `Clock` for a
     /// value it marked timed, else `None` (not known).
     pub fn kind(&self) -> Option<Kind> {

@@ -77,7 +77,7 @@ fn book_dir(what_if_trace: &Path) -> std::path::PathBuf {
 /// `lecture book --what-if FILE`: the what-if's book, its values beside the device's own run's.
 pub fn book(out: &mut Console, file: &Path, root: &Path) -> Result<()> {
     let what_if = trace::load_named(file)?;
-    if !what_if::changed_givens(&what_if).iter().any(|_| true) {
+    if what_if.changed_givens().is_empty() {
         bail!("{} changes no given: it is not a what-if's trace", file.display());
     }
     // The device's own trace: in the folder above the what-ifs, named after the device.
