@@ -60,7 +60,7 @@ pub struct Report {
     /// The step's matmuls replayed alone, summed.
     pub matmul_s: f64,
     pub matmul_flop_per_sec: f64,
-    /// (step − matmuls) / step: the goal is ≤ 0.12.
+    /// (step − matmuls) / step: the goal is ≤ 0.10.
     pub overhead_fraction: f64,
     pub step_flop_per_sec: f64,
     pub promised_flop_per_sec: Option<f64>,

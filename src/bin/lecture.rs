@@ -118,6 +118,13 @@ enum DeviceArg {
 }
 
 fn main() -> ExitCode {
+    // Each training step's tensors reuse the last step's freed memory (see `heap.rs`): without it
+    // the timings the lecture records include a page fault per 4 KiB written.
+    if let Err(why) = cs336::device::cpu::heap::keep_freed_memory() {
+        console::warn(format_args!(
+            "note: {why}; freed memory goes back to the OS, and timings include the page faults"
+        ));
+    }
     let mut out = Console::new();
     let done = real_main(&mut out);
     // Everything is done by now (a trace written, a book built): what is left is to say so. A

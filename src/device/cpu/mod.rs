@@ -5,6 +5,7 @@
 pub mod bf16_gemm;
 mod buffer;
 pub mod fma_loops;
+pub mod heap;
 pub mod isa;
 mod matmul;
 pub mod measured_peak;

@@ -6,7 +6,10 @@
 //! shows what that does to training). Large tensors are split across threads: the update is
 //! memory bound and one core does not saturate memory bandwidth.
 
-use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use super::matmul::Shared;
+use super::team::Team;
 
 use super::{BufferElement, CpuBuffer};
 use crate::base::{DType, Layout};
@@ -49,15 +52,50 @@ pub fn copy_into(dst: &mut CpuBuffer, dl: &Layout, src: &CpuBuffer, sl: &Layout)
     done.ok_or_else(|| mismatch("copy_from", dst, src))
 }
 
+/// An update's parameter, state and gradient must have one length (the loops walk them together).
+fn same_lengths(op: &'static str, lengths: &[usize]) -> Result<()> {
+    if lengths.windows(2).all(|w| w[0] == w[1]) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            op,
+            format!("parameter, state and gradient must have one number of elements, got {lengths:?}"),
+        ))
+    }
+}
+
+/// Runs `chunk(range)` over `0..len` cut into ranges of `CHUNK`, on the matmuls' thread team when
+/// `len` is large (one range at a time here otherwise). Not rayon: its pool is a second set of
+/// threads, which woke while the team's helper still spun after the step's last matmul, and whose
+/// hand-offs cost tens of microseconds per parameter.
+fn in_chunks(len: usize, chunk: &(dyn Fn(std::ops::Range<usize>) + Sync)) {
+    let threads = rayon::current_num_threads();
+    if len < PARALLEL_MIN || threads <= 1 {
+        chunk(0..len);
+        return;
+    }
+    let (count, next) = (len.div_ceil(CHUNK), AtomicUsize::new(0));
+    Team::global().run(threads, &|_| {
+        loop {
+            let i = next.fetch_add(1, Relaxed);
+            if i >= count {
+                break;
+            }
+            chunk(i * CHUNK..((i + 1) * CHUNK).min(len));
+        }
+    });
+}
+
 /// Runs `f` over matching chunks of the two slices, on several threads when they are large.
 fn for_chunks<P: Send, G: Sync>(p: &mut [P], g: &[G], f: impl Fn(&mut [P], &[G]) + Sync) {
-    if p.len() < PARALLEL_MIN {
-        f(p, g);
-    } else {
-        p.par_chunks_mut(CHUNK)
-            .zip(g.par_chunks(CHUNK))
-            .for_each(|(p, g)| f(p, g));
-    }
+    debug_assert_eq!(p.len(), g.len(), "`sgd` checked the lengths");
+    let pp = Shared(p.as_mut_ptr());
+    in_chunks(p.len(), &|r| {
+        // SAFETY: `in_chunks` hands out each range once, inside the slices' common length, so
+        // the mutable chunks never overlap.
+        let p = unsafe { std::slice::from_raw_parts_mut(pp.get().add(r.start), r.len()) };
+        f(p, &g[r])
+    });
 }
 
 fn sgd_typed<T: BufferElement>(p: &mut [T], g: &[T], lr: f32) {
@@ -74,6 +112,7 @@ pub fn sgd(param: &mut CpuBuffer, pl: &Layout, grad: &CpuBuffer, gl: &Layout, lr
         pl.contiguous_range_in("sgd_update", param.len())?,
         gl.contiguous_range_in("sgd_update", grad.len())?,
     );
+    same_lengths("sgd_update", &[rp.len(), rg.len()])?;
     let lr = lr as f32;
     match (&mut *param, grad) {
         // f32 gets its own loop so the compiler sees plain float arithmetic and vectorises it.
@@ -110,14 +149,21 @@ pub struct AdaGradArgs<'a> {
 
 /// Runs `f` over matching chunks of parameter, state and gradient.
 fn for_chunks3<T: Send + Sync>(p: &mut [T], s: &mut [T], g: &[T], f: impl Fn(&mut [T], &mut [T], &[T]) + Sync) {
-    if p.len() < PARALLEL_MIN {
-        f(p, s, g);
-    } else {
-        p.par_chunks_mut(CHUNK)
-            .zip(s.par_chunks_mut(CHUNK))
-            .zip(g.par_chunks(CHUNK))
-            .for_each(|((p, s), g)| f(p, s, g));
-    }
+    debug_assert!(
+        p.len() == s.len() && p.len() == g.len(),
+        "`adagrad` checked the lengths"
+    );
+    let (pp, sp) = (Shared(p.as_mut_ptr()), Shared(s.as_mut_ptr()));
+    in_chunks(p.len(), &|r| {
+        // SAFETY: as in `for_chunks`.
+        let (p, s) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(pp.get().add(r.start), r.len()),
+                std::slice::from_raw_parts_mut(sp.get().add(r.start), r.len()),
+            )
+        };
+        f(p, s, &g[r])
+    });
 }
 
 fn adagrad_typed<T: BufferElement>(p: &mut [T], s: &mut [T], g: &[T], lr: f32, eps: f32) {
@@ -132,13 +178,29 @@ fn adagrad_typed<T: BufferElement>(p: &mut [T], s: &mut [T], g: &[T], lr: f32, e
     });
 }
 
+/// The f32 AdaGrad loop. A square root and a division per element make it as much compute as
+/// memory bound, so it is compiled twice: for the baseline x86-64 (4 lanes) and for AVX-512 (16),
+/// taken where the CPU has it. Both round each operation the same way (IEEE), so they agree bit
+/// for bit.
 fn adagrad_f32(p: &mut [f32], s: &mut [f32], g: &[f32], lr: f32, eps: f32) {
-    for_chunks3(p, s, g, |p, s, g| {
+    #[inline(always)]
+    fn lanes(p: &mut [f32], s: &mut [f32], g: &[f32], lr: f32, eps: f32) {
         for ((p, s), g) in p.iter_mut().zip(s.iter_mut()).zip(g) {
             *s += g * g;
             *p -= lr * g / (*s + eps).sqrt();
         }
-    });
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn wide(p: &mut [f32], s: &mut [f32], g: &[f32], lr: f32, eps: f32) {
+        lanes(p, s, g, lr, eps)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F (checked just above).
+        return for_chunks3(p, s, g, |p, s, g| unsafe { wide(p, s, g, lr, eps) });
+    }
+    for_chunks3(p, s, g, |p, s, g| lanes(p, s, g, lr, eps));
 }
 
 /// `sum_sq += grad²; param -= lr · grad / √(sum_sq + eps)`.
@@ -146,6 +208,7 @@ pub fn adagrad(a: AdaGradArgs<'_>) -> Result<()> {
     let rp = a.param_layout.contiguous_range_in("adagrad_update", a.param.len())?;
     let rs = a.sum_sq_layout.contiguous_range_in("adagrad_update", a.sum_sq.len())?;
     let rg = a.grad_layout.contiguous_range_in("adagrad_update", a.grad.len())?;
+    same_lengths("adagrad_update", &[rp.len(), rs.len(), rg.len()])?;
     let (lr, eps) = (a.lr as f32, a.eps as f32);
     if a.param.dtype() != a.sum_sq.dtype() {
         return Err(mismatch("adagrad_update", a.param, a.sum_sq));
@@ -170,4 +233,75 @@ pub fn adagrad(a: AdaGradArgs<'_>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values spread over many magnitudes, with zeros among the gradients.
+    fn values(n: usize, seed: u32) -> Vec<f32> {
+        (0..n)
+            .map(|i| {
+                let x = (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 8;
+                if x % 17 == 0 {
+                    0.0
+                } else {
+                    (x as f32 / (1 << 24) as f32 - 0.5) * 10f32.powi((x % 7) as i32 - 3)
+                }
+            })
+            .collect()
+    }
+
+    /// The update split over the team (more elements than `PARALLEL_MIN`, a ragged last chunk) and
+    /// compiled for whichever instruction set this CPU has equals the plain loop on one thread,
+    /// bit for bit: the optimizer's results may not depend on the machine's width.
+    #[test]
+    fn adagrad_in_chunks_equals_the_plain_loop_bit_for_bit() {
+        let n = PARALLEL_MIN * 3 + 123;
+        let (mut p, mut s, g) = (
+            values(n, 1),
+            values(n, 2).iter().map(|x| x.abs()).collect::<Vec<_>>(),
+            values(n, 3),
+        );
+        let (mut p_ref, mut s_ref) = (p.clone(), s.clone());
+        for ((p, s), g) in p_ref.iter_mut().zip(s_ref.iter_mut()).zip(&g) {
+            *s += g * g;
+            *p -= 0.01 * g / (*s + 1e-10).sqrt();
+        }
+        adagrad_f32(&mut p, &mut s, &g, 0.01, 1e-10);
+        assert!(p.iter().zip(&p_ref).all(|(a, b)| a.to_bits() == b.to_bits()));
+        assert!(s.iter().zip(&s_ref).all(|(a, b)| a.to_bits() == b.to_bits()));
+    }
+
+    /// Operands of different lengths are refused with the lengths named, never sliced past.
+    #[test]
+    fn operands_of_different_lengths_are_refused() {
+        let mut param = CpuBuffer::F32(vec![1.0; 8]);
+        let grad = CpuBuffer::F32(vec![1.0; 6]);
+        let err = sgd(
+            &mut param,
+            &Layout::contiguous(&[8]),
+            &grad,
+            &Layout::contiguous(&[6]),
+            0.1,
+        )
+        .expect_err("8 against 6")
+        .to_string();
+        assert!(err.contains("[8, 6]"), "{err}");
+        let mut sum_sq = CpuBuffer::F32(vec![0.0; 8]);
+        let err = adagrad(AdaGradArgs {
+            param: &mut param,
+            param_layout: &Layout::contiguous(&[8]),
+            sum_sq: &mut sum_sq,
+            sum_sq_layout: &Layout::contiguous(&[8]),
+            grad: &grad,
+            grad_layout: &Layout::contiguous(&[6]),
+            lr: 0.1,
+            eps: 1e-10,
+        })
+        .expect_err("8 against 6")
+        .to_string();
+        assert!(err.contains("[8, 8, 6]"), "{err}");
+    }
 }
