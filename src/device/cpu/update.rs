@@ -244,7 +244,7 @@ mod tests {
         (0..n)
             .map(|i| {
                 let x = (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 8;
-                if x % 17 == 0 {
+                if x.is_multiple_of(17) {
                     0.0
                 } else {
                     (x as f32 / (1 << 24) as f32 - 0.5) * 10f32.powi((x % 7) as i32 - 3)
