@@ -5,8 +5,8 @@
 use crate::outln;
 use std::cell::RefCell;
 
+use super::Shape;
 use super::reference::{self, Info, Server};
-use super::{SHAPES, Shape};
 use crate::device::cpu::bf16_matmul_isa;
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
@@ -174,7 +174,13 @@ pub fn rows_json(rows: &[Row], threads: usize) -> serde_json::Value {
 }
 
 /// `skip`: references not to time, by column name with a dash (`pt-bf16`).
-pub fn run(budget: Budget, threads: usize, with_reference: bool, skip: &[String]) -> anyhow::Result<Vec<Row>> {
+/// Times every shape of `shapes` (the standard five, `SHAPES`, unless `--shape` chose others).
+pub fn run(
+    budget: Budget,
+    threads: usize,
+    (with_reference, skip): (bool, &[String]),
+    shapes: &[Shape],
+) -> anyhow::Result<Vec<Row>> {
     let label = |name: &str| name.replace(' ', "-");
     if let Some(unknown) = skip
         .iter()
@@ -216,7 +222,7 @@ pub fn run(budget: Budget, threads: usize, with_reference: bool, skip: &[String]
         )?,
     }
     let mut rows = Vec::new();
-    for shape in SHAPES {
+    for &shape in shapes {
         crate::console::warn(format_args!("timing {}", shape.label()));
         rows.push(measure(shape, budget, server.as_ref(), &available)?);
     }

@@ -27,6 +27,19 @@ impl Shape {
         2.0 * self.m as f64 * self.n as f64 * self.k as f64
     }
 
+    /// "M×K×N" (or with `x`): the product of an M×K matrix by a K×N one, every size at least 1.
+    pub fn parse(text: &str) -> Result<Shape, String> {
+        let sizes: Vec<&str> = text.split(['x', '×']).collect();
+        let size = |s: &str| s.trim().parse::<usize>().ok().filter(|&v| v > 0);
+        match sizes.as_slice() {
+            [m, k, n] => match (size(m), size(k), size(n)) {
+                (Some(m), Some(k), Some(n)) => Ok(Shape { m, k, n }),
+                _ => Err(format!("{text:?}: each size must be a whole number of at least 1")),
+            },
+            _ => Err(format!("{text:?}: give three sizes, M×K×N (or MxKxN)")),
+        }
+    }
+
     pub fn label(&self) -> String {
         if self.m == self.k && self.k == self.n {
             format!("{}³", self.m)
@@ -53,4 +66,24 @@ pub fn set_threads(threads: usize) -> anyhow::Result<()> {
         .build_global()
         .map_err(|e| anyhow::anyhow!("cannot size rayon's thread pool to {threads}: {e}"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shape;
+
+    #[test]
+    fn shapes_parse_and_bad_ones_say_why() {
+        assert_eq!(Shape::parse("2048x1024x64"), Ok(Shape::new(2048, 1024, 64)));
+        assert_eq!(Shape::parse("256×256×256"), Ok(Shape::new(256, 256, 256)));
+        for (bad, why) in [
+            ("0x2x2", "at least 1"),
+            ("2x2", "three sizes"),
+            ("2xtwox2", "whole number"),
+            ("", "three sizes"),
+        ] {
+            let err = Shape::parse(bad).expect_err(bad);
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+    }
 }

@@ -34,6 +34,9 @@ enum Command {
         /// bf16 on a CPU without AVX512_BF16 runs at ~1 GFLOP/s: a 2048³ product takes seconds).
         #[arg(long, value_delimiter = ',')]
         skip: Vec<String>,
+        /// Time this product instead of the standard five, M×K×N (or MxKxN); repeat for more.
+        #[arg(long = "shape", value_parser = bench::Shape::parse)]
+        shapes: Vec<bench::Shape>,
     },
     /// A Cruncher training step against its own matmuls timed alone, in the same process
     /// (goal: autograd + optimizer ≤ 10 % of the step).
@@ -134,10 +137,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             with_reference,
             json,
             skip,
+            shapes,
         } => {
             let budget = c.budget()?;
             bench::set_threads(c.threads)?;
-            let rows = bench::cpu_matmul::run(budget, c.threads, with_reference, &skip)?;
+            let shapes = if shapes.is_empty() {
+                &bench::SHAPES[..]
+            } else {
+                &shapes[..]
+            };
+            let rows = bench::cpu_matmul::run(budget, c.threads, (with_reference, &skip), shapes)?;
             if let Some(path) = json {
                 // What the numbers belong to travels with them: the CPU, the trace of its kind and
                 // the day (`trace/bench/<trace name>.json` keeps one per kind of CPU).
