@@ -10,7 +10,7 @@ use cudarc::driver::result as drv_result;
 use serde::Serialize;
 
 use crate::base::{DType, Layout};
-use crate::device::cuda::blas::{self, GemmMode, GemmPtrs};
+use crate::device::cuda::blas::{self, GemmMode, GemmPtrs, GemmRoute};
 use crate::device::cuda::ops::{self, Distribution, UpdateKernel};
 use crate::device::cuda::{self, CudaBackend, DeviceProps, driver_error};
 use crate::error::{Error, Result};
@@ -26,6 +26,10 @@ fn time_median(b: &Arc<CudaBackend>, warmup: usize, reps: usize, f: impl FnMut()
 #[derive(Debug, Clone, Serialize)]
 pub struct GemmBench {
     pub mode: &'static str,
+    /// The library: "cublas" (`cublasGemmEx`) or "cublaslt" (heuristic search and workspace).
+    pub route: &'static str,
+    /// On cuBLASLt: which candidate of the search ran, of how many, and the workspace it used.
+    pub lt_choice: Option<serde_json::Value>,
     pub m: usize,
     pub n: usize,
     pub k: usize,
@@ -34,11 +38,12 @@ pub struct GemmBench {
     pub flop_per_sec: f64,
 }
 
-/// Times C = A·B for A: m×k, B: k×n (row-major, contiguous) in `mode`, on random normal data
-/// drawn on the device (never zeros: a GPU multiplies zeros faster than real data).
+/// Times C = A·B for A: m×k, B: k×n (row-major, contiguous) in `mode` through `route`'s library,
+/// on random normal data drawn on the device (never zeros: a GPU multiplies zeros faster than
+/// real data).
 pub fn bench_gemm(
     b: &Arc<CudaBackend>,
-    mode: GemmMode,
+    (mode, route): (GemmMode, GemmRoute),
     (m, n, k): (usize, usize, usize),
     warmup: usize,
     reps: usize,
@@ -54,15 +59,35 @@ pub fn bench_gemm(
         b: w.device_ptr(),
         c: c.device_ptr(),
     };
-    let handle = b.blas()?;
-    // SAFETY: contiguous buffers of the mode's dtypes, sized for the plan.
-    let timing = time_median(b, warmup, reps, || unsafe {
-        blas::run(*handle.handle(), mode, &plan, ptrs)
-    })?;
-    drop(handle);
+    let mut lt_choice = None;
+    let timing = match route {
+        GemmRoute::Cublas => {
+            let handle = b.blas()?;
+            // SAFETY: contiguous buffers of the mode's dtypes, sized for the plan.
+            time_median(b, warmup, reps, || unsafe {
+                blas::run(*handle.handle(), mode, &plan, ptrs)
+            })?
+        }
+        GemmRoute::CublasLt => {
+            let handle = b.lt()?;
+            // SAFETY: as above.
+            time_median(b, warmup, reps, || {
+                let choice = unsafe { blas::lt::run(&handle, mode, &plan, ptrs) }?;
+                lt_choice = Some(serde_json::json!({
+                    "candidate": choice.candidate,
+                    "candidates": choice.candidates,
+                    "workspace_bytes": choice.workspace_bytes,
+                    "workspace_limit_bytes": handle.workspace_bytes(),
+                }));
+                Ok(())
+            })?
+        }
+    };
     let flops = 2.0 * m as f64 * n as f64 * k as f64;
     Ok(GemmBench {
         mode: mode.name(),
+        route: route.name(),
+        lt_choice,
         m,
         n,
         k,
@@ -203,7 +228,7 @@ pub fn report_json(
     serde_json::json!({
         "device": props.details(), "name": props.name, "sizes": {"B": b, "D": d, "K": k},
         "warmup": warmup, "reps": reps,
-        "matmul": gemms.iter().map(|(g, peak)| serde_json::json!({"mode": g.mode, "m": g.m, "n": g.n, "k": g.k, "flops": g.flops,
+        "matmul": gemms.iter().map(|(g, peak)| serde_json::json!({"mode": g.mode, "route": g.route, "lt_choice": g.lt_choice, "m": g.m, "n": g.n, "k": g.k, "flops": g.flops,
             "median_s": g.timing.median_s, "min_s": g.timing.min_s, "max_s": g.timing.max_s, "flop_per_sec": g.flop_per_sec,
             "promised_flop_per_sec": peak, "mfu": peak.map(|pk| g.flop_per_sec / pk)})).collect::<Vec<_>>(),
         "bandwidth": bandwidths.iter().map(|b| serde_json::json!({"what": b.what, "bytes_per_rep": b.bytes_per_rep, "median_s": b.timing.median_s,

@@ -64,6 +64,35 @@ impl Device {
         }
     }
 
+    /// Where a GPU's 16-bit matmuls go: cuBLASLt (the default) or cuBLAS. Returns the previous
+    /// setting; the CPU has its own kernels and ignores it (returning the default).
+    pub fn set_gemm_route(&self, route: cuda::GemmRoute) -> cuda::GemmRoute {
+        match self {
+            Device::Cpu => cuda::GemmRoute::default(),
+            Device::Cuda(c) => c.set_gemm_route(route),
+        }
+    }
+
+    /// On a GPU, which library its bfloat16 matmuls ran in: cuBLASLt with its workspace (and how
+    /// many products it refused, each run by cuBLAS instead), or cuBLAS and why. None on a CPU.
+    pub fn bf16_matmul_route(&self) -> Option<String> {
+        let Device::Cuda(c) = self else { return None };
+        Some(match (c.route_for(cuda::GemmMode::Bf16), c.lt_unavailable()) {
+            (cuda::GemmRoute::CublasLt, _) => {
+                let (refused, last) = c.lt_fallbacks();
+                let workspace = c.lt_workspace_bytes().unwrap_or(0);
+                match last {
+                    None => format!("cuBLASLt, heuristic search, {workspace}-byte workspace"),
+                    Some(why) => format!(
+                        "cuBLASLt, heuristic search, {workspace}-byte workspace; {refused} product(s) it refused ran on cuBLAS (last: {why})"
+                    ),
+                }
+            }
+            (cuda::GemmRoute::Cublas, Some(why)) => format!("cuBLAS (cublasGemmEx): {why}"),
+            (cuda::GemmRoute::Cublas, None) => "cuBLAS (cublasGemmEx), as set".into(),
+        })
+    }
+
     /// Facts about a bfloat16 matmul on this device: the output dtype, and whether partial sums
     /// may be reduced in a precision below float32 (cuBLAS's default math mode allows it for a
     /// bf16 output; the CPU kernel accumulates every product in float32 and rounds once).

@@ -4,6 +4,7 @@ use serde_json::json;
 
 use super::givens::given;
 use super::{SectionCtx, record, sections};
+use crate::device::cuda::GemmRoute;
 use crate::device::promised::{self, MathMode, PromisedPeak};
 use crate::device::{Device, F32Matmul, cpu};
 use crate::error::Result;
@@ -65,13 +66,17 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     // accumulation: what `torch.backends.cuda.matmul.allow_tf32` allows). And bfloat16: half the
     // bytes, and on most hardware a faster unit.
     let (x16, w16) = (x.to_dtype(DType::BF16)?, w.to_dtype(DType::BF16)?);
+    // On a GPU bfloat16 goes through cuBLASLt's heuristic search, PyTorch's route, and is timed
+    // through plain cuBLAS (`cublasGemmEx`) too: which of the two reaches the peak is measured.
+    let lt = GemmRoute::CublasLt;
     let mut products = vec![
-        (MathMode::Fp32, F32Matmul::Pedantic, &x, &w),
-        (MathMode::Bf16, F32Matmul::Default, &x16, &w16),
+        (MathMode::Fp32, F32Matmul::Pedantic, lt, &x, &w),
+        (MathMode::Bf16, F32Matmul::Default, lt, &x16, &w16),
     ];
     if cx.device.is_cuda() {
-        products.push((MathMode::Fp32, F32Matmul::Default, &x, &w));
-        products.push((MathMode::Tf32, F32Matmul::Tf32, &x, &w));
+        products.push((MathMode::Fp32, F32Matmul::Default, lt, &x, &w));
+        products.push((MathMode::Tf32, F32Matmul::Tf32, lt, &x, &w));
+        products.push((MathMode::Bf16, F32Matmul::Default, GemmRoute::Cublas, &x16, &w16));
     }
     let headline = Budget {
         min_time: std::time::Duration::from_secs(1),
@@ -114,7 +119,7 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
         }
         Err(why) => record!(cx, device bf16_mfu_unavailable_reason = why.as_str())?,
     }
-    if let [_, _, fp32_default, tf32] = speeds.as_slice() {
+    if let [_, _, fp32_default, tf32, bf16_cublas] = speeds.as_slice() {
         // cuBLAS's default float32, and TF32 (datasheet peaks: a GPU's are never measured).
         record!(cx, clock fp32_default_actual_time = fp32_default.time.median_s, seconds)?;
         record!(cx, clock fp32_default_actual_time_spread = fp32_default.time.to_json())?;
@@ -137,6 +142,13 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
                 record!(cx, clock tf32_mfu = peak.mfu(tf32.flop_per_sec), ratio)?;
             }
             Err(why) => record!(cx, device tf32_mfu_unavailable_reason = why.as_str())?,
+        }
+        // The same bfloat16 product through plain cuBLAS (`cublasGemmEx`), beside cuBLASLt's
+        // headline above; and the route the headline took (cuBLASLt unless it is missing or
+        // refused a product, each of which ran on cuBLAS instead).
+        record!(cx, clock bf16_cublas_actual_flop_per_sec = bf16_cublas.flop_per_sec, flop_per_sec)?;
+        if let Some(bf16_matmul_route) = cx.device.bf16_matmul_route() {
+            record!(cx, device bf16_matmul_route)?;
         }
     }
     // What the bfloat16 product hands back, and whether its partial sums may have been added in
@@ -200,21 +212,22 @@ impl Speed {
     }
 }
 
-/// Times a·b for each (float32 matmul mode, a, b), in turns (each mode switched on for its own
-/// calls only; it only matters on a GPU).
+/// Times a·b for each (float32 matmul mode, GPU library route, a, b), in turns (each setting
+/// switched on for its own calls only; they only matter on a GPU).
 fn time_in_turns(
     device: &Device,
     budget: Budget,
-    products: &[(MathMode, F32Matmul, &Tensor, &Tensor)],
+    products: &[(MathMode, F32Matmul, GemmRoute, &Tensor, &Tensor)],
 ) -> Result<Vec<Timing>> {
     let clock = Clock::for_device(device);
     let mut contenders: Vec<_> = products
         .iter()
-        .map(|&(_, mode, a, b)| {
+        .map(|&(_, mode, route, a, b)| {
             timing::contender(clock.clone(), move || {
-                let was = device.set_f32_matmul(mode);
+                let (was, was_route) = (device.set_f32_matmul(mode), device.set_gemm_route(route));
                 let product = a.matmul(b).map(drop);
                 device.set_f32_matmul(was);
+                device.set_gemm_route(was_route);
                 product
             })
         })
@@ -288,9 +301,9 @@ fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_jso
         let products: Vec<_> = modes
             .iter()
             .map(|&m| match m {
-                MathMode::Bf16 => (m, F32Matmul::Pedantic, &a16, &b16),
-                MathMode::Tf32 => (m, F32Matmul::Tf32, &a, &b),
-                _ => (m, F32Matmul::Pedantic, &a, &b),
+                MathMode::Bf16 => (m, F32Matmul::Pedantic, GemmRoute::CublasLt, &a16, &b16),
+                MathMode::Tf32 => (m, F32Matmul::Tf32, GemmRoute::CublasLt, &a, &b),
+                _ => (m, F32Matmul::Pedantic, GemmRoute::CublasLt, &a, &b),
             })
             .collect();
         let times = time_in_turns(&cx.device, Budget::lecture(), &products)?;

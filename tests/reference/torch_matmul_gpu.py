@@ -32,7 +32,21 @@ def time_median(fn, warmup, reps):
     return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times)}
 
 
+# The library a bfloat16 row is told to use; plain "bf16" leaves the choice to PyTorch's heuristics.
+LIBRARY = {"bf16_cublaslt": "cublaslt", "bf16_cublas": "cublas"}
+
+
 def bench_matmul(mode, b, d, k, warmup, reps):
+    chosen = torch.backends.cuda.preferred_blas_library()
+    if mode in LIBRARY:
+        torch.backends.cuda.preferred_blas_library(LIBRARY[mode])
+    try:
+        return bench_matmul_on(mode, b, d, k, warmup, reps)
+    finally:
+        torch.backends.cuda.preferred_blas_library(chosen)
+
+
+def bench_matmul_on(mode, b, d, k, warmup, reps):
     torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
     dtype = torch.bfloat16 if mode.startswith("bf16") else torch.float32
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -83,7 +97,8 @@ def main():
     props = torch.cuda.get_device_properties(0)
     out = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": props.name,
            "sm_count": props.multi_processor_count, "total_memory": props.total_memory, "matmul": [], "bandwidth": []}
-    for mode in ["fp32", "tf32", "bf16", "bf16_f32_out"]:
+    out["preferred_blas_library"] = str(torch.backends.cuda.preferred_blas_library())
+    for mode in ["fp32", "tf32", "bf16", "bf16_cublaslt", "bf16_cublas", "bf16_f32_out"]:
         reps = min(a.reps, 5) if mode == "fp32" else a.reps
         r = bench_matmul(mode, a.b, a.d, a.k, a.warmup, reps)
         out["matmul"].append(r)

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::blas::{self, GemmMode, GemmPtrs};
+use super::blas::{self, GemmMode, GemmPtrs, GemmRoute};
 use super::ops::{self, Distribution};
 use super::{CudaBackend, CudaBuffer};
 use crate::base::{BinaryOp, DType, Layout, ReduceOp, UnaryOp};
@@ -150,20 +150,24 @@ pub fn matmul_with(mode: GemmMode, a: &CudaBuffer, la: &Layout, b: &CudaBuffer, 
             })?
         }
     };
+    let ptrs = GemmPtrs {
+        a: pa.device_ptr(),
+        b: pb.device_ptr(),
+        c: out.device_ptr(),
+    };
+    if be.route_for(mode) == GemmRoute::CublasLt {
+        let lt = be.lt()?;
+        // SAFETY: as below.
+        match unsafe { blas::lt::run(&lt, mode, &plan, ptrs) } {
+            Ok(_) => return Ok(out),
+            // cuBLASLt found no algorithm or failed: cuBLAS computes the same product (every
+            // output element is written again), and the refusal is counted for the trace.
+            Err(why) => be.note_lt_refusal(why.to_string()),
+        }
+    }
     let handle = be.blas()?;
     // SAFETY: the plan comes from bounds-checked layouts over these buffers, of the mode's dtypes.
-    unsafe {
-        blas::run(
-            *handle.handle(),
-            mode,
-            &plan,
-            GemmPtrs {
-                a: pa.device_ptr(),
-                b: pb.device_ptr(),
-                c: out.device_ptr(),
-            },
-        )
-    }?;
+    unsafe { blas::run(*handle.handle(), mode, &plan, ptrs) }?;
     Ok(out)
 }
 

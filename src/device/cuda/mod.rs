@@ -19,7 +19,7 @@ mod update;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::cublas::{CudaBlas, sys as blas_sys};
@@ -27,7 +27,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DeviceRepr, DriverEr
 use cudarc::nvrtc::Ptx;
 
 pub use alloc::{Allocator, CudaBuffer, CudaData, DeviceMem, MemoryStats};
-pub use blas::{F32Matmul, GemmMode};
+pub use blas::{F32Matmul, GemmMode, GemmRoute};
 pub use compute::*;
 pub use props::{DeviceProps, slug};
 pub use transfer::*;
@@ -52,6 +52,13 @@ pub struct CudaBackend {
     alloc: Arc<Allocator>,
     props: DeviceProps,
     f32_matmul: AtomicU8,
+    /// cuBLASLt and its workspace, or why there is none (16-bit products then go to cuBLAS).
+    lt: std::result::Result<Mutex<blas::lt::LtHandle>, String>,
+    /// Where 16-bit products go (`GemmRoute`), and how many went to cuBLAS after cuBLASLt
+    /// refused them, with the last reason.
+    gemm_route: AtomicU8,
+    lt_fallbacks: AtomicU64,
+    lt_last_refusal: Mutex<Option<String>>,
     /// Synchronise after every launch so that a failing kernel is reported by name
     /// (CS336_CUDA_SYNC_CHECK=1; the agreement tests set it).
     check_each_launch: bool,
@@ -174,6 +181,8 @@ impl CudaBackend {
             .map_err(|e| driver_error("reading the compute capability", e))?;
         let arch = std::env::var("CS336_CUDA_ARCH").unwrap_or_else(|_| kernels::arch_for(major, minor));
         let props = DeviceProps::read(&ctx, &arch, cublas_version)?;
+        // Made with the cuBLAS handle, so its workspace is there before any section measures memory.
+        let lt = blas::lt::LtHandle::new(&stream, major).map(Mutex::new);
         let start = std::time::Instant::now();
         let functions = load_kernels(&ctx, &arch)?;
         let compile_seconds = start.elapsed().as_secs_f64();
@@ -185,6 +194,10 @@ impl CudaBackend {
             alloc: Arc::new(Allocator::default()),
             props,
             f32_matmul: AtomicU8::new(F32Matmul::Default.to_u8()),
+            lt,
+            gemm_route: AtomicU8::new(GemmRoute::default().to_u8()),
+            lt_fallbacks: AtomicU64::new(0),
+            lt_last_refusal: Mutex::new(None),
             check_each_launch: std::env::var("CS336_CUDA_SYNC_CHECK").is_ok_and(|v| v == "1"),
             compile_seconds,
         })
@@ -214,6 +227,52 @@ impl CudaBackend {
 
     pub fn f32_matmul(&self) -> F32Matmul {
         F32Matmul::from_u8(self.f32_matmul.load(Ordering::SeqCst))
+    }
+
+    /// Where 16-bit matmuls go: cuBLASLt (the default, PyTorch's route) or cuBLAS. Returns the
+    /// previous setting. Float32 always goes to cuBLAS (`blas::lt::route_for`).
+    pub fn set_gemm_route(&self, route: GemmRoute) -> GemmRoute {
+        GemmRoute::from_u8(self.gemm_route.swap(route.to_u8(), Ordering::SeqCst))
+    }
+
+    /// The route a product in `mode` takes now.
+    pub fn route_for(&self, mode: GemmMode) -> GemmRoute {
+        let preferred = GemmRoute::from_u8(self.gemm_route.load(Ordering::SeqCst));
+        blas::lt::route_for(mode, preferred, self.lt.is_ok())
+    }
+
+    /// Why there is no cuBLASLt route, where there is none.
+    pub fn lt_unavailable(&self) -> Option<&str> {
+        self.lt.as_ref().err().map(String::as_str)
+    }
+
+    /// The cuBLASLt workspace in bytes, where there is one.
+    pub fn lt_workspace_bytes(&self) -> Option<usize> {
+        self.lt
+            .as_ref()
+            .ok()
+            .map(|h| h.lock().unwrap_or_else(|p| p.into_inner()).workspace_bytes())
+    }
+
+    /// How many products cuBLASLt refused (each then ran on cuBLAS), and the last reason.
+    pub fn lt_fallbacks(&self) -> (u64, Option<String>) {
+        let last = self.lt_last_refusal.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        (self.lt_fallbacks.load(Ordering::SeqCst), last)
+    }
+
+    /// The cuBLASLt handle, locked, with the context bound to this thread.
+    pub(crate) fn lt(&self) -> Result<MutexGuard<'_, blas::lt::LtHandle>> {
+        let lt = self.lt.as_ref().map_err(|why| Error::Cuda(why.clone()))?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| driver_error("binding the context", e))?;
+        Ok(lt.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Counts a product cuBLASLt refused, keeping the reason.
+    pub(crate) fn note_lt_refusal(&self, why: String) {
+        self.lt_fallbacks.fetch_add(1, Ordering::SeqCst);
+        *self.lt_last_refusal.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
     }
 
     /// Waits for all queued work.

@@ -102,6 +102,18 @@ if device == "cuda":
     tf32_promised_flop_per_sec = promised["tf32"]  # -> tf32_promised_flop_per_sec
     tf32_promised_peak_source = "datasheet"  # -> tf32_promised_peak_source
     tf32_mfu = tf32_actual_flop_per_sec / tf32_promised_flop_per_sec  # -> tf32_mfu
+    # Which library runs a bfloat16 product: PyTorch picks between cuBLAS and cuBLASLt by its own
+    # heuristics (the bf16_* row above), or takes the one it is told. The Rust's headline goes
+    # through cuBLASLt (heuristic search, a 32 MiB workspace on Hopper) and times plain cuBLAS
+    # (cublasGemmEx) beside it; the same two here.
+    chosen = torch.backends.cuda.preferred_blas_library()
+    torch.backends.cuda.preferred_blas_library("cublaslt")
+    bf16_matmul_route = "cublaslt"  # -> bf16_matmul_route
+    bf16_lt_flop_per_sec = actual_num_flops / time_in_turns([(x16, w16, False)], reps=10)[0][2].item()
+    torch.backends.cuda.preferred_blas_library("cublas")
+    bf16_cublas_time = time_in_turns([(x16, w16, False)], reps=10)[0][2].item()
+    bf16_cublas_actual_flop_per_sec = actual_num_flops / bf16_cublas_time  # -> bf16_cublas_actual_flop_per_sec
+    torch.backends.cuda.preferred_blas_library(chosen)
 
 # What the bfloat16 product hands back, and whether its partial sums may be added in less than
 # float32 precision (a cuBLAS setting, on by default; the Rust records false on a CPU).

@@ -24,8 +24,10 @@ use std::ffi::c_void;
 
 use cudarc::cublas::{result as blas, sys as blas_sys};
 
+pub mod lt;
 mod mode;
 
+pub use lt::GemmRoute;
 pub use mode::{F32Matmul, GemmMode};
 
 use crate::base::Layout;
