@@ -49,7 +49,13 @@ pub(crate) struct Node {
     retain_grad: AtomicBool,
     grad: Mutex<Option<Tensor>>,
     grad_fn: Option<GradFn>,
+    /// Run on a leaf's gradient slot each time backward has added to it (`post_accumulate`).
+    hooks: Mutex<Vec<GradHook>>,
 }
+
+/// What `Var::on_grad_accumulated` runs: it gets the leaf's gradient slot, and may take the
+/// gradient out (an optimizer that has used it frees it).
+pub type GradHook = Arc<dyn Fn(&mut Option<Tensor>) -> Result<()> + Send + Sync>;
 
 /// How a non-leaf node was made.
 pub(crate) struct GradFn {
@@ -105,6 +111,7 @@ impl Node {
             retain_grad: AtomicBool::new(false),
             grad: Mutex::new(None),
             grad_fn,
+            hooks: Mutex::new(Vec::new()),
         })
     }
 
@@ -116,6 +123,11 @@ impl Node {
             Some(old) => old.add(&g)?,
         };
         *slot = Some(new);
+        // Cloned out, so a hook may register or remove hooks without deadlocking.
+        let hooks = self.hooks.lock().clone();
+        for hook in hooks {
+            hook(&mut slot)?;
+        }
         Ok(())
     }
 }
@@ -198,6 +210,26 @@ impl Var {
     }
 
     /// Keep this intermediate's gradient when backward passes through it.
+    /// Runs `hook` on this leaf's gradient slot each time a backward pass has added to it: the
+    /// gradient is complete there (every use of the leaf has contributed), so an optimizer can
+    /// update the parameter at once, while the gradient is still in cache, and free it (PyTorch's
+    /// `register_post_accumulate_grad_hook`). Only leaves that require a gradient have one.
+    pub fn on_grad_accumulated(&self, hook: GradHook) -> Result<()> {
+        if !self.is_leaf() || !self.requires_grad() {
+            return Err(crate::error::Error::invalid(
+                "on_grad_accumulated",
+                "only a leaf that requires a gradient (a parameter) accumulates one",
+            ));
+        }
+        self.node.hooks.lock().push(hook);
+        Ok(())
+    }
+
+    /// Removes every hook `on_grad_accumulated` added to this value.
+    pub fn clear_grad_hooks(&self) {
+        self.node.hooks.lock().clear();
+    }
+
     pub fn retain_grad(&self) {
         self.node.retain_grad.store(true, Ordering::Relaxed);
     }

@@ -14,7 +14,7 @@ use crate::device::promised::{self, MathMode};
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
 use crate::nn::{Cruncher, Module};
-use crate::optim::{AdaGrad, Optimizer, Sgd};
+use crate::optim::{AdaGrad, InBackward, Optimizer, Sgd};
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
 use crate::timing::{Budget, Clock, contender, contender_with_setup, in_turns};
@@ -62,6 +62,10 @@ pub struct Report {
     pub matmul_flop_per_sec: f64,
     /// (step − matmuls) / step: the goal is ≤ 0.10.
     pub overhead_fraction: f64,
+    /// The same step with each parameter updated inside backward (`optim::InBackward`), on a
+    /// second model started from the same weights, and its overhead against the same matmuls.
+    pub step_in_backward_s: f64,
+    pub overhead_in_backward_fraction: f64,
     pub step_flop_per_sec: f64,
     pub promised_flop_per_sec: Option<f64>,
     /// Counted matmul FLOPs per step over the step time, against the promised peak.
@@ -156,23 +160,36 @@ impl Config {
     }
 }
 
-pub fn run(config: &Config) -> Result<Report> {
-    config.check()?;
-    let mut rng = Rng::seed(config.seed);
-    let model = Cruncher::new(config.dim, config.num_layers, &mut rng)?.to_device(&config.device)?;
-    let mut optimizer: Box<dyn Optimizer> = match config.optimizer.as_str() {
-        "adagrad" => Box::new(AdaGrad::new(&model, 1e-3)?),
-        "sgd" => Box::new(Sgd::new(&model, 1e-3)?),
+/// The configured optimizer over `model`'s parameters.
+fn optimizer_for(config: &Config, model: &Cruncher) -> Result<Box<dyn Optimizer + Send>> {
+    Ok(match config.optimizer.as_str() {
+        "adagrad" => Box::new(AdaGrad::new(model, 1e-3)?),
+        "sgd" => Box::new(Sgd::new(model, 1e-3)?),
         other => {
             return Err(Error::invalid(
                 "bench",
                 format!("unknown optimizer {other:?} (adagrad or sgd)"),
             ));
         }
-    };
+    })
+}
+
+pub fn run(config: &Config) -> Result<Report> {
+    config.check()?;
+    let mut rng = Rng::seed(config.seed);
+    let model = Cruncher::new(config.dim, config.num_layers, &mut rng.clone())?.to_device(&config.device)?;
+    // The same weights again, trained with its updates inside backward.
+    let twin = Cruncher::new(config.dim, config.num_layers, &mut rng)?.to_device(&config.device)?;
+    let mut optimizer = optimizer_for(config, &model)?;
+    let in_backward = InBackward::new(optimizer_for(config, &twin)?)?;
     let x = Var::constant(Tensor::randn(&[config.batch, config.dim], DType::F32, &mut rng)?.to_device(&config.device)?);
     let y = Var::constant(Tensor::randn(&[config.batch], DType::F32, &mut rng)?.to_device(&config.device)?);
     let forward_backward = || -> Result<()> { mse_loss(&model.forward(&x)?, &y)?.backward() };
+    let step_in_backward = || -> Result<()> {
+        mse_loss(&twin.forward(&x)?, &y)?.backward()?;
+        in_backward.finish_step();
+        Ok(())
+    };
 
     let counter = FlopCounter::start();
     forward_backward()?;
@@ -208,14 +225,18 @@ pub fn run(config: &Config) -> Result<Report> {
     let mut opt = contender_with_setup(clock.clone(), forward_backward, |()| {
         optimizer_step(&mut **optimizer.borrow_mut())
     });
+    let mut inside = contender(clock.clone(), step_in_backward);
     let mut matmuls = contender(clock, || -> Result<()> {
         for (a, b) in &products {
             a.matmul(b)?;
         }
         Ok(())
     });
-    let timings = in_turns(options(), &mut [&mut step, &mut fb, &mut opt, &mut matmuls])?;
-    let (step, fb, opt, matmul) = (&timings[0], &timings[1], &timings[2], &timings[3]);
+    let timings = in_turns(
+        options(),
+        &mut [&mut step, &mut fb, &mut opt, &mut matmuls, &mut inside],
+    )?;
+    let (step, fb, opt, matmul, inside) = (&timings[0], &timings[1], &timings[2], &timings[3], &timings[4]);
     let matmul_s = matmul.median_s;
     let counted_matmul_flops = fb_count.by_op.get("matmul").copied().unwrap_or(0);
     if replayed_flops != counted_matmul_flops {
@@ -238,6 +259,8 @@ pub fn run(config: &Config) -> Result<Report> {
         matmul_s,
         matmul_flop_per_sec: counted_matmul_flops as f64 / matmul_s,
         overhead_fraction: (step.median_s - matmul_s) / step.median_s,
+        step_in_backward_s: inside.median_s,
+        overhead_in_backward_fraction: (inside.median_s - matmul_s) / inside.median_s,
         step_flop_per_sec,
         promised_flop_per_sec: peak.as_ref().map(|p| p.flop_per_sec),
         step_mfu: peak.as_ref().map(|p| p.mfu(step_flop_per_sec)),

@@ -210,6 +210,11 @@ fn train_step(cli: TrainStep) -> anyhow::Result<()> {
         "  overhead (step − matmuls) / step  {:.1} %   (goal ≤ 10 %)",
         r.overhead_fraction * 100.0
     )?;
+    outln!(
+        "  step, optimizer inside backward   {:.3} ms, overhead {:.1} %   (each update while its gradient is in cache)",
+        r.step_in_backward_s * 1e3,
+        r.overhead_in_backward_fraction * 100.0
+    )?;
     match (r.promised_flop_per_sec, r.step_mfu) {
         (Some(p), Some(m)) => outln!(
             "  step throughput                   {:.3e} FLOP/s = MFU {:.3} of {:.3e}",

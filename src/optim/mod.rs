@@ -2,6 +2,10 @@
 //! `Var`s (sharing their storage) and updates them in place with one fused device op per
 //! parameter. State is inspectable by name, and is what a checkpoint saves.
 
+mod in_backward;
+
+pub use in_backward::InBackward;
+
 use crate::autograd::Var;
 use crate::error::{Error, Result};
 use crate::nn::Module;
