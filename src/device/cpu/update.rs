@@ -179,28 +179,41 @@ fn adagrad_typed<T: BufferElement>(p: &mut [T], s: &mut [T], g: &[T], lr: f32, e
 }
 
 /// The f32 AdaGrad loop. A square root and a division per element make it as much compute as
-/// memory bound, so it is compiled twice: for the baseline x86-64 (4 lanes) and for AVX-512 (16),
-/// taken where the CPU has it. Both round each operation the same way (IEEE), so they agree bit
-/// for bit.
+/// memory bound, so it is compiled three times: for the baseline x86-64 (4 lanes), AVX2 (8) and
+/// AVX-512 (16), the widest the CPU has taken. Each rounds every operation the same way (IEEE;
+/// Rust never fuses a multiply and an add on its own), so they agree bit for bit.
 fn adagrad_f32(p: &mut [f32], s: &mut [f32], g: &[f32], lr: f32, eps: f32) {
-    #[inline(always)]
-    fn lanes(p: &mut [f32], s: &mut [f32], g: &[f32], lr: f32, eps: f32) {
-        for ((p, s), g) in p.iter_mut().zip(s.iter_mut()).zip(g) {
-            *s += g * g;
-            *p -= lr * g / (*s + eps).sqrt();
-        }
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    fn wide(p: &mut [f32], s: &mut [f32], g: &[f32], lr: f32, eps: f32) {
-        lanes(p, s, g, lr, eps)
-    }
     #[cfg(target_arch = "x86_64")]
     if is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU has AVX-512F (checked just above).
-        return for_chunks3(p, s, g, |p, s, g| unsafe { wide(p, s, g, lr, eps) });
+        return for_chunks3(p, s, g, |p, s, g| unsafe { adagrad_avx512(p, s, g, lr, eps) });
     }
-    for_chunks3(p, s, g, |p, s, g| lanes(p, s, g, lr, eps));
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        return for_chunks3(p, s, g, |p, s, g| unsafe { adagrad_avx2(p, s, g, lr, eps) });
+    }
+    for_chunks3(p, s, g, |p, s, g| adagrad_lanes(p, s, g, lr, eps));
+}
+
+#[inline(always)]
+fn adagrad_lanes(p: &mut [f32], s: &mut [f32], g: &[f32], lr: f32, eps: f32) {
+    for ((p, s), g) in p.iter_mut().zip(s.iter_mut()).zip(g) {
+        *s += g * g;
+        *p -= lr * g / (*s + eps).sqrt();
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn adagrad_avx512(p: &mut [f32], s: &mut [f32], g: &[f32], lr: f32, eps: f32) {
+    adagrad_lanes(p, s, g, lr, eps)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn adagrad_avx2(p: &mut [f32], s: &mut [f32], g: &[f32], lr: f32, eps: f32) {
+    adagrad_lanes(p, s, g, lr, eps)
 }
 
 /// `sum_sq += grad²; param -= lr · grad / √(sum_sq + eps)`.
@@ -269,9 +282,28 @@ mod tests {
             *s += g * g;
             *p -= 0.01 * g / (*s + 1e-10).sqrt();
         }
+        let same = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(a, b)| a.to_bits() == b.to_bits());
+        let (p0, s0) = (p.clone(), s.clone());
         adagrad_f32(&mut p, &mut s, &g, 0.01, 1e-10);
-        assert!(p.iter().zip(&p_ref).all(|(a, b)| a.to_bits() == b.to_bits()));
-        assert!(s.iter().zip(&s_ref).all(|(a, b)| a.to_bits() == b.to_bits()));
+        assert!(same(&p, &p_ref) && same(&s, &s_ref), "the dispatched loop");
+        // Every variant this CPU can run, called directly.
+        #[cfg(target_arch = "x86_64")]
+        for (name, has, f) in [
+            (
+                "avx2",
+                is_x86_feature_detected!("avx2"),
+                adagrad_avx2 as unsafe fn(&mut [f32], &mut [f32], &[f32], f32, f32),
+            ),
+            ("avx512f", is_x86_feature_detected!("avx512f"), adagrad_avx512),
+        ] {
+            if !has {
+                continue;
+            }
+            let (mut p, mut s) = (p0.clone(), s0.clone());
+            // SAFETY: the CPU has the variant's instruction set (checked just above).
+            unsafe { f(&mut p, &mut s, &g, 0.01, 1e-10) };
+            assert!(same(&p, &p_ref) && same(&s, &s_ref), "{name}");
+        }
     }
 
     /// Operands of different lengths are refused with the lengths named, never sliced past.
