@@ -19,6 +19,28 @@ pub(super) mod scratch {
         static SCRATCH: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
     }
 
+    /// Asks Linux to back the 2 MiB-aligned interior of a fresh buffer with huge pages (this
+    /// machine's setting is `madvise`: only where asked). A packed panel of a large product spans
+    /// hundreds of 4 KiB pages that the tile loads walk across; with 2 MiB pages the TLB covers
+    /// them. Measured on the Intel Xeon with AMX, 2 threads, in three alternating pairs of runs:
+    /// 2048³ bf16 at 2.19–2.26 TFLOP/s against 2.03–2.16 without. Advice only: where the kernel
+    /// declines, nothing changes.
+    fn huge_pages(ptr: *mut u8, bytes: usize) {
+        #[cfg(target_os = "linux")]
+        {
+            const HUGE: usize = 2 << 20;
+            let start = (ptr as usize).next_multiple_of(HUGE);
+            let end = (ptr as usize + bytes) / HUGE * HUGE;
+            if end > start {
+                // SAFETY: the range lies inside the caller's live allocation; the advice changes
+                // how its pages are backed, not their contents (none are written yet).
+                unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (ptr, bytes);
+    }
+
     /// Runs `f` with two 64-byte aligned word buffers of `a` and `b` words.
     pub fn with<R>(a: usize, b: usize, f: impl FnOnce(&mut [u32], &mut [u32]) -> R) -> R {
         // Taken out while in use, so a nested call (there is none today) would get its own.
@@ -26,6 +48,12 @@ pub(super) mod scratch {
         let a_padded = a.next_multiple_of(16);
         let need = a_padded + b + 16;
         if buf.len() < need {
+            if buf.capacity() < need {
+                // A new allocation, advised before its pages are first touched (by `resize`).
+                let mut fresh: Vec<u32> = Vec::with_capacity(need);
+                huge_pages(fresh.as_mut_ptr().cast(), need * 4);
+                buf = fresh;
+            }
             buf.resize(need, 0);
         }
         let start = buf.as_ptr().align_offset(64).min(16);
