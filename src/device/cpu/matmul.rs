@@ -13,9 +13,9 @@
 use gemm::Parallelism;
 use half::f16;
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::AtomicUsize;
 
-use super::team::Team;
+use super::team::{Team, claim};
 use super::{CpuBuffer, bf16_gemm};
 
 use crate::base::layout::merged_stride;
@@ -223,11 +223,7 @@ pub(super) fn in_parts((m, n, k): (usize, usize, usize), block: &(dyn Fn((usize,
     let parts = (threads * PARTS_PER_THREAD).min(len);
     let next = AtomicUsize::new(0);
     Team::global().run(threads, &|_| {
-        loop {
-            let i = next.fetch_add(1, Relaxed);
-            if i >= parts {
-                break;
-            }
+        while let Some(i) = claim(&next, parts) {
             let range = (len * i / parts, len * (i + 1) / parts);
             if along_rows {
                 block(range, (0, n));

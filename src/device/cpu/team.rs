@@ -11,7 +11,7 @@
 
 use std::cell::UnsafeCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -137,6 +137,12 @@ impl Drop for Join<'_> {
     }
 }
 
+/// Claims the next item below `count` from `next`: how a job's threads share its items out.
+pub(crate) fn claim(next: &AtomicUsize, count: usize) -> Option<usize> {
+    let i = next.fetch_add(1, Relaxed);
+    (i < count).then_some(i)
+}
+
 fn helper(slot: &Slot, id: usize) {
     loop {
         let start = Instant::now();
@@ -163,7 +169,6 @@ fn helper(slot: &Slot, id: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
 
     #[test]
     fn every_item_is_done_exactly_once_whoever_takes_part() {

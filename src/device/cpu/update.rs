@@ -6,10 +6,10 @@
 //! shows what that does to training). Large tensors are split across threads: the update is
 //! memory bound and one core does not saturate memory bandwidth.
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::AtomicUsize;
 
 use super::matmul::Shared;
-use super::team::Team;
+use super::team::{Team, claim};
 
 use super::{BufferElement, CpuBuffer};
 use crate::base::{DType, Layout};
@@ -76,11 +76,7 @@ fn in_chunks(len: usize, chunk: &(dyn Fn(std::ops::Range<usize>) + Sync)) {
     }
     let (count, next) = (len.div_ceil(CHUNK), AtomicUsize::new(0));
     Team::global().run(threads, &|_| {
-        loop {
-            let i = next.fetch_add(1, Relaxed);
-            if i >= count {
-                break;
-            }
+        while let Some(i) = claim(&next, count) {
             chunk(i * CHUNK..((i + 1) * CHUNK).min(len));
         }
     });

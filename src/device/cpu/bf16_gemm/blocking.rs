@@ -2,8 +2,6 @@
 //! threads write disjoint parts of, work items claimed from counters, and the split of the output
 //! into parts.
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-
 use half::bf16;
 
 /// Scratch memory for packed panels kept per thread between calls: a fresh multi-megabyte
@@ -93,11 +91,7 @@ impl Words {
     }
 }
 
-/// Claims the next item below `count` from `next`.
-pub(super) fn claim(next: &AtomicUsize, count: usize) -> Option<usize> {
-    let i = next.fetch_add(1, Relaxed);
-    (i < count).then_some(i)
-}
+pub(super) use crate::device::cpu::team::claim;
 
 /// A rectangle of tiles: row panels `rows.0..rows.1`, column panels `cols.0..cols.1`.
 #[derive(Clone, Copy, Debug)]
