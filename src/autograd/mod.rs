@@ -213,7 +213,9 @@ impl Var {
     /// Runs `hook` on this leaf's gradient slot each time a backward pass has added to it: the
     /// gradient is complete there (every use of the leaf has contributed), so an optimizer can
     /// update the parameter at once, while the gradient is still in cache, and free it (PyTorch's
-    /// `register_post_accumulate_grad_hook`). Only leaves that require a gradient have one.
+    /// `register_post_accumulate_grad_hook`). Only leaves that require a gradient have one. The
+    /// hook runs with the slot locked: it reads the gradient from its argument, never through
+    /// this `Var` (`grad()` would wait for the lock it holds).
     pub fn on_grad_accumulated(&self, hook: GradHook) -> Result<()> {
         if !self.is_leaf() || !self.requires_grad() {
             return Err(crate::error::Error::invalid(

@@ -59,7 +59,7 @@ pub fn bench_gemm(
         b: w.device_ptr(),
         c: c.device_ptr(),
     };
-    let mut lt_choice = None;
+    let mut last_choice = None;
     let timing = match route {
         GemmRoute::Cublas => {
             let handle = b.blas()?;
@@ -72,17 +72,23 @@ pub fn bench_gemm(
             let handle = b.lt()?;
             // SAFETY: as above.
             time_median(b, warmup, reps, || {
-                let choice = unsafe { blas::lt::run(&handle, mode, &plan, ptrs) }?;
-                lt_choice = Some(serde_json::json!({
-                    "candidate": choice.candidate,
-                    "candidates": choice.candidates,
-                    "workspace_bytes": choice.workspace_bytes,
-                    "workspace_limit_bytes": handle.workspace_bytes(),
-                }));
+                last_choice = Some((
+                    unsafe { blas::lt::run(&handle, mode, &plan, ptrs) }?,
+                    handle.workspace_bytes(),
+                ));
                 Ok(())
             })?
         }
     };
+    // What the last timed call chose (every call searches again, as PyTorch's do).
+    let lt_choice = last_choice.map(|(choice, limit)| {
+        serde_json::json!({
+            "candidate": choice.candidate,
+            "candidates": choice.candidates,
+            "workspace_bytes": choice.workspace_bytes,
+            "workspace_limit_bytes": limit,
+        })
+    });
     let flops = 2.0 * m as f64 * n as f64 * k as f64;
     Ok(GemmBench {
         mode: mode.name(),

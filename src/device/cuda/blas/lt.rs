@@ -234,20 +234,27 @@ impl<T: Copy> Drop for Owned<T> {
     }
 }
 
+/// cuBLASLt's name for an element type: the one `mode::data_type` gives cuBLAS, in cuBLASLt's own
+/// (identical, separately generated) enum.
 fn data_type(dtype: DType) -> lt_sys::cudaDataType {
-    match dtype {
-        DType::BF16 => lt_sys::cudaDataType::CUDA_R_16BF,
-        DType::F16 => lt_sys::cudaDataType::CUDA_R_16F,
-        _ => lt_sys::cudaDataType::CUDA_R_32F,
+    use cudarc::cublas::sys::cudaDataType as B;
+    use lt_sys::cudaDataType as L;
+    match super::mode::data_type(dtype) {
+        B::CUDA_R_16BF => L::CUDA_R_16BF,
+        B::CUDA_R_16F => L::CUDA_R_16F,
+        _ => L::CUDA_R_32F,
     }
 }
 
+/// The compute type `GemmMode::compute_type` chooses for cuBLAS, as cuBLASLt spells it: which
+/// arithmetic a mode means is decided once, in `mode.rs`.
 fn compute_type(mode: GemmMode) -> lt_sys::cublasComputeType_t {
-    use lt_sys::cublasComputeType_t::*;
-    match mode {
-        GemmMode::Fp32 => CUBLAS_COMPUTE_32F_PEDANTIC,
-        GemmMode::Tf32 => CUBLAS_COMPUTE_32F_FAST_TF32,
-        GemmMode::Fp32Default | GemmMode::Bf16 | GemmMode::Bf16F32Out | GemmMode::Fp16 => CUBLAS_COMPUTE_32F,
+    use cudarc::cublas::sys::cublasComputeType_t as B;
+    use lt_sys::cublasComputeType_t as L;
+    match mode.compute_type() {
+        B::CUBLAS_COMPUTE_32F_PEDANTIC => L::CUBLAS_COMPUTE_32F_PEDANTIC,
+        B::CUBLAS_COMPUTE_32F_FAST_TF32 => L::CUBLAS_COMPUTE_32F_FAST_TF32,
+        _ => L::CUBLAS_COMPUTE_32F,
     }
 }
 

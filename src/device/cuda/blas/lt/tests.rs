@@ -173,3 +173,27 @@ fn sizes_beyond_cublaslts_integers_are_refused() {
     let err = layouts(&p).expect_err("too many").to_string();
     assert!(err.contains("batch") && err.contains("cuBLASLt"), "{err}");
 }
+
+/// cuBLASLt gets the very compute and data types `mode.rs` chooses for cuBLAS (the two enums are
+/// generated separately from one header, so their values must match one for one).
+#[test]
+fn cublaslt_types_are_the_cublas_choices() {
+    for mode in [
+        GemmMode::Fp32,
+        GemmMode::Fp32Default,
+        GemmMode::Tf32,
+        GemmMode::Bf16,
+        GemmMode::Bf16F32Out,
+        GemmMode::Fp16,
+    ] {
+        assert_eq!(compute_type(mode) as u32, mode.compute_type() as u32, "{}", mode.name());
+        for dtype in [mode.input_dtype(), mode.output_dtype()] {
+            assert_eq!(
+                data_type(dtype) as u32,
+                crate::device::cuda::blas::mode::data_type(dtype) as u32,
+                "{}",
+                mode.name()
+            );
+        }
+    }
+}
