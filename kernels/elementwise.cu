@@ -81,6 +81,17 @@ __device__ void binary_int(T* __restrict__ out, const T* __restrict__ a, Strided
 
 // ---- the ops -----------------------------------------------------------------------------------
 
+// GeLU and its derivative (src/base/math.rs computes the same on the CPU by a polynomial `erf`;
+// CUDA's `erff`, `tanhf` and `expf` land within the declared `Approximation`).
+__device__ __forceinline__ float gelu_derivative(float x) {
+    return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * expf(-0.5f * x * x);
+}
+__device__ __forceinline__ float gelu_tanh_inner(float x) { return 0.7978845608028654f * (x + 0.044715f * x * x * x); }
+__device__ __forceinline__ float gelu_tanh_derivative(float x) {
+    float t = tanhf(gelu_tanh_inner(x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
 UNARY_FLOAT(neg, -x)
 UNARY_FLOAT(sqrt, sqrtf(x))
 UNARY_FLOAT(rsqrt, 1.0f / sqrtf(x))
@@ -89,17 +100,25 @@ UNARY_FLOAT(add_scalar, x + s)
 UNARY_FLOAT(mul_scalar, x * s)
 UNARY_FLOAT(div_scalar, x / s)
 UNARY_FLOAT(pow_scalar, powf(x, s))
+UNARY_FLOAT(relu, (x > 0.0f || x != x) ? x : 0.0f)
+UNARY_FLOAT(gelu, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)))
+UNARY_FLOAT(gelu_tanh, 0.5f * x * (1.0f + tanhf(gelu_tanh_inner(x))))
 
 UNARY_INT(neg, wrap_neg(x))
 UNARY_INT(square, wrap_mul(x, x))
 UNARY_INT(add_scalar, wrap_add(x, s))
 UNARY_INT(mul_scalar, wrap_mul(x, s))
+UNARY_INT(relu, x > 0 ? x : 0)
 
 BINARY_FLOAT(add, a + b)
 BINARY_FLOAT(sub, a - b)
 BINARY_FLOAT(mul, a * b)
 BINARY_FLOAT(div, a / b)
+BINARY_FLOAT(relu_backward, b <= 0.0f ? 0.0f : a)
+BINARY_FLOAT(gelu_backward, a * gelu_derivative(b))
+BINARY_FLOAT(gelu_tanh_backward, a * gelu_tanh_derivative(b))
 
 BINARY_INT(add, wrap_add(a, b))
 BINARY_INT(sub, wrap_sub(a, b))
 BINARY_INT(mul, wrap_mul(a, b))
+BINARY_INT(relu_backward, b > 0 ? a : 0)

@@ -9,6 +9,7 @@
 pub(crate) mod dtype;
 pub mod formats;
 pub mod layout;
+pub mod math;
 pub mod op;
 
 pub(crate) use dtype::{DType, Element};

@@ -139,6 +139,9 @@ fn ulps(accuracy: Accuracy) -> f64 {
     match accuracy {
         Accuracy::CorrectlyRounded | Accuracy::TwoRoundings => 0.0,
         Accuracy::MathLibrary => 8.0,
+        // The CPU's polynomial erf against CUDA's erff: both within 1e-6·(1 + |x|) of exact,
+        // which is a few hundred ulp where GeLU's output is small.
+        Accuracy::Approximation => 512.0,
     }
 }
 

@@ -171,6 +171,16 @@ fn every_declared_derivative() {
         }
     }
     for &op in BinaryOp::ALL {
+        if op.is_backward() {
+            // Another op's backward: differentiable in the gradient `a` (a second derivative of
+            // GeLU is not declared), checked on its own below.
+            check(
+                &format!("{} (gradient only)", op.name()),
+                &[(a.clone(), true), (b.clone(), false)],
+                |v| v[0].binary(&v[1], op),
+            );
+            continue;
+        }
         check(op.name(), &[(a.clone(), true), (b.clone(), true)], |v| {
             v[0].binary(&v[1], op)
         });
@@ -185,6 +195,32 @@ fn every_declared_derivative() {
             |v| v[0].binary(&v[1], op),
         );
     }
+}
+
+/// The activations on inputs of both signs (the shared check above sees positive ones only), and
+/// a backward op's derivative in its input, which only ReLU's declares (0).
+#[test]
+fn activations_on_both_signs() {
+    let mut r = Rng::seed(21);
+    let x = randn(&[4, 5], &mut r);
+    check("relu", &[(x.clone(), true)], |v| v[0].relu());
+    check("gelu", &[(x.clone(), true)], |v| v[0].gelu());
+    check("gelu_tanh", &[(x.clone(), true)], |v| v[0].gelu_tanh());
+    let g = randn(&[4, 5], &mut r);
+    check("relu_backward in x", &[(g.clone(), false), (x.clone(), true)], |v| {
+        v[0].binary(&v[1], BinaryOp::ReluBackward)
+    });
+    let x = Var::leaf(x, true);
+    let no_second = (|| {
+        Var::constant(g)
+            .binary(&x, BinaryOp::GeluBackward)?
+            .sum_all()?
+            .backward()
+    })();
+    assert!(
+        matches!(&no_second, Err(e) if e.to_string().contains("second derivative")),
+        "{no_second:?}"
+    );
 }
 
 #[test]

@@ -4,8 +4,9 @@
 //! when a gradient that is wanted reads it). Operands are broadcast to one shape first; autograd
 //! sums each gradient back to its operand's shape.
 
-use super::{Accuracy, reads};
+use super::{Accuracy, GELU_FLOPS_PER_ELEMENT, reads};
 use crate::base::DType;
+use crate::error::Error;
 use crate::error::Result;
 
 /// The table; `$then` is a macro that receives every entry.
@@ -51,6 +52,39 @@ macro_rules! binary_op_table {
                 accuracy: CorrectlyRounded,
                 grad_a: |g, b| g.div(b),
                 grad_b: |g, a, b| g.div(b)?.mul(a)?.div(b)?.neg(),
+            }
+            /// ReLU's backward, `g` where `x > 0` and 0 elsewhere (PyTorch's `threshold_backward`):
+            /// `a` is the output's gradient, `b` ReLU's input. Counted as 1 FLOP per element.
+            /// Its derivative in `x` is 0 wherever it exists.
+            ReluBackward => relu_backward {
+                name: "relu_backward",
+                f32: |g, x| if x <= 0.0 { 0.0 } else { g },
+                i64: |g, x| Some(if x > 0 { g } else { 0 }),
+                exact: |g, x| if x <= 0.0 { 0.0 } else { g },
+                accuracy: CorrectlyRounded,
+                grad_a: |g, b| g.relu_backward(b),
+                grad_b: |g| g.mul_scalar(0.0),
+            }
+            /// GeLU's backward, `g · gelu'(x)`. Counted as 20 FLOPs per element. Differentiable in
+            /// `g` only: a second derivative of GeLU is not declared (see `BinaryOp::is_backward`).
+            GeluBackward => gelu_backward {
+                name: "gelu_backward",
+                f32: |g, x| g * crate::base::math::gelu_derivative(x),
+                i64: |_g, _x| None,
+                exact: |g, x| g * crate::base::math::exact::gelu_derivative(x),
+                accuracy: Approximation,
+                grad_a: |g, b| g.gelu_backward(b),
+                grad_b: |_g| Err(crate::base::op::binary::no_second_derivative("gelu_backward")),
+            }
+            /// The tanh form's backward, `g · gelu_tanh'(x)`, likewise.
+            GeluTanhBackward => gelu_tanh_backward {
+                name: "gelu_tanh_backward",
+                f32: |g, x| g * crate::base::math::gelu_tanh_derivative(x),
+                i64: |_g, _x| None,
+                exact: |g, x| g * crate::base::math::exact::gelu_tanh_derivative(x),
+                accuracy: Approximation,
+                grad_a: |g, b| g.gelu_tanh_backward(b),
+                grad_b: |_g| Err(crate::base::op::binary::no_second_derivative("gelu_tanh_backward")),
             }
         }
     };
@@ -174,10 +208,32 @@ impl BinaryOp {
         dtype.require_float(self.name())
     }
 
-    /// FLOPs for `outputs` output elements.
+    /// FLOPs for `outputs` output elements: one each, but 20 for GeLU's backward.
     pub fn flops(self, outputs: usize) -> u64 {
-        super::elementwise_flops(outputs)
+        let per_element = match self {
+            BinaryOp::GeluBackward | BinaryOp::GeluTanhBackward => GELU_FLOPS_PER_ELEMENT,
+            _ => 1,
+        };
+        super::elementwise_flops(outputs, per_element)
     }
+
+    /// Whether this op is another op's backward (`a` the gradient, `b` the forward's input).
+    /// Those are differentiable in `a`; GeLU's are not in `b` (its second derivative, which
+    /// only a double backward needs, is not declared), and ReLU's is 0 there.
+    pub fn is_backward(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::ReluBackward | BinaryOp::GeluBackward | BinaryOp::GeluTanhBackward
+        )
+    }
+}
+
+/// The error a GeLU backward's derivative in its input gives.
+pub(crate) fn no_second_derivative(op: &'static str) -> Error {
+    Error::invalid(
+        op,
+        "has no derivative in GeLU's input declared (a second derivative of GeLU, which only a double backward needs)",
+    )
 }
 
 #[cfg(test)]

@@ -9,9 +9,10 @@
 //! - the tensor layer gets a method per op (`Tensor::sqrt`), so does autograd (`Var::sqrt`), and
 //!   autograd's backward runs the declared derivative.
 //!
-//! FLOPs: an elementwise op counts one per output element, a reduction one per input element.
+//! FLOPs: an elementwise op counts one per output element (GeLU and its derivative 20, the
+//! lecture's convention: `GELU_FLOPS_PER_ELEMENT`), a reduction one per input element.
 
-mod binary;
+pub(crate) mod binary;
 mod reduce;
 mod unary;
 
@@ -32,6 +33,10 @@ pub enum Accuracy {
     /// A math-library function (`powf`): within one unit in the last place of the exact value on
     /// the CPU; CUDA's library lands a few units away from the CPU's.
     MathLibrary,
+    /// A polynomial approximation (`base::math`: GeLU's `erf` and `exp`): within 1e-6·(1 + |x|)
+    /// absolute of the exact value in f32, the same bits on every CPU variant; CUDA's `erff` and
+    /// `tanhf` land within the same bound.
+    Approximation,
 }
 
 /// Which tensor an op's derivative reads, and so what autograd keeps for the backward pass.
@@ -49,10 +54,14 @@ pub fn integral(s: f64) -> Option<i64> {
     (s.fract() == 0.0).then_some(s as i64)
 }
 
-/// FLOPs of an elementwise op with `outputs` output elements.
-pub fn elementwise_flops(outputs: usize) -> u64 {
-    outputs as u64
+/// FLOPs of an elementwise op with `outputs` output elements, counting `per_element` for each.
+pub fn elementwise_flops(outputs: usize, per_element: u64) -> u64 {
+    outputs as u64 * per_element
 }
+
+/// What the lecture counts for one element of GeLU (forward or backward): about 20 FLOPs, its
+/// `erf` or `tanh` and the products around it. Every other elementwise op counts 1, ReLU too.
+pub const GELU_FLOPS_PER_ELEMENT: u64 = 20;
 
 /// What a unary derivative of the form `|g, x|`, `|g, y|` or `|g|` keeps for backward.
 macro_rules! saves {

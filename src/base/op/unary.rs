@@ -14,7 +14,7 @@
 //!
 //! The order of the fields is fixed. A scalar op names its scalar after the variant (`s`, `p`).
 
-use super::{Accuracy, Saves, integral, saves};
+use super::{Accuracy, GELU_FLOPS_PER_ELEMENT, Saves, integral, saves};
 use crate::base::DType;
 use crate::error::Result;
 
@@ -84,6 +84,34 @@ macro_rules! unary_op_table {
                 exact: |x| x / s as f32 as f64,
                 accuracy: CorrectlyRounded,
                 grad: |g| g.div_scalar(s),
+            }
+            /// ReLU, `max(x, 0)` (NaN stays NaN, as in PyTorch). Counted as 1 FLOP per element.
+            Relu => relu {
+                name: "relu",
+                f32: |x| if x > 0.0 || x.is_nan() { x } else { 0.0 },
+                i64: |x| Some(x.max(0)),
+                exact: |x| if x > 0.0 || x.is_nan() { x } else { 0.0 },
+                accuracy: CorrectlyRounded,
+                grad: |g, x| g.relu_backward(x),
+            }
+            /// GeLU, `x·Φ(x)` through `erf` (PyTorch's `F.gelu`, `approximate='none'`). Counted
+            /// as 20 FLOPs per element, the lecture's convention (`GELU_FLOPS_PER_ELEMENT`).
+            Gelu => gelu {
+                name: "gelu",
+                f32: |x| crate::base::math::gelu(x),
+                i64: |_x| None,
+                exact: |x| crate::base::math::exact::gelu(x),
+                accuracy: Approximation,
+                grad: |g, x| g.gelu_backward(x),
+            }
+            /// GeLU through `tanh` (`approximate='tanh'`). Counted as 20 FLOPs per element.
+            GeluTanh => gelu_tanh {
+                name: "gelu_tanh",
+                f32: |x| crate::base::math::gelu_tanh(x),
+                i64: |_x| None,
+                exact: |x| crate::base::math::exact::gelu_tanh(x),
+                accuracy: Approximation,
+                grad: |g, x| g.gelu_tanh_backward(x),
             }
             /// `xᵖ` elementwise (`p` = 2 and 0.5 run as `square` and `sqrt`: see
             /// [`UnaryOp::simplified`]).
@@ -265,9 +293,13 @@ impl UnaryOp {
         }
     }
 
-    /// FLOPs for `outputs` output elements.
+    /// FLOPs for `outputs` output elements: one each, but 20 for GeLU (the lecture's count).
     pub fn flops(self, outputs: usize) -> u64 {
-        super::elementwise_flops(outputs)
+        let per_element = match self {
+            UnaryOp::Gelu | UnaryOp::GeluTanh => GELU_FLOPS_PER_ELEMENT,
+            _ => 1,
+        };
+        super::elementwise_flops(outputs, per_element)
     }
 }
 
