@@ -77,6 +77,14 @@ const ROWS: &[Row] = &[
         ),
     },
     Row {
+        label: "main memory's bandwidth (measured copy)",
+        cell: Cell::Value("arithmetic_intensity.memory_bytes_per_sec", Format::Si(None)),
+    },
+    Row {
+        label: "accelerator intensity (bfloat16 peak over memory bandwidth)",
+        cell: Cell::Value("arithmetic_intensity.accelerator_intensity", Format::Auto),
+    },
+    Row {
         label: "backward pass time over forward (counted FLOPs: 2×)",
         cell: Cell::Value("gradients_flops.measured_backward_to_forward_ratio", Format::Fixed(2)),
     },

@@ -36,6 +36,8 @@ impl MathMode {
 
 /// H100 SXM, bf16 dense tensor-core peak: the number the lecture's napkin math uses.
 pub const H100_SXM_BF16_DENSE: f64 = 989.5e12;
+/// H100 SXM, HBM3 bandwidth (datasheet: 3.35 TB/s).
+pub const H100_SXM_HBM_BYTES_PER_SEC: f64 = 3.35e12;
 
 pub struct DatasheetPeak {
     /// Matched against the device name, case-insensitively, most specific first.
@@ -46,6 +48,8 @@ pub struct DatasheetPeak {
     pub tf32: f64,
     pub bf16: f64,
     pub fp16: f64,
+    /// Memory (HBM or GDDR) bandwidth, bytes/s.
+    pub memory_bytes_per_sec: f64,
     pub source: &'static str,
 }
 
@@ -57,6 +61,7 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 378e12,
         bf16: 756.5e12,
         fp16: 756.5e12,
+        memory_bytes_per_sec: 2.0e12,
         source: "NVIDIA H100 datasheet (PCIe)",
     },
     DatasheetPeak {
@@ -66,6 +71,7 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 494.7e12,
         bf16: H100_SXM_BF16_DENSE,
         fp16: H100_SXM_BF16_DENSE,
+        memory_bytes_per_sec: H100_SXM_HBM_BYTES_PER_SEC,
         source: "NVIDIA H100 datasheet (SXM)",
     },
     DatasheetPeak {
@@ -75,6 +81,7 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 494.7e12,
         bf16: H100_SXM_BF16_DENSE,
         fp16: H100_SXM_BF16_DENSE,
+        memory_bytes_per_sec: 4.8e12,
         source: "NVIDIA H200 datasheet (SXM)",
     },
     DatasheetPeak {
@@ -84,6 +91,8 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 156e12,
         bf16: 312e12,
         fp16: 312e12,
+        // The 80 GB SXM part (the 40 GB one has 1.555 TB/s).
+        memory_bytes_per_sec: 2.039e12,
         source: "NVIDIA A100 datasheet",
     },
     DatasheetPeak {
@@ -93,6 +102,7 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 183e12,
         bf16: 362.05e12,
         fp16: 362.05e12,
+        memory_bytes_per_sec: 864e9,
         source: "NVIDIA L40S datasheet",
     },
     DatasheetPeak {
@@ -102,6 +112,7 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 62.5e12,
         bf16: 125e12,
         fp16: 125e12,
+        memory_bytes_per_sec: 600e9,
         source: "NVIDIA A10G (AWS) specifications",
     },
     DatasheetPeak {
@@ -111,6 +122,7 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 90.5e12,
         bf16: 181e12,
         fp16: 181e12,
+        memory_bytes_per_sec: 864e9,
         source: "NVIDIA L40 datasheet",
     },
     DatasheetPeak {
@@ -120,6 +132,7 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 74.8e12,
         bf16: 149.7e12,
         fp16: 149.7e12,
+        memory_bytes_per_sec: 696e9,
         source: "NVIDIA A40 datasheet",
     },
     DatasheetPeak {
@@ -129,6 +142,7 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 60e12,
         bf16: 121e12,
         fp16: 121e12,
+        memory_bytes_per_sec: 300e9,
         source: "NVIDIA L4 datasheet",
     },
 ];

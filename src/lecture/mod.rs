@@ -4,6 +4,7 @@
 //! turns a run into a trace.
 
 mod activations;
+mod arithmetic_intensity;
 mod checkpointing;
 mod compute;
 mod data_loading;
@@ -84,6 +85,7 @@ lecture_files!(
     operations,
     einops,
     compute,
+    arithmetic_intensity,
     gradients,
     models,
     randomness,

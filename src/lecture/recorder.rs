@@ -59,7 +59,7 @@ struct Recorded {
 /// or, for what the machine decided, `clock`, `device` or `rounding` (a kernel's rounding): see
 /// `trace::Kind`; `(expr)` where the run decides which. The unit follows the type (an integer or a shape is a count, a tensor keeps
 /// its dtype and shape, anything else has none) unless the call names one: `bytes`, `flop`,
-/// `flop_per_sec`, `seconds`, `bytes_per_sec`, `ratio`, `count` or `none`. The name is always
+/// `flop_per_sec`, `seconds`, `bytes_per_sec`, `flop_per_byte`, `ratio`, `count` or `none`. The name is always
 /// written in the call, so the name the book quotes is in the section's source. The recorded line
 /// is the line of the call (`#[track_caller]` sees through macros). A history's every call must
 /// be a history call of one kind and unit; any other name is recorded once.
@@ -182,6 +182,9 @@ macro_rules! unit {
     };
     (ratio) => {
         Some($crate::trace::Unit::Ratio)
+    };
+    (flop_per_byte) => {
+        Some($crate::trace::Unit::FlopPerByte)
     };
     (count) => {
         Some($crate::trace::Unit::Count)

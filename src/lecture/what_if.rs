@@ -185,6 +185,16 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
                 flops: 2.0 * b * d * k * 2.0 * 10.0,
             })
         }
+        "arithmetic_intensity" => {
+            let (n, m) = (get("n"), get("matrix_n"));
+            // Two bf16 vectors and three matrices; a product's FLOPs, timed for 0.3 s in turns
+            // with the rest: about thirty of each op. The bandwidth buffers (up to four times the
+            // last-level cache) come on top, and do not depend on the givens.
+            Some(Cost {
+                bytes: 2.0 * (3.0 * n + 4.0 * m * m + m) + 512e6,
+                flops: 30.0 * (2.0 * m * m * m + 2.0 * m * m + 24.0 * n),
+            })
+        }
         "module_parameters" => {
             let (i, o) = (get("input_dim"), get("output_dim"));
             // Four weight matrices (float32, one more as float64 to count its tails) and x.

@@ -267,6 +267,9 @@ pub enum Unit {
     Count,
     #[serde(rename = "bytes/s")]
     BytesPerSec,
+    /// Arithmetic intensity: FLOPs per byte moved.
+    #[serde(rename = "FLOP/byte")]
+    FlopPerByte,
     #[serde(rename = "none")]
     None,
 }

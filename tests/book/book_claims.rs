@@ -251,3 +251,35 @@ fn objects_are_tables_never_raw_json_in_prose() {
         "{p}"
     );
 }
+
+/// The roofline chapter decides memory-bound and compute-bound from the run: a ReLU that used the
+/// peak more than the bandwidth is called compute-bound, whatever the lecture predicts.
+#[test]
+fn the_roofline_chapter_decides_what_bounds_relu_from_the_run() {
+    let ws = Workspace::new();
+    let md = chapter("arithmetic_intensity.md");
+    let mini = ws.dir.path().join("mini");
+    std::fs::create_dir_all(&mini).expect("book folder");
+    std::fs::copy(
+        Path::new(ROOT).join("book/references.toml"),
+        mini.join("references.toml"),
+    )
+    .expect("bibliography");
+    let mut trace = committed();
+    // As measured: ReLU at a small share of the peak and a larger one of the bandwidth.
+    let mut relu = section_mut(&mut trace, "arithmetic_intensity").values["op_timings"].value["relu"].clone();
+    relu["mfu"] = 0.001.into();
+    relu["memory_share"] = 0.8.into();
+    let mut timings = section_mut(&mut trace, "arithmetic_intensity").values["op_timings"].value.clone();
+    timings["relu"] = relu.clone();
+    set(&mut trace, "arithmetic_intensity", "op_timings", timings.clone());
+    let before = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), &md).expect("builds"));
+    assert!(before.contains("it is memory-bound , as the lecture says"), "{before}");
+    // Its achieved FLOP/s near the peak: the same sentence must now say compute-bound.
+    relu["mfu"] = 0.95.into();
+    timings["relu"] = relu;
+    set(&mut trace, "arithmetic_intensity", "op_timings", timings);
+    let after = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), &md).expect("builds"));
+    assert!(after.contains("on this run it was compute-bound"), "{after}");
+    assert!(!after.contains("as the lecture says"), "{after}");
+}

@@ -6,7 +6,7 @@ use cs336::book::format::{Format, format_value};
 use cs336::trace::{Unit, json_number};
 use proptest::prelude::*;
 
-const UNITS: [Unit; 8] = [
+const UNITS: [Unit; 9] = [
     Unit::Bytes,
     Unit::Flop,
     Unit::FlopPerSec,
@@ -14,6 +14,7 @@ const UNITS: [Unit; 8] = [
     Unit::Ratio,
     Unit::Count,
     Unit::BytesPerSec,
+    Unit::FlopPerByte,
     Unit::None,
 ];
 
@@ -78,10 +79,11 @@ fn read_back(text: &str, unit: Unit) -> Option<(f64, i32)> {
         Unit::BytesPerSec => "B/s",
         Unit::Flop => "FLOP",
         Unit::FlopPerSec => "FLOP/s",
+        Unit::FlopPerByte => "FLOP/byte",
         Unit::Seconds => "s",
         _ => "",
     };
-    let words = ["byte", "bytes", "bytes/s", "FLOP", "FLOP/s", "s", ""];
+    let words = ["byte", "bytes", "bytes/s", "FLOP", "FLOP/s", "FLOP/byte", "s", ""];
     if words.contains(&rest) {
         return Some((m, e));
     }

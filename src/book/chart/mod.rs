@@ -21,6 +21,7 @@ mod curves;
 mod float_formats;
 mod layouts;
 pub mod plot;
+mod roofline;
 
 use std::cell::Cell;
 use std::path::Path;
@@ -65,6 +66,14 @@ pub const CHARTS: &[ChartDef] = &[
         caption: "Throughput of square matrix multiplications by size, in float32 and bfloat16, with the promised peaks as \
                   horizontal lines.",
         draw: curves::matmul_throughput,
+    },
+    ChartDef {
+        id: "roofline",
+        section: "arithmetic_intensity",
+        caption: "The roofline, measured: each memory level's bandwidth caps FLOP/s at bandwidth × intensity (a slope), \
+                  the bfloat16 peak caps it flat; the points are the five operations and bfloat16 matrix products of \
+                  growing size, as timed.",
+        draw: roofline::roofline,
     },
     ChartDef {
         id: "init_std",

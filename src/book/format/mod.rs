@@ -218,6 +218,8 @@ fn auto(x: f64, unit: Unit) -> String {
         Unit::Seconds if x.abs() >= 1.0 || x == 0.0 => with_word(sig(x, DEFAULT_DIGITS, true), unit),
         Unit::Seconds => si(x, None, unit),
         Unit::Ratio => percent(x, None),
+        // Intensities span 1/4 to hundreds: four significant digits, never a prefix.
+        Unit::FlopPerByte => with_word(sig(x, DEFAULT_DIGITS, true), unit),
         Unit::Count => count(x),
         Unit::None if x.fract() == 0.0 && x.abs() < 1e15 => plain(x),
         Unit::None if (1e-3..1e6).contains(&x.abs()) => sig(x, DEFAULT_DIGITS, true),

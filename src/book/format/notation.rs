@@ -12,6 +12,7 @@ pub(super) fn with_word(text: String, unit: Unit) -> String {
         Unit::Bytes if text == "1" => "byte",
         Unit::Bytes => "bytes",
         Unit::BytesPerSec => "bytes/s",
+        Unit::FlopPerByte => "FLOP/byte",
         Unit::Flop => "FLOP",
         Unit::FlopPerSec => "FLOP/s",
         Unit::Seconds => "s",
@@ -25,6 +26,7 @@ pub(super) fn symbol(unit: Unit) -> &'static str {
     match unit {
         Unit::Bytes => "B",
         Unit::BytesPerSec => "B/s",
+        Unit::FlopPerByte => "FLOP/byte",
         Unit::Flop => "FLOP",
         Unit::FlopPerSec => "FLOP/s",
         Unit::Seconds => "s",

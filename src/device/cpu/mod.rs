@@ -3,6 +3,7 @@
 //! and matmul through the `gemm` crate.
 
 pub mod bf16_gemm;
+pub mod bandwidth;
 mod buffer;
 pub mod fma_loops;
 pub mod heap;

@@ -1,0 +1,77 @@
+//! `arithmetic_intensity`'s roofline: FLOP/s against arithmetic intensity on log–log axes. Each
+//! measured memory level caps an operation at bandwidth × intensity (a slope), the measured peak
+//! caps it flat; the five operations and the sweep of matrix products are the measured points.
+
+use plotters::prelude::SeriesLabelPosition;
+
+use super::plot::{Axis, LineChart, Scale, Series, line_chart};
+use super::{ChartData, MAX_POINTS};
+use crate::problem::Cause;
+
+/// The operations the section times, in the order it records them.
+const OPS: [&str; 5] = ["relu", "gelu", "dot", "matvec", "matmul"];
+
+pub fn roofline(data: &ChartData) -> Result<String, Cause> {
+    let peak = data.number("peak_flop_per_sec")?;
+    let mut points: Vec<(String, f64, f64)> = Vec::new();
+    for op in OPS {
+        let intensity = data.number(&format!("op_counts.{op}.intensity"))?;
+        let flop_per_sec = data.number(&format!("op_timings.{op}.flop_per_sec"))?;
+        points.push((op.to_string(), intensity, flop_per_sec));
+    }
+    let sweep: Vec<(f64, f64)> = (0..data.list("matmul_sweep", MAX_POINTS)?.len())
+        .map(|i| {
+            Ok((
+                data.number(&format!("matmul_sweep.{i}.intensity"))?,
+                data.number(&format!("matmul_sweep.{i}.flop_per_sec"))?,
+            ))
+        })
+        .collect::<Result<_, Cause>>()?;
+    // The x range covers every point and every roof's bend, with a factor of two to spare.
+    let levels = roof_levels(data)?;
+    let xs = points.iter().map(|p| p.1).chain(sweep.iter().map(|p| p.0));
+    let knees = levels.iter().map(|(_, bw)| peak / bw);
+    let (lo, hi) = xs.chain(knees).filter(|x| x.is_finite() && *x > 0.0).fold((f64::MAX, 0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    if lo > hi {
+        return Err(data.bad("op_counts", "no positive intensity to draw".into()));
+    }
+    let (lo, hi) = (lo / 2.0, hi * 2.0);
+    let mut chart = LineChart::new(
+        Axis {
+            label: "arithmetic intensity (FLOP/byte, log scale)".into(),
+            scale: Scale::Log10,
+        },
+        Axis {
+            label: "attainable and achieved FLOP/s (log scale)".into(),
+            scale: Scale::Log10,
+        },
+    );
+    for (level, bw) in &levels {
+        let knee = peak / bw;
+        let mut roof = vec![(lo, bw * lo)];
+        if knee > lo && knee < hi {
+            roof.push((knee, peak));
+        }
+        roof.push((hi, (bw * hi).min(peak)));
+        chart.series.push(Series::measured(format!("roof: {level}"), roof));
+    }
+    for (op, intensity, flop_per_sec) in points {
+        chart.series.push(Series::measured(op, vec![(intensity, flop_per_sec)]));
+    }
+    chart.series.push(Series::measured("matmul, n = 16 … 1024 or more", sweep));
+    chart.legend = SeriesLabelPosition::LowerRight;
+    line_chart(&chart)
+}
+
+/// Each measured level and its copy bandwidth, in the order recorded (fastest first on a CPU).
+fn roof_levels(data: &ChartData) -> Result<Vec<(String, f64)>, Cause> {
+    let roofs = data.value("memory_roofs")?;
+    let levels = roofs
+        .as_object()
+        .ok_or_else(|| data.bad("memory_roofs", "expected an object of levels".into()))?;
+    levels
+        .keys()
+        .take(super::MAX_SERIES)
+        .map(|level| Ok((level.clone(), data.number(&format!("memory_roofs.{level}.copy_bytes_per_sec"))?)))
+        .collect()
+}

@@ -1,0 +1,57 @@
+# Arithmetic intensity: FLOPs per byte moved, for ReLU, GeLU, a dot product, a matrix-vector and a
+# matrix-matrix product in bf16, and how long each takes against the two rates that bound it.
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+# An H100 by its datasheet: dense bf16 FLOP/s, HBM bytes/s, and the FLOPs per byte it needs.
+h100_flop_per_sec = record("h100_flop_per_sec", 989.5e12)
+h100_bytes_per_sec = record("h100_bytes_per_sec", 3.35e12)
+record("h100_accelerator_intensity", h100_flop_per_sec / h100_bytes_per_sec)
+
+n = record("n", 1024 * 1024)  # elements of each vector
+m = record("matrix_n", 1024)  # rows and columns of each matrix
+x, y = torch.randn(n, device=device, dtype=torch.bfloat16), torch.randn(n, device=device, dtype=torch.bfloat16)
+a, b = torch.randn(m, m, device=device, dtype=torch.bfloat16), torch.randn(m, m, device=device, dtype=torch.bfloat16)
+v = torch.randn(m, device=device, dtype=torch.bfloat16)
+ops = {
+    "relu": (lambda: torch.relu(x), [x]),
+    "gelu": (lambda: F.gelu(x), [x]),
+    "dot": (lambda: x @ y, [x, y]),
+    "matvec": (lambda: a @ v, [a, v]),
+    "matmul": (lambda: a @ b, [a, b]),
+}
+
+
+def nbytes(t):
+    return t.numel() * t.element_size()
+
+
+# Bytes read and written. PyTorch's FLOP counter counts only matrix products; the lecture counts
+# ReLU as 1 FLOP per element and GeLU as about 20, as our counter does.
+elementwise_flops = {"relu": n, "gelu": 20 * n}
+counts = {}
+for name, (f, inputs) in ops.items():
+    with FlopCounterMode(display=False) as counter:
+        out = f()
+    flops = elementwise_flops.get(name, counter.get_total_flops())
+    bytes_moved = sum(nbytes(t) for t in inputs) + nbytes(out)
+    counts[name] = (bytes_moved, flops, flops / bytes_moved)  # -> op_counts
+
+sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+# Each op timed in turns with the others (two warm-up rounds), the median kept.
+times = {name: [] for name in ops}
+for rep in range(2 + 30):
+    for name, (f, _) in ops.items():
+        sync()
+        start = time.perf_counter()
+        f()
+        sync()
+        if rep >= 2:
+            times[name].append(time.perf_counter() - start)
+for name, (bytes_moved, flops, intensity) in counts.items():
+    median = torch.tensor(times[name]).median().item()
+    print(f"{name}: {intensity:.3g} FLOP/byte, {median * 1e6:.1f} µs, {bytes_moved / median / 1e9:.1f} GB/s")  # -> op_timings
