@@ -97,6 +97,7 @@ pub mod format;
 pub mod html;
 pub mod inputs;
 pub mod kinds;
+pub mod out_folder;
 pub mod preprocessor;
 pub mod problem;
 pub mod provenance;
@@ -143,7 +144,8 @@ pub struct BuildOptions {
 /// The book is built into a fresh folder beside the output folder and swapped in (the old one
 /// renamed aside, the new one into place, the old one removed), under a lock on the output
 /// folder: concurrent builds take turns and a reader never sees half a book. A failed build
-/// leaves the previous book as it was.
+/// leaves the previous book as it was. An output folder that holds the book's or the lecture's
+/// sources, or that no build made, is refused before anything is written ([`out_folder`]).
 pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf, BookError> {
     let failed = |e: anyhow::Error| match e.downcast::<BookError>() {
         // mdbook hands errors back as anyhow; ours (the problems found) come back as they went in.
@@ -165,14 +167,19 @@ pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf, BookEr
     }
     let out = book.root.join(&book.config.build.build_dir);
     let out = std::path::absolute(&out).unwrap_or(out);
+    // The swap replaces `target` whole: it is checked before anything is written, and again
+    // just before the swap, under the lock (a build takes minutes).
+    let (setting, protected) = out_folder_rule(&book, options);
+    let guard = || out_folder::check(&out, &setting, &protected);
+    let target = guard()?;
     // `html/` inside the output folder when the book has several renderers.
     let html_in_out = book
         .build_dir_for("html")
         .strip_prefix(book.root.join(&book.config.build.build_dir))
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    let _lock = crate::atomic_file::lock_beside(&out).map_err(|e| io_failed(&e))?;
-    let fresh = swap::fresh_folder(&out).map_err(|e| io_failed(&e))?;
+    let _lock = crate::atomic_file::lock_beside(&target).map_err(|e| io_failed(&e))?;
+    let fresh = swap::fresh_folder(&target).map_err(|e| io_failed(&e))?;
     book.config.build.build_dir = fresh.path().to_path_buf();
     // Replaces the `[preprocessor.lecture]` command from book.toml (same name) with this
     // process's own preprocessor: no second process, no second compile.
@@ -184,6 +191,53 @@ pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf, BookEr
         baseline: options.baseline.clone(),
     });
     book.build().map_err(failed)?;
-    swap::into_place(fresh, &out).map_err(|e| io_failed(&e))?;
+    // Only a folder holding this mark is ever replaced (see [`out_folder`]).
+    let marker = fresh.path().join(out_folder::MARKER);
+    std::fs::write(&marker, out_folder::MARKER_TEXT)
+        .map_err(|e| io_failed(&format_args!("{}: {e}", marker.display())))?;
+    if guard()? != target {
+        // A link moved while the book was built: build again rather than swap into either.
+        return Err(io_failed(&format_args!(
+            "{} now leads elsewhere than when the build began",
+            out.display()
+        )));
+    }
+    swap::into_place(fresh, &target).map_err(|e| io_failed(&e))?;
     Ok(out.join(html_in_out).join("index.html"))
+}
+
+/// Where the output folder was named, and the folders it must neither be nor hold (see
+/// [`out_folder`]).
+fn out_folder_rule(book: &mdbook_driver::MDBook, options: &BuildOptions) -> (String, Vec<out_folder::Protected>) {
+    // Named where the user can change it.
+    let setting = if options.out_dir.is_some() {
+        "the command, as its output folder".to_string()
+    } else if std::env::var_os("MDBOOK_BUILD__BUILD_DIR").is_some() {
+        "MDBOOK_BUILD__BUILD_DIR in the environment".to_string()
+    } else {
+        format!("`build-dir` under [build] in {}", book.root.join("book.toml").display())
+    };
+    // Where the preprocessor will read code and traces: the options, else book.toml, else its
+    // defaults.
+    let setting_path = |given: &Option<PathBuf>, key: &str, default: &str| {
+        given.clone().unwrap_or_else(|| {
+            let key = format!("preprocessor.{}.{key}", preprocessor::NAME);
+            let value: Option<String> = book.config.get(&key).ok().flatten();
+            book.root.join(value.as_deref().unwrap_or(default))
+        })
+    };
+    let protected = [
+        ("the book's chapters", book.source_dir()),
+        ("the book (its book.toml)", book.root.clone()),
+        (
+            "the crate root (the lecture's code)",
+            setting_path(&options.source_root, "source-root", preprocessor::DEFAULT_SOURCE_ROOT),
+        ),
+        (
+            "the traces",
+            setting_path(&options.trace_dir, "trace-dir", preprocessor::DEFAULT_TRACE_DIR),
+        ),
+    ]
+    .map(|(what, path)| out_folder::Protected { what, path });
+    (setting, protected.into())
 }

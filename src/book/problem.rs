@@ -201,6 +201,10 @@ pub enum BookError {
 
     #[error("building the book at {}: {msg}", root.display())]
     Build { root: PathBuf, msg: String },
+
+    /// The output folder is one the build must not replace; nothing was touched.
+    #[error(transparent)]
+    OutFolder(#[from] super::out_folder::Refused),
 }
 
 /// A cause, located: chapter, line and the directive as written.

@@ -5,7 +5,8 @@
 //! and the new one into place. A kill between those two renames leaves no output folder, only the
 //! old book aside: the next build, which holds the output folder's lock, puts that last good book
 //! back before anything else, whether or not it then succeeds. Folders left by killed builds
-//! (which no running build can be using) are removed after that.
+//! (which no running build can be using) are removed after that. Whether `out` may be replaced at
+//! all is decided before any of this ([`super::out_folder`]): only a folder a build made.
 
 use std::path::{Path, PathBuf};
 

@@ -7,6 +7,7 @@ mod common;
 
 mod cli;
 mod cli_book;
+mod cli_book_guard;
 mod cli_concurrency;
 mod cli_inputs;
 mod cli_what_if;
