@@ -47,6 +47,8 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     // The lecture's five operations in bf16: vectors of n elements, n×n matrices.
     let n = given!(cx, n: Count = _device => 1024 * 1024, count, "elements of each vector (relu, gelu, dot)")?;
     let m = given!(cx, matrix_n: Count = _device => 1024, count, "rows and columns of each matrix (matvec, matmul)")?;
+    let element_bytes = DType::BF16.size_in_bytes();
+    record!(cx, computed element_bytes, bytes)?;
     let bf16 = |shape: &[usize], cx: &mut SectionCtx| Tensor::randn_on(shape, DType::F32, &cx.device, &mut cx.rng)?.to_dtype(DType::BF16);
     let (x, y) = (bf16(&[n], cx)?, bf16(&[n], cx)?);
     let (a, b, v) = (bf16(&[m, m], cx)?, bf16(&[m, m], cx)?, bf16(&[m], cx)?);

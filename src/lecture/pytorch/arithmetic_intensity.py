@@ -12,6 +12,19 @@ h100_flop_per_sec = record("h100_flop_per_sec", 989.5e12)
 h100_bytes_per_sec = record("h100_bytes_per_sec", 3.35e12)
 record("h100_accelerator_intensity", h100_flop_per_sec / h100_bytes_per_sec)
 
+# This device's two rates: its bf16 peak (a datasheet's on a GPU; the Rust times an FMA loop on a
+# CPU) and its memory's speed, from copying a buffer far larger than any cache.
+peak_flop_per_sec = 989.5e12 if device == "cuda" else None  # -> peak_flop_per_sec, peak_source
+big = torch.empty(64 * 1024 * 1024, device=device)  # 256 MB; the Rust also measures L2 and the LLC
+big.fill_(1.0)  # its pages touched before timing
+start = time.perf_counter()
+copied = big.clone()
+(torch.cuda.synchronize if device == "cuda" else (lambda: None))()
+memory_bytes_per_sec = 2 * big.numel() * 4 / (time.perf_counter() - start)  # -> memory_roofs, memory_bytes_per_sec
+if peak_flop_per_sec:
+    accelerator_intensity = peak_flop_per_sec / memory_bytes_per_sec  # -> accelerator_intensity
+
+element_bytes = record("element_bytes", torch.tensor([], dtype=torch.bfloat16).element_size())
 n = record("n", 1024 * 1024)  # elements of each vector
 m = record("matrix_n", 1024)  # rows and columns of each matrix
 x, y = torch.randn(n, device=device, dtype=torch.bfloat16), torch.randn(n, device=device, dtype=torch.bfloat16)
@@ -53,5 +66,16 @@ for rep in range(2 + 30):
         if rep >= 2:
             times[name].append(time.perf_counter() - start)
 for name, (bytes_moved, flops, intensity) in counts.items():
-    median = torch.tensor(times[name]).median().item()
+    median = torch.tensor(times[name]).median().item()  # -> op_time_spreads
     print(f"{name}: {intensity:.3g} FLOP/byte, {median * 1e6:.1f} µs, {bytes_moved / median / 1e9:.1f} GB/s")  # -> op_timings
+# The lecture's "GeLU is no slower than ReLU" on this device.
+gelu_over_relu_time = torch.tensor(times["gelu"]).median() / torch.tensor(times["relu"]).median()  # -> gelu_over_relu_time
+
+# Square bf16 products from small to large: intensity n/3 walks up the roofline's slope.
+for k in [16, 32, 64, 128, 256, 512, 1024] if device == "cpu" else [256, 512, 1024, 2048, 4096, 8192]:
+    p, q = torch.randn(k, k, device=device, dtype=torch.bfloat16), torch.randn(k, k, device=device, dtype=torch.bfloat16)
+    sync()
+    start = time.perf_counter()
+    p @ q
+    sync()
+    print(k, 2 * k**3 / (time.perf_counter() - start))  # -> matmul_sweep
