@@ -4,6 +4,7 @@
 
 pub mod bf16_gemm;
 mod buffer;
+pub(crate) mod elementwise;
 pub mod fma_loops;
 pub mod heap;
 pub mod isa;
@@ -40,6 +41,7 @@ use crate::base::op::ReduceWalk;
 use crate::base::{BinaryOp, DType, Element, Layout, ReduceOp, UnaryOp};
 use crate::error::{Error, Result};
 use crate::with_cpu_buffer;
+use elementwise::{Lane, Level};
 
 /// Applies `f` to every element of a strided view, producing a contiguous vector.
 fn map<T: Copy, R>(v: &[T], layout: &Layout, f: impl Fn(T) -> R) -> Vec<R> {
@@ -61,9 +63,12 @@ fn zip_map<T: Copy, R>(a: &[T], la: &Layout, b: &[T], lb: &Layout, f: impl Fn(T,
     }
 }
 
-fn unary_float<T: BufferElement>(op: UnaryOp, v: &[T], layout: &Layout) -> CpuBuffer {
+fn unary_float<T: BufferElement + Lane>(op: UnaryOp, v: &[T], layout: &Layout) -> Result<CpuBuffer> {
     let op = op.simplified();
-    T::wrap(map(v, layout, |x| T::from_f32(op.apply_f32(x.to_f32()))))
+    if let Some(range) = layout.contiguous_range() {
+        return Ok(T::wrap(elementwise::unary(op, Level::current()?, &v[range])));
+    }
+    Ok(T::wrap(map(v, layout, |x| T::from_f32(op.apply_f32(x.to_f32())))))
 }
 
 fn unary_int<T: BufferElement>(op: UnaryOp, v: &[T], layout: &Layout) -> Result<CpuBuffer> {
@@ -77,18 +82,29 @@ fn unary_int<T: BufferElement>(op: UnaryOp, v: &[T], layout: &Layout) -> Result<
 pub fn unary(op: UnaryOp, buf: &CpuBuffer, layout: &Layout) -> Result<CpuBuffer> {
     layout.check_bounds(op.name(), buf.len())?;
     Ok(match buf {
-        CpuBuffer::F32(v) => unary_float(op, v, layout),
-        CpuBuffer::F16(v) => unary_float(op, v, layout),
-        CpuBuffer::BF16(v) => unary_float(op, v, layout),
+        CpuBuffer::F32(v) => unary_float(op, v, layout)?,
+        CpuBuffer::F16(v) => unary_float(op, v, layout)?,
+        CpuBuffer::BF16(v) => unary_float(op, v, layout)?,
         CpuBuffer::I32(v) => unary_int(op, v, layout)?,
         CpuBuffer::I64(v) => unary_int(op, v, layout)?,
     })
 }
 
-fn binary_float<T: BufferElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> CpuBuffer {
-    T::wrap(zip_map(a, la, b, lb, |x, y| {
+fn binary_float<T: BufferElement + Lane>(
+    op: BinaryOp,
+    a: &[T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+) -> Result<CpuBuffer> {
+    if let (Some(ra), Some(rb)) = (la.contiguous_range(), lb.contiguous_range())
+        && ra.len() == rb.len()
+    {
+        return Ok(T::wrap(elementwise::binary(op, Level::current()?, &a[ra], &b[rb])));
+    }
+    Ok(T::wrap(zip_map(a, la, b, lb, |x, y| {
         T::from_f32(op.apply_f32(x.to_f32(), y.to_f32()))
-    }))
+    })))
 }
 
 fn binary_int<T: BufferElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Result<CpuBuffer> {
@@ -103,9 +119,9 @@ pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layo
     la.check_bounds(op.name(), a.len())?;
     lb.check_bounds(op.name(), b.len())?;
     Ok(match (a, b) {
-        (CpuBuffer::F32(x), CpuBuffer::F32(y)) => binary_float(op, x, la, y, lb),
-        (CpuBuffer::F16(x), CpuBuffer::F16(y)) => binary_float(op, x, la, y, lb),
-        (CpuBuffer::BF16(x), CpuBuffer::BF16(y)) => binary_float(op, x, la, y, lb),
+        (CpuBuffer::F32(x), CpuBuffer::F32(y)) => binary_float(op, x, la, y, lb)?,
+        (CpuBuffer::F16(x), CpuBuffer::F16(y)) => binary_float(op, x, la, y, lb)?,
+        (CpuBuffer::BF16(x), CpuBuffer::BF16(y)) => binary_float(op, x, la, y, lb)?,
         (CpuBuffer::I32(x), CpuBuffer::I32(y)) => binary_int(op, x, la, y, lb)?,
         (CpuBuffer::I64(x), CpuBuffer::I64(y)) => binary_int(op, x, la, y, lb)?,
         _ => {
