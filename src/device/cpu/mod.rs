@@ -136,9 +136,53 @@ pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layo
 
 /// Reduces the dimensions in `dims` (see `ReduceOp::walk`: each output element is one
 /// consecutive run of the walk).
+///
+/// Floats accumulate in f64 and round once into the dtype. Where each output is one contiguous
+/// run of the buffer (a whole contiguous tensor, or its last dimensions), the vectorised,
+/// threaded loops of `elementwise::reduce_runs` run, and a sum's order is fixed, the same on
+/// every instruction set and thread count: blocks of 4096 elements from the run's start; in a
+/// block, element `i` goes to f64 lane `i mod 8`, lanes combined as `((l0+l1)+(l2+l3)) +
+/// ((l4+l5)+(l6+l7))`; block sums added in index order; a NaN sum is `f64::NAN`. Other layouts, and integers, add in
+/// index order, one element at a time. `max`/`min` give the same bits on both paths.
 pub fn reduce(op: ReduceOp, buf: &CpuBuffer, layout: &Layout, dims: &[usize]) -> Result<CpuBuffer> {
     let ReduceWalk { walk, outputs, run } = op.walk(layout, dims, buf.len())?;
     op.check_dtype(buf.dtype())?;
+    if let Some(range) = walk.contiguous_range()
+        && run > 0
+        && range.len() == run * outputs
+    {
+        fn fast<T: BufferElement + Lane>(
+            op: ReduceOp,
+            v: &[T],
+            range: std::ops::Range<usize>,
+            run: usize,
+        ) -> Result<Option<CpuBuffer>> {
+            Ok(match v.get(range) {
+                Some(x) => Some(T::wrap(elementwise::reduce_runs(op, Level::current()?, x, run))),
+                None => None,
+            })
+        }
+        let done = match buf {
+            CpuBuffer::F32(v) => fast(op, v, range, run)?,
+            CpuBuffer::BF16(v) => fast(op, v, range, run)?,
+            CpuBuffer::F16(v) => fast(op, v, range, run)?,
+            CpuBuffer::I32(_) | CpuBuffer::I64(_) => None,
+        };
+        if let Some(out) = done {
+            return Ok(out);
+        }
+    }
+    reduce_in_order(op, buf, &walk, run, outputs)
+}
+
+/// [`reduce`] one element at a time, in the walk's order.
+pub(crate) fn reduce_in_order(
+    op: ReduceOp,
+    buf: &CpuBuffer,
+    walk: &Layout,
+    run: usize,
+    outputs: usize,
+) -> Result<CpuBuffer> {
     fn go<T: BufferElement>(op: ReduceOp, v: &[T], walk: &Layout, run: usize, out_len: usize) -> Result<CpuBuffer> {
         let mut out = Vec::with_capacity(out_len);
         let mut idx = walk.storage_indices();
@@ -182,7 +226,7 @@ pub fn reduce(op: ReduceOp, buf: &CpuBuffer, layout: &Layout, dims: &[usize]) ->
         }
         Ok(T::wrap(out))
     }
-    with_cpu_buffer!(buf, v => go(op, v, &walk, run, outputs))
+    with_cpu_buffer!(buf, v => go(op, v, walk, run, outputs))
 }
 
 /// A contiguous copy of a strided view (what `contiguous()` does).

@@ -104,28 +104,32 @@ fn binary_avx2<T: Lane, F: Fn(f32, f32) -> f32>(f: &F, a: &[T], b: &[T], dst: &m
 /// A fresh output of `len` elements, every one written by `fill(range, part)` from the team's
 /// threads: the output is never zeroed first, and its pages are first touched (faulted in) by the
 /// thread that writes them, so that cost is split too.
-fn fill_fresh<T: Lane>(len: usize, fill: &(dyn Fn(std::ops::Range<usize>, &mut [MaybeUninit<T>]) + Sync)) -> Vec<T> {
+pub(super) fn fill_fresh<T>(
+    len: usize,
+    split: Split,
+    fill: &(dyn Fn(std::ops::Range<usize>, &mut [MaybeUninit<T>]) + Sync),
+) -> Vec<T> {
     let mut out = Vec::with_capacity(len);
     let dst = Shared(out.spare_capacity_mut().as_mut_ptr());
-    in_chunks(len, SPLIT, &|r| {
+    in_chunks(len, split, &|r| {
         // SAFETY: the capacity holds `len` elements and `in_chunks` hands out disjoint ranges
         // inside `0..len`, so no two threads write one element.
         let part = unsafe { std::slice::from_raw_parts_mut(dst.get().add(r.start), r.len()) };
         fill(r, part)
     });
     // SAFETY: `in_chunks` returned after ranges covering `0..len` were all filled, and `fill`
-    // (`unary_on`/`binary_on`) writes every element of its part.
+    // writes every element of its part (`unary_on`, `binary_on` and the reductions do).
     unsafe { out.set_len(len) };
     out
 }
 
 /// `f` over a contiguous operand.
 pub(super) fn unary<T: Lane, F: Fn(f32) -> f32 + Sync>(level: Level, src: &[T], f: F) -> Vec<T> {
-    fill_fresh(src.len(), &|r, part| unary_on(level, &f, &src[r], part))
+    fill_fresh(src.len(), SPLIT, &|r, part| unary_on(level, &f, &src[r], part))
 }
 
 /// `f` over two contiguous operands of one length.
 pub(super) fn binary<T: Lane, F: Fn(f32, f32) -> f32 + Sync>(level: Level, a: &[T], b: &[T], f: F) -> Vec<T> {
     let len = a.len().min(b.len());
-    fill_fresh(len, &|r, part| binary_on(level, &f, &a[r.clone()], &b[r], part))
+    fill_fresh(len, SPLIT, &|r, part| binary_on(level, &f, &a[r.clone()], &b[r], part))
 }

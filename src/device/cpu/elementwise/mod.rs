@@ -11,11 +11,19 @@
 
 mod kernels;
 mod lane;
+mod reduce;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_reduce;
 
-pub(crate) use kernels::{Level, PARALLEL_MIN};
-pub(crate) use lane::{BLOCK, Lane, bf16_to_f32, f32_to_bf16};
+pub(crate) use kernels::Level;
+#[cfg(test)]
+use kernels::PARALLEL_MIN;
+pub(crate) use lane::Lane;
+#[cfg(test)]
+use lane::{BLOCK, bf16_to_f32, f32_to_bf16};
+pub(crate) use reduce::reduce_runs;
 
 // The table's `f32:` bodies are written in `base::op`'s scope and expanded here: they may call
 // helpers as `math::…` (the `#[inline(always)]` functions in `base`), which this brings into scope.

@@ -9,7 +9,7 @@ use crate::base::Element;
 use crate::device::cpu::isa::CpuIsa;
 
 /// Every level this CPU can run, once.
-fn levels() -> Vec<Level> {
+pub(super) fn levels() -> Vec<Level> {
     let mut levels: Vec<Level> = CpuIsa::supported().into_iter().map(Level::of).collect();
     levels.dedup();
     levels
@@ -72,7 +72,7 @@ fn specials() -> Vec<f32> {
 }
 
 /// `len` values: the specials first, then a spread over many magnitudes and both signs.
-fn values(len: usize, seed: u32) -> Vec<f32> {
+pub(super) fn values(len: usize, seed: u32) -> Vec<f32> {
     let specials = specials();
     (0..len)
         .map(|i| {
@@ -89,7 +89,7 @@ fn values(len: usize, seed: u32) -> Vec<f32> {
 }
 
 /// The bits of an element (NaN payloads and signalling bits included, which `==` cannot see).
-trait Bits: Lane + Element {
+pub(super) trait Bits: Lane + Element {
     fn bits(self) -> u32;
 }
 
