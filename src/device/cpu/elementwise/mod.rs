@@ -16,6 +16,8 @@ mod reduce;
 mod tests;
 #[cfg(test)]
 mod tests_reduce;
+#[cfg(test)]
+mod timing;
 
 pub(crate) use kernels::Level;
 #[cfg(test)]
@@ -31,6 +33,7 @@ use crate::base::op::{binary_op_table, unary_op_table};
 #[allow(unused_imports)]
 use crate::base::*;
 use crate::base::{BinaryOp, UnaryOp};
+use crate::device::cpu::team::Split;
 
 /// `unary(op, level, src)`: the op over a contiguous operand, one loop per table entry.
 macro_rules! cpu_unary_dispatch {
@@ -43,11 +46,10 @@ macro_rules! cpu_unary_dispatch {
             $($rest:tt)*
         }
     )*) => {
-        /// `op` over a contiguous float operand (`op` as the backend runs it: see
-        /// [`UnaryOp::simplified`]).
-        pub(crate) fn unary<T: Lane>(op: UnaryOp, level: Level, src: &[T]) -> Vec<T> {
+        /// [`unary`], cut for threads as `split` says.
+        fn unary_split<T: Lane>(op: UnaryOp, level: Level, split: Split, src: &[T]) -> Vec<T> {
             match op {
-                $(UnaryOp::$variant $(($s))? => kernels::unary(level, src, move |$fx: f32| -> f32 { $f32 }),)*
+                $(UnaryOp::$variant $(($s))? => kernels::unary(level, split, src, move |$fx: f32| -> f32 { $f32 }),)*
             }
         }
     };
@@ -64,10 +66,10 @@ macro_rules! cpu_binary_dispatch {
             $($rest:tt)*
         }
     )*) => {
-        /// `op` over two contiguous float operands of one length.
-        pub(crate) fn binary<T: Lane>(op: BinaryOp, level: Level, a: &[T], b: &[T]) -> Vec<T> {
+        /// [`binary`], cut for threads as `split` says.
+        fn binary_split<T: Lane>(op: BinaryOp, level: Level, split: Split, a: &[T], b: &[T]) -> Vec<T> {
             match op {
-                $(BinaryOp::$variant => kernels::binary(level, a, b, move |$fa: f32, $fb: f32| -> f32 { $f32 }),)*
+                $(BinaryOp::$variant => kernels::binary(level, split, a, b, move |$fa: f32, $fb: f32| -> f32 { $f32 }),)*
             }
         }
     };
@@ -75,3 +77,14 @@ macro_rules! cpu_binary_dispatch {
 
 unary_op_table!(cpu_unary_dispatch);
 binary_op_table!(cpu_binary_dispatch);
+
+/// `op` over a contiguous float operand (`op` as the backend runs it: see
+/// [`UnaryOp::simplified`]).
+pub(crate) fn unary<T: Lane>(op: UnaryOp, level: Level, src: &[T]) -> Vec<T> {
+    unary_split(op, level, kernels::SPLIT, src)
+}
+
+/// `op` over two contiguous float operands of one length.
+pub(crate) fn binary<T: Lane>(op: BinaryOp, level: Level, a: &[T], b: &[T]) -> Vec<T> {
+    binary_split(op, level, kernels::SPLIT, a, b)
+}
