@@ -5,6 +5,7 @@
 pub mod bf16_gemm;
 pub mod bandwidth;
 mod buffer;
+pub(crate) mod elementwise;
 pub mod fma_loops;
 pub mod heap;
 pub mod isa;
@@ -41,6 +42,7 @@ use crate::base::op::ReduceWalk;
 use crate::base::{BinaryOp, DType, Element, Layout, ReduceOp, UnaryOp};
 use crate::error::{Error, Result};
 use crate::with_cpu_buffer;
+use elementwise::{Lane, Level};
 
 /// Applies `f` to every element of a strided view, producing a contiguous vector.
 fn map<T: Copy, R>(v: &[T], layout: &Layout, f: impl Fn(T) -> R) -> Vec<R> {
@@ -62,9 +64,12 @@ fn zip_map<T: Copy, R>(a: &[T], la: &Layout, b: &[T], lb: &Layout, f: impl Fn(T,
     }
 }
 
-fn unary_float<T: BufferElement>(op: UnaryOp, v: &[T], layout: &Layout) -> CpuBuffer {
+fn unary_float<T: BufferElement + Lane>(op: UnaryOp, v: &[T], layout: &Layout) -> Result<CpuBuffer> {
     let op = op.simplified();
-    T::wrap(map(v, layout, |x| T::from_f32(op.apply_f32(x.to_f32()))))
+    if let Some(range) = layout.contiguous_range() {
+        return Ok(T::wrap(elementwise::unary(op, Level::current()?, &v[range])));
+    }
+    Ok(T::wrap(map(v, layout, |x| T::from_f32(op.apply_f32(x.to_f32())))))
 }
 
 fn unary_int<T: BufferElement>(op: UnaryOp, v: &[T], layout: &Layout) -> Result<CpuBuffer> {
@@ -78,18 +83,29 @@ fn unary_int<T: BufferElement>(op: UnaryOp, v: &[T], layout: &Layout) -> Result<
 pub fn unary(op: UnaryOp, buf: &CpuBuffer, layout: &Layout) -> Result<CpuBuffer> {
     layout.check_bounds(op.name(), buf.len())?;
     Ok(match buf {
-        CpuBuffer::F32(v) => unary_float(op, v, layout),
-        CpuBuffer::F16(v) => unary_float(op, v, layout),
-        CpuBuffer::BF16(v) => unary_float(op, v, layout),
+        CpuBuffer::F32(v) => unary_float(op, v, layout)?,
+        CpuBuffer::F16(v) => unary_float(op, v, layout)?,
+        CpuBuffer::BF16(v) => unary_float(op, v, layout)?,
         CpuBuffer::I32(v) => unary_int(op, v, layout)?,
         CpuBuffer::I64(v) => unary_int(op, v, layout)?,
     })
 }
 
-fn binary_float<T: BufferElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> CpuBuffer {
-    T::wrap(zip_map(a, la, b, lb, |x, y| {
+fn binary_float<T: BufferElement + Lane>(
+    op: BinaryOp,
+    a: &[T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+) -> Result<CpuBuffer> {
+    if let (Some(ra), Some(rb)) = (la.contiguous_range(), lb.contiguous_range())
+        && ra.len() == rb.len()
+    {
+        return Ok(T::wrap(elementwise::binary(op, Level::current()?, &a[ra], &b[rb])));
+    }
+    Ok(T::wrap(zip_map(a, la, b, lb, |x, y| {
         T::from_f32(op.apply_f32(x.to_f32(), y.to_f32()))
-    }))
+    })))
 }
 
 fn binary_int<T: BufferElement>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Result<CpuBuffer> {
@@ -104,9 +120,9 @@ pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layo
     la.check_bounds(op.name(), a.len())?;
     lb.check_bounds(op.name(), b.len())?;
     Ok(match (a, b) {
-        (CpuBuffer::F32(x), CpuBuffer::F32(y)) => binary_float(op, x, la, y, lb),
-        (CpuBuffer::F16(x), CpuBuffer::F16(y)) => binary_float(op, x, la, y, lb),
-        (CpuBuffer::BF16(x), CpuBuffer::BF16(y)) => binary_float(op, x, la, y, lb),
+        (CpuBuffer::F32(x), CpuBuffer::F32(y)) => binary_float(op, x, la, y, lb)?,
+        (CpuBuffer::F16(x), CpuBuffer::F16(y)) => binary_float(op, x, la, y, lb)?,
+        (CpuBuffer::BF16(x), CpuBuffer::BF16(y)) => binary_float(op, x, la, y, lb)?,
         (CpuBuffer::I32(x), CpuBuffer::I32(y)) => binary_int(op, x, la, y, lb)?,
         (CpuBuffer::I64(x), CpuBuffer::I64(y)) => binary_int(op, x, la, y, lb)?,
         _ => {
@@ -121,9 +137,53 @@ pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layo
 
 /// Reduces the dimensions in `dims` (see `ReduceOp::walk`: each output element is one
 /// consecutive run of the walk).
+///
+/// Floats accumulate in f64 and round once into the dtype. Where each output is one contiguous
+/// run of the buffer (a whole contiguous tensor, or its last dimensions), the vectorised,
+/// threaded loops of `elementwise::reduce_runs` run, and a sum's order is fixed, the same on
+/// every instruction set and thread count: blocks of 4096 elements from the run's start; in a
+/// block, element `i` goes to f64 lane `i mod 8`, lanes combined as `((l0+l1)+(l2+l3)) +
+/// ((l4+l5)+(l6+l7))`; block sums added in index order; a NaN sum is `f64::NAN`. Other layouts, and integers, add in
+/// index order, one element at a time. `max`/`min` give the same bits on both paths.
 pub fn reduce(op: ReduceOp, buf: &CpuBuffer, layout: &Layout, dims: &[usize]) -> Result<CpuBuffer> {
     let ReduceWalk { walk, outputs, run } = op.walk(layout, dims, buf.len())?;
     op.check_dtype(buf.dtype())?;
+    if let Some(range) = walk.contiguous_range()
+        && run > 0
+        && range.len() == run * outputs
+    {
+        fn fast<T: BufferElement + Lane>(
+            op: ReduceOp,
+            v: &[T],
+            range: std::ops::Range<usize>,
+            run: usize,
+        ) -> Result<Option<CpuBuffer>> {
+            Ok(match v.get(range) {
+                Some(x) => Some(T::wrap(elementwise::reduce_runs(op, Level::current()?, x, run))),
+                None => None,
+            })
+        }
+        let done = match buf {
+            CpuBuffer::F32(v) => fast(op, v, range, run)?,
+            CpuBuffer::BF16(v) => fast(op, v, range, run)?,
+            CpuBuffer::F16(v) => fast(op, v, range, run)?,
+            CpuBuffer::I32(_) | CpuBuffer::I64(_) => None,
+        };
+        if let Some(out) = done {
+            return Ok(out);
+        }
+    }
+    reduce_in_order(op, buf, &walk, run, outputs)
+}
+
+/// [`reduce`] one element at a time, in the walk's order.
+pub(crate) fn reduce_in_order(
+    op: ReduceOp,
+    buf: &CpuBuffer,
+    walk: &Layout,
+    run: usize,
+    outputs: usize,
+) -> Result<CpuBuffer> {
     fn go<T: BufferElement>(op: ReduceOp, v: &[T], walk: &Layout, run: usize, out_len: usize) -> Result<CpuBuffer> {
         let mut out = Vec::with_capacity(out_len);
         let mut idx = walk.storage_indices();
@@ -167,7 +227,7 @@ pub fn reduce(op: ReduceOp, buf: &CpuBuffer, layout: &Layout, dims: &[usize]) ->
         }
         Ok(T::wrap(out))
     }
-    with_cpu_buffer!(buf, v => go(op, v, &walk, run, outputs))
+    with_cpu_buffer!(buf, v => go(op, v, walk, run, outputs))
 }
 
 /// A contiguous copy of a strided view (what `contiguous()` does).

@@ -143,6 +143,34 @@ pub(crate) fn claim(next: &AtomicUsize, count: usize) -> Option<usize> {
     (i < count).then_some(i)
 }
 
+/// How [`in_chunks`] cuts `0..len`: ranges of `chunk` items, shared out over the team from
+/// `parallel_min` items on (below it, handing work out costs more than a second thread gains).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Split {
+    pub(crate) parallel_min: usize,
+    pub(crate) chunk: usize,
+}
+
+/// Runs `chunk(range)` over `0..len` cut into ranges of `split.chunk`, on the team's threads when
+/// `len` reaches `split.parallel_min` (one range at a time on this thread otherwise). Every range
+/// is handed out exactly once and together they cover `0..len`. Not rayon: its pool is a second set
+/// of threads, which woke while the team's helper still spun after the last matmul, and whose
+/// hand-offs cost tens of microseconds per call.
+pub(crate) fn in_chunks(len: usize, split: Split, chunk: &(dyn Fn(std::ops::Range<usize>) + Sync)) {
+    let threads = rayon::current_num_threads();
+    if len < split.parallel_min || threads <= 1 {
+        chunk(0..len);
+        return;
+    }
+    let size = split.chunk.max(1);
+    let (count, next) = (len.div_ceil(size), AtomicUsize::new(0));
+    Team::global().run(threads.min(count), &|_| {
+        while let Some(i) = claim(&next, count) {
+            chunk(i * size..((i + 1) * size).min(len));
+        }
+    });
+}
+
 fn helper(slot: &Slot, id: usize) {
     loop {
         let start = Instant::now();

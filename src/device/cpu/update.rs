@@ -6,10 +6,8 @@
 //! shows what that does to training). Large tensors are split across threads: the update is
 //! memory bound and one core does not saturate memory bandwidth.
 
-use std::sync::atomic::AtomicUsize;
-
 use super::matmul::Shared;
-use super::team::{Team, claim};
+use super::team::{self, Split};
 
 use super::{BufferElement, CpuBuffer};
 use crate::base::{DType, Layout};
@@ -64,22 +62,14 @@ fn same_lengths(op: &'static str, lengths: &[usize]) -> Result<()> {
     }
 }
 
-/// Runs `chunk(range)` over `0..len` cut into ranges of `CHUNK`, on the matmuls' thread team when
-/// `len` is large (one range at a time here otherwise). Not rayon: its pool is a second set of
-/// threads, which woke while the team's helper still spun after the step's last matmul, and whose
-/// hand-offs cost tens of microseconds per parameter.
+/// The updates' cut: below `PARALLEL_MIN` elements a single thread is faster than handing out work.
+const SPLIT: Split = Split {
+    parallel_min: PARALLEL_MIN,
+    chunk: CHUNK,
+};
+
 fn in_chunks(len: usize, chunk: &(dyn Fn(std::ops::Range<usize>) + Sync)) {
-    let threads = rayon::current_num_threads();
-    if len < PARALLEL_MIN || threads <= 1 {
-        chunk(0..len);
-        return;
-    }
-    let (count, next) = (len.div_ceil(CHUNK), AtomicUsize::new(0));
-    Team::global().run(threads, &|_| {
-        while let Some(i) = claim(&next, count) {
-            chunk(i * CHUNK..((i + 1) * CHUNK).min(len));
-        }
-    });
+    team::in_chunks(len, SPLIT, chunk)
 }
 
 /// Runs `f` over matching chunks of the two slices, on several threads when they are large.

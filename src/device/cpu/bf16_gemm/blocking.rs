@@ -10,33 +10,13 @@ use half::bf16;
 pub(super) mod scratch {
     use std::cell::RefCell;
 
+    use crate::device::cpu::heap::huge_pages;
+
     /// Larger buffers (over 256 MiB) are freed after use rather than kept.
     const KEEP_WORDS: usize = 64 << 20;
 
     thread_local! {
         static SCRATCH: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
-    }
-
-    /// Asks Linux to back the 2 MiB-aligned interior of a fresh buffer with huge pages (this
-    /// machine's setting is `madvise`: only where asked). A packed panel of a large product spans
-    /// hundreds of 4 KiB pages that the tile loads walk across; with 2 MiB pages the TLB covers
-    /// them. Measured on the Intel Xeon with AMX, 2 threads, in three alternating pairs of runs:
-    /// 2048³ bf16 at 2.19–2.26 TFLOP/s against 2.03–2.16 without. Advice only: where the kernel
-    /// declines, nothing changes.
-    fn huge_pages(ptr: *mut u8, bytes: usize) {
-        #[cfg(target_os = "linux")]
-        {
-            const HUGE: usize = 2 << 20;
-            let start = (ptr as usize).next_multiple_of(HUGE);
-            let end = (ptr as usize + bytes) / HUGE * HUGE;
-            if end > start {
-                // SAFETY: the range lies inside the caller's live allocation; the advice changes
-                // how its pages are backed, not their contents (none are written yet).
-                unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-            }
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = (ptr, bytes);
     }
 
     /// Runs `f` with two 64-byte aligned word buffers of `a` and `b` words.

@@ -1,0 +1,224 @@
+//! Reductions whose outputs are each one contiguous run of the input (a whole contiguous tensor,
+//! or its last dimensions), vectorised and split over the team's threads.
+//!
+//! The order of a float sum is fixed, whatever the instruction set or the number of threads, so
+//! every machine gives the same bits: a run is cut into blocks of [`SUM_BLOCK`] elements from its
+//! start; in a block, element `i` is added (in f64, in index order) into lane `i mod 8`; the 8
+//! lanes are combined as `((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))`; the block sums are
+//! added in index order, starting from 0; a NaN sum is `f64::NAN`, whatever NaN the additions
+//! left. (A sequential f64 sum is one long chain of dependent
+//! additions, 4 cycles each; 8 lanes are 8 independent chains.) `max`/`min` do not depend on the
+//! order; they give what the sequential loop gives, NaN (if any element is one) and the sign of
+//! a zero maximum included.
+
+use std::mem::MaybeUninit;
+
+use super::kernels::{Level, PARALLEL_MIN, fill_fresh};
+use super::lane::{BLOCK, Lane};
+use crate::base::{Element, ReduceOp};
+use crate::device::cpu::matmul::Shared;
+use crate::device::cpu::team::{Split, in_chunks};
+
+/// Elements per block of a sum (a multiple of `BLOCK`, and so of the 8 lanes).
+pub(crate) const SUM_BLOCK: usize = 8 * BLOCK;
+
+/// Blocks of one long run that a thread claims at a time.
+const BLOCKS_PER_CLAIM: usize = 4;
+
+/// `run`'s sum in the fixed order above, for one block (`x.len() <= SUM_BLOCK`).
+#[inline(always)]
+fn block_sum<T: Lane>(x: &[T]) -> f64 {
+    let mut lanes = [0f64; 8];
+    let mut wide = [0f32; BLOCK];
+    for part in x.chunks(BLOCK) {
+        let wide = &mut wide[..part.len()];
+        T::widen(part, wide);
+        let mut eights = wide.chunks_exact(8);
+        for v in &mut eights {
+            for (l, &x) in lanes.iter_mut().zip(v) {
+                *l += f64::from(x);
+            }
+        }
+        // Only a block's last part has a remainder (`BLOCK` is a multiple of 8).
+        for (l, &x) in lanes.iter_mut().zip(eights.remainder()) {
+            *l += f64::from(x);
+        }
+    }
+    let [l0, l1, l2, l3, l4, l5, l6, l7] = lanes;
+    ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
+}
+
+/// The largest (`MAX`) or smallest element of a slice as f32, and whether any is NaN. Ties keep
+/// the value seen first in each lane; [`zero_sign`] settles the one tie whose bits differ.
+#[inline(always)]
+fn block_extreme<T: Lane, const MAX: bool>(x: &[T]) -> (f32, bool) {
+    let start = if MAX { f32::NEG_INFINITY } else { f32::INFINITY };
+    let mut best = [start; 16];
+    let mut nan = [false; 16];
+    let mut wide = [0f32; BLOCK];
+    for part in x.chunks(BLOCK) {
+        let wide = &mut wide[..part.len()];
+        T::widen(part, wide);
+        for v in wide.chunks(16) {
+            for ((b, n), &x) in best.iter_mut().zip(nan.iter_mut()).zip(v) {
+                let better = if MAX { x > *b } else { x < *b };
+                *b = if better { x } else { *b };
+                *n |= x.is_nan();
+            }
+        }
+    }
+    let pick = |a: f32, b: f32| if (MAX && b > a) || (!MAX && b < a) { b } else { a };
+    (best.into_iter().fold(start, pick), nan.contains(&true))
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn block_sum_avx512<T: Lane>(x: &[T]) -> f64 {
+    block_sum(x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn block_sum_avx2<T: Lane>(x: &[T]) -> f64 {
+    block_sum(x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn block_extreme_avx512<T: Lane, const MAX: bool>(x: &[T]) -> (f32, bool) {
+    block_extreme::<T, MAX>(x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn block_extreme_avx2<T: Lane, const MAX: bool>(x: &[T]) -> (f32, bool) {
+    block_extreme::<T, MAX>(x)
+}
+
+/// [`block_sum`] at `level` (every level gives the same bits: the order is written out).
+fn block_sum_at<T: Lane>(level: Level, x: &[T]) -> f64 {
+    match level {
+        // SAFETY (both): `Level::current` only returns a level this CPU has.
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => unsafe { block_sum_avx512(x) },
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => unsafe { block_sum_avx2(x) },
+        _ => block_sum(x),
+    }
+}
+
+/// [`block_extreme`] at `level`.
+fn block_extreme_at<T: Lane, const MAX: bool>(level: Level, x: &[T]) -> (f32, bool) {
+    match level {
+        // SAFETY (both): as in `block_sum_at`.
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => unsafe { block_extreme_avx512::<T, MAX>(x) },
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => unsafe { block_extreme_avx2::<T, MAX>(x) },
+        _ => block_extreme::<T, MAX>(x),
+    }
+}
+
+/// How a long run is shared out: whole blocks, a few at a time.
+const LONG_RUN: Split = Split {
+    parallel_min: PARALLEL_MIN,
+    chunk: SUM_BLOCK * BLOCKS_PER_CLAIM,
+};
+
+/// `part(block)` for every block of `x` (cut as [`LONG_RUN`] cuts it), on the team's threads
+/// when `x` is long; the results in block order.
+fn per_block<T: Lane, R: Copy + Send>(x: &[T], block: usize, part: &(dyn Fn(&[T]) -> R + Sync)) -> Vec<R> {
+    let count = x.len().div_ceil(block);
+    let mut out: Vec<R> = Vec::with_capacity(count);
+    let dst = Shared(out.spare_capacity_mut().as_mut_ptr());
+    in_chunks(x.len(), LONG_RUN, &|r| {
+        // `LONG_RUN.chunk` is a multiple of `block`, so every range starts at a block.
+        for (i, b) in x[r.clone()].chunks(block).enumerate() {
+            // SAFETY: block `r.start / block + i` lies in this range alone, below `count`.
+            unsafe { (*dst.get().add(r.start / block + i)).write(part(b)) };
+        }
+    });
+    // SAFETY: the ranges covered `0..x.len()`, so every block's result was written.
+    unsafe { out.set_len(count) };
+    out
+}
+
+/// The sum of one run, in the fixed order of the module docs.
+fn run_sum<T: Lane>(level: Level, x: &[T]) -> f64 {
+    if x.len() < PARALLEL_MIN {
+        return x.chunks(SUM_BLOCK).fold(0.0, |s, b| s + block_sum_at(level, b));
+    }
+    per_block(x, SUM_BLOCK, &|b| block_sum_at(level, b))
+        .into_iter()
+        .fold(0.0, |s, b| s + b)
+}
+
+/// The largest (`MAX`) or smallest element of one non-empty run, as the sequential loop finds it:
+/// NaN if any element is NaN; a zero extreme has the sign of the first zero in the run (the
+/// sequential loop keeps the value it holds on a tie, and ±0 tie).
+fn run_extreme<T: Lane, const MAX: bool>(level: Level, x: &[T]) -> f64 {
+    let (best, nan) = if x.len() < PARALLEL_MIN {
+        block_extreme_at::<T, MAX>(level, x)
+    } else {
+        let parts = per_block(x, LONG_RUN.chunk, &|b| block_extreme_at::<T, MAX>(level, b));
+        let start = if MAX { f32::NEG_INFINITY } else { f32::INFINITY };
+        parts.into_iter().fold((start, false), |(a, an), (b, bn)| {
+            let better = if MAX { b > a } else { b < a };
+            (if better { b } else { a }, an || bn)
+        })
+    };
+    if nan {
+        return f64::NAN;
+    }
+    if best == 0.0 {
+        return zero_sign(x);
+    }
+    f64::from(best)
+}
+
+/// The first zero of a run whose extreme is zero (so it has one), with its sign.
+fn zero_sign<T: Lane>(x: &[T]) -> f64 {
+    let mut wide = [0f32; BLOCK];
+    for part in x.chunks(BLOCK) {
+        let wide = &mut wide[..part.len()];
+        T::widen(part, wide);
+        if let Some(&z) = wide.iter().find(|&&v| v == 0.0) {
+            return f64::from(z);
+        }
+    }
+    0.0
+}
+
+/// One output per run of `run` consecutive elements of `x` (`run > 0`, `x.len()` a multiple of
+/// it), each rounded once into `T`.
+pub(crate) fn reduce_runs<T: Lane + Element>(op: ReduceOp, level: Level, x: &[T], run: usize) -> Vec<T> {
+    // A NaN's sign and payload after additions depend on which operand the hardware kept,
+    // which the lanes change: every NaN sum is the one NaN, as `max`/`min` give.
+    let sum = |row: &[T]| match run_sum(level, row) {
+        s if s.is_nan() => f64::NAN,
+        s => s,
+    };
+    let one = |row: &[T]| -> T {
+        T::from_f64(match op {
+            ReduceOp::Sum => sum(row),
+            ReduceOp::Mean => sum(row) / run as f64,
+            ReduceOp::Max => run_extreme::<T, true>(level, row),
+            ReduceOp::Min => run_extreme::<T, false>(level, row),
+        })
+    };
+    let outputs = x.len() / run;
+    if run >= PARALLEL_MIN {
+        // Long runs share their own blocks out; one run at a time.
+        return x.chunks_exact(run).map(one).collect();
+    }
+    // Short runs: whole runs are shared out, enough of them per claim to be worth a hand-off.
+    let split = Split {
+        parallel_min: PARALLEL_MIN.div_ceil(run),
+        chunk: (SUM_BLOCK * BLOCKS_PER_CLAIM).div_ceil(run),
+    };
+    fill_fresh(outputs, split, &|r, part: &mut [MaybeUninit<T>]| {
+        for (d, row) in part.iter_mut().zip(x[r.start * run..r.end * run].chunks_exact(run)) {
+            d.write(one(row));
+        }
+    })
+}
