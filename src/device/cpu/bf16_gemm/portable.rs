@@ -17,7 +17,16 @@ use crate::device::cpu::matmul::{Mat, Shared, gemm_once, in_parts, splits_rows};
 /// compiler vectorises.
 fn widen(src: &[bf16], op: &Operand, rows: (usize, usize), cols: usize, out: &mut Vec<f32>) {
     out.clear();
-    out.reserve((rows.1 - rows.0) * cols);
+    let len = (rows.1 - rows.0) * cols;
+    out.reserve(len);
+    // Rows back to back (a row-major matrix, or a vector of one column): one slice. A dot
+    // product's k×1 vector widened row by row cost a million one-element extends.
+    let back_to_back = (op.cs == 1 || cols == 1) && (op.rs == cols as isize || rows.1 - rows.0 == 1);
+    if back_to_back && len > 0 {
+        let start = op.at(rows.0, 0);
+        out.extend(src[start..start + len].iter().map(|&h| widen_one(h)));
+        return;
+    }
     for i in rows.0..rows.1 {
         if op.cs == 1 {
             let start = op.at(i, 0);
