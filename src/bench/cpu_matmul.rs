@@ -129,7 +129,7 @@ pub fn print_table(rows: &[Row]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn describe(info: &Info) -> anyhow::Result<()> {
+pub(super) fn describe(info: &Info) -> anyhow::Result<()> {
     let libs: Vec<String> = info.libraries.iter().map(|(k, v)| format!("{k} {v}")).collect();
     outln!(
         "references: Python {}, {}, {} threads",
