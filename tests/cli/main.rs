@@ -6,6 +6,7 @@
 mod common;
 
 mod cli;
+mod cli_bench_elementwise;
 mod cli_book;
 mod cli_concurrency;
 mod cli_inputs;
