@@ -129,7 +129,7 @@ pub fn print_table(rows: &[Row]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn describe(info: &Info) -> anyhow::Result<()> {
+pub(super) fn describe(info: &Info) -> anyhow::Result<()> {
     let libs: Vec<String> = info.libraries.iter().map(|(k, v)| format!("{k} {v}")).collect();
     outln!(
         "references: Python {}, {}, {} threads",
@@ -170,7 +170,7 @@ pub fn rows_json(rows: &[Row], threads: usize) -> serde_json::Value {
             o
         })
         .collect();
-    serde_json::json!({"threads": threads, "bf16_isa": bf16_matmul_isa(), "rows": rows})
+    serde_json::json!({"kind": "cpu-matmul", "threads": threads, "bf16_isa": bf16_matmul_isa(), "rows": rows})
 }
 
 /// `skip`: references not to time, by column name with a dash (`pt-bf16`).

@@ -1,10 +1,12 @@
 //! Benchmarks that print ratios against a reference measured in the same run (never absolute
 //! thresholds: machines differ); none of this is a test. Driven by `src/bin/bench.rs`:
-//! `matmul-overhead`, `cpu-matmul` and `train-step`; and `src/bin/cuda_bench.rs`'s GPU measurements.
+//! `matmul-overhead`, `cpu-matmul`, `elementwise` and `train-step`; and `src/bin/cuda_bench.rs`'s GPU measurements.
 //! All of them time through `crate::timing`.
 
 pub mod cpu_matmul;
 pub mod cuda;
+pub mod elementwise;
+pub mod elementwise_report;
 pub mod overhead;
 pub mod reference;
 pub mod train_step;

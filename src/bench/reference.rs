@@ -1,6 +1,7 @@
 //! numpy and PyTorch as references: a virtual environment under the target folder (made and filled
-//! from PyPI on request), and the script `tests/reference/matmul_reference.py` that times them,
-//! answering JSON requests so the bench can take turns between its kernels and these.
+//! from PyPI on request), and the script `tests/reference/matmul_reference.py` that times them
+//! (matrix products for `cpu-matmul`, elementwise ops for `elementwise`), answering JSON requests
+//! so the bench can take turns between its kernels and these.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -168,6 +169,21 @@ impl Server {
     /// Seconds of each of `count` products by `library` at `dtype` ("float32", "bfloat16").
     pub fn time(&mut self, library: &str, dtype: &str, shape: Shape, count: usize) -> anyhow::Result<Vec<f64>> {
         let request = serde_json::json!({"cmd": "time", "library": library, "dtype": dtype, "m": shape.m, "k": shape.k, "n": shape.n, "count": count});
+        let reply = self.request(request)?;
+        serde_json::from_value(reply["times"].clone()).context("the reference script's timings have an unexpected form")
+    }
+
+    /// Seconds of each of `count` calls of `op` (`relu`, `gelu`, `add`, `mul`, `sum`, `dot`,
+    /// `matvec`) by `library` at `dtype`, at size `n` (a matvec's matrix is n×n).
+    pub fn elementwise(
+        &mut self,
+        library: &str,
+        dtype: &str,
+        op: &str,
+        n: usize,
+        count: usize,
+    ) -> anyhow::Result<Vec<f64>> {
+        let request = serde_json::json!({"cmd": "elementwise", "library": library, "dtype": dtype, "op": op, "n": n, "count": count});
         let reply = self.request(request)?;
         serde_json::from_value(reply["times"].clone()).context("the reference script's timings have an unexpected form")
     }

@@ -1,5 +1,5 @@
-//! Benchmarks (not tests): `bench matmul-overhead`, `bench cpu-matmul [--with-reference]` and
-//! `bench train-step`. See "Benchmarks" in book/src/reference.md.
+//! Benchmarks (not tests): `bench matmul-overhead`, `bench cpu-matmul [--with-reference]`,
+//! `bench elementwise [--with-reference]` and `bench train-step`. See "Benchmarks" in book/src/reference.md.
 
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use cs336::outln;
 use cs336::timing::Budget;
 
 #[derive(Parser)]
-#[command(about = "Matmul benchmarks: medians of many samples, ratios against references measured in the same run")]
+#[command(about = "CPU benchmarks: medians of many samples, ratios against references measured in the same run")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -37,6 +37,27 @@ enum Command {
         /// Time this product instead of the standard five, M×K×N (or MxKxN); repeat for more.
         #[arg(long = "shape", value_parser = bench::Shape::parse)]
         shapes: Vec<bench::Shape>,
+    },
+    /// Our elementwise ops, reductions, dot and matvec in f32 and bf16 at sizes in L2, in the
+    /// last-level cache and beyond it: GB/s, against a copy or a read of ours and PyTorch/numpy.
+    Elementwise {
+        #[command(flatten)]
+        common: Common,
+        /// Create a virtual environment under the target folder, install numpy and PyTorch
+        /// from PyPI into it (first time only), and time them in the same run.
+        #[arg(long)]
+        with_reference: bool,
+        /// Also write the table as JSON (medians and quartiles in seconds, bytes, FLOPs, GB/s) to
+        /// this file; keep one per kind of CPU as `trace/bench/<trace name>-elementwise.json`.
+        #[arg(long)]
+        json: Option<std::path::PathBuf>,
+        /// Time only these ops (comma-separated or repeated); all seven by default.
+        #[arg(long, value_enum, value_delimiter = ',')]
+        op: Vec<bench::elementwise::Op>,
+        /// Bytes each op moves (inputs + output), with K, M or G for binary multiples (64K, 24M);
+        /// repeat for more. Default: half of L2, half of the last-level cache, 4× the latter.
+        #[arg(long, value_parser = parse_bytes)]
+        bytes: Vec<u64>,
     },
     /// A Cruncher training step against its own matmuls timed alone, in the same process
     /// (goal: autograd + optimizer ≤ 10 % of the step).
@@ -78,6 +99,13 @@ struct Common {
     /// Minimum seconds of samples per measurement.
     #[arg(long, default_value_t = 1.5)]
     min_time: f64,
+}
+
+/// `--bytes`: a whole number of bytes, at least 1, with an optional K, M or G.
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    cs336::host::parse_cache_size(text).ok_or_else(|| {
+        format!("{text:?}: give bytes as a whole number of at least 1, with K, M or G if you like (64K, 24M)")
+    })
 }
 
 /// Threads per core a benchmark may ask for.
@@ -148,20 +176,36 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let rows = bench::cpu_matmul::run(budget, c.threads, (with_reference, &skip), shapes)?;
             if let Some(path) = json {
-                // What the numbers belong to travels with them: the CPU, the trace of its kind and
-                // the day (`trace/bench/<trace name>.json` keeps one per kind of CPU).
-                let mut table = bench::cpu_matmul::rows_json(&rows, c.threads);
-                table["cpu_model"] = cs336::trace::host::cpu_model().into();
-                table["trace_name"] = cs336::device::cpu::trace_name()?.into();
-                table["recorded_at"] = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string().into();
-                let text = serde_json::to_string_pretty(&table)?;
-                cs336::atomic_file::write(&path, text.as_bytes())
-                    .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+                write_table(&path, bench::cpu_matmul::rows_json(&rows, c.threads))?;
+            }
+        }
+        Command::Elementwise {
+            common: c,
+            with_reference,
+            json,
+            op,
+            bytes,
+        } => {
+            let budget = c.budget()?;
+            bench::set_threads(c.threads)?;
+            let report = bench::elementwise_report::run(budget, c.threads, with_reference, &op, &bytes)?;
+            if let Some(path) = json {
+                write_table(&path, bench::elementwise_report::report_json(&report, c.threads))?;
             }
         }
         Command::TrainStep(t) => train_step(t)?,
     }
     Ok(())
+}
+
+/// Writes a benchmark's table atomically, with what its numbers belong to: the CPU, the trace of
+/// its kind and the day (`trace/bench/` keeps one table of each kind per kind of CPU).
+fn write_table(path: &std::path::Path, mut table: serde_json::Value) -> anyhow::Result<()> {
+    table["cpu_model"] = cs336::trace::host::cpu_model().into();
+    table["trace_name"] = cs336::device::cpu::trace_name()?.into();
+    table["recorded_at"] = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string().into();
+    let text = serde_json::to_string_pretty(&table)?;
+    cs336::atomic_file::write(path, text.as_bytes()).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))
 }
 
 fn train_step(cli: TrainStep) -> anyhow::Result<()> {

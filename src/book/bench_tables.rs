@@ -1,8 +1,9 @@
-//! The Devices chapter's benchmark tables: `bench cpu-matmul --json` results kept beside the
-//! traces (`trace/bench/<trace name>.json`), one table per kind of CPU measured: our matrix
-//! products against numpy's and PyTorch's, timed in the same run. Every ratio is computed here
-//! from the medians the file holds. A table that cannot be read fails the build with its file
-//! named; a folder without tables shows nothing.
+//! The Devices chapter's benchmark tables, kept beside the traces in `trace/bench/`, one of each
+//! kind per kind of CPU measured: `bench cpu-matmul --json`'s (`<trace name>.json`, our matrix
+//! products against numpy's and PyTorch's) and `bench elementwise --json`'s
+//! (`<trace name>-elementwise.json`, marked `"kind": "elementwise"`: our memory-bound ops in
+//! GB/s). Every rate and ratio is computed here from the medians and sizes the file holds. A table
+//! that cannot be read fails the build with its file named; a folder without tables shows nothing.
 
 use std::path::Path;
 
@@ -37,11 +38,81 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
-/// One table.
-fn table(path: &Path, text: &str) -> Result<String, Cause> {
-    let bad = |why: String| Cause::BadTrace(format!("benchmark table {}: {why}", path.display()));
-    let t: Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
-    let rows = t["rows"].as_array().ok_or_else(|| bad("no `rows` list".into()))?;
+fn bad(path: &Path, why: String) -> Cause {
+    Cause::BadTrace(format!("benchmark table {}: {why}", path.display()))
+}
+
+/// The kinds of table, in the order the chapter shows them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Matmul,
+    Elementwise,
+}
+
+/// A file's kind: `cpu-matmul`'s tables were written before there was a `kind` field.
+fn kind(path: &Path, t: &Value) -> Result<Kind, Cause> {
+    match t.get("kind").map(|k| k.as_str()) {
+        None | Some(Some("cpu-matmul")) => Ok(Kind::Matmul),
+        Some(Some("elementwise")) => Ok(Kind::Elementwise),
+        Some(_) => Err(bad(
+            path,
+            format!("unknown kind {}: expected \"cpu-matmul\" or \"elementwise\"", t["kind"]),
+        )),
+    }
+}
+
+/// GB/s of `column` in an elementwise row: its bytes over its median.
+fn gb_per_sec(row: &Value, column: &str) -> Option<f64> {
+    let bytes = row[column]["bytes"].as_f64().or_else(|| row["bytes"].as_f64())?;
+    let median = row[column]["timing"]["median_s"].as_f64().filter(|&s| s > 0.0)?;
+    Some(bytes / median / 1e9)
+}
+
+fn median(row: &Value, column: &str) -> Option<f64> {
+    row[column]["timing"]["median_s"].as_f64().filter(|&s| s > 0.0)
+}
+
+/// One `bench elementwise` table: per op, dtype and size, our GB/s, its share of our baseline's
+/// (a copy or a read at the same size) and our speed over PyTorch's.
+fn elementwise_table(path: &Path, t: &Value) -> Result<String, Cause> {
+    let rows = t["rows"].as_array().ok_or_else(|| bad(path, "no `rows` list".into()))?;
+    let words = |key: &str| t[key].as_str().unwrap_or("?").to_string();
+    let mut body = String::new();
+    for row in rows {
+        let text = |key: &str| escape(row[key].as_str().unwrap_or("?"));
+        let (ours, base) = (gb_per_sec(row, "ours"), gb_per_sec(row, "baseline"));
+        let share = match (ours, base) {
+            (Some(o), Some(b)) => format!(
+                "{:.0} % of a {}",
+                100.0 * o / b,
+                escape(row["baseline"]["kind"].as_str().unwrap_or("?"))
+            ),
+            _ => "–".into(),
+        };
+        body.push_str(&format!(
+            "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{share}</td><td>{}</td></tr>",
+            text("op"),
+            text("dtype"),
+            text("level"),
+            cell(ours),
+            ratio(median(row, "torch"), median(row, "ours")),
+        ));
+    }
+    Ok(format!(
+        "<p><strong>{}</strong> (<code>{}</code>), {} threads, recorded {}:</p>\
+         <div class=\"lecture-devices\"><table><thead><tr><th>op</th><th>dtype</th><th>fits in</th>\
+         <th>our GB/s</th><th>of our baseline</th><th>ours / PyTorch</th></tr></thead>\
+         <tbody>{body}</tbody></table></div>",
+        escape(&words("cpu_model")),
+        escape(&words("trace_name")),
+        t["threads"].as_u64().map_or("?".into(), |n| n.to_string()),
+        escape(&words("recorded_at")),
+    ))
+}
+
+/// One `bench cpu-matmul` table.
+fn matmul_table(path: &Path, t: &Value) -> Result<String, Cause> {
+    let rows = t["rows"].as_array().ok_or_else(|| bad(path, "no `rows` list".into()))?;
     let words = |key: &str| t[key].as_str().unwrap_or("?").to_string();
     let mut body = String::new();
     for row in rows {
@@ -84,18 +155,31 @@ pub fn render(lecture_dir: &Path) -> Result<String, Cause> {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
-    let mut out = String::new();
+    let (mut matmul, mut elementwise) = (String::new(), String::new());
     for path in files {
         let text = crate::trace::io::read_limited(&path, MAX_BYTES, "a benchmark table")
-            .map_err(|e| Cause::BadTrace(format!("benchmark table {}: {e}", path.display())))?;
-        out.push_str(&table(&path, &text)?);
+            .map_err(|e| bad(&path, e.to_string()))?;
+        let t: Value = serde_json::from_str(&text).map_err(|e| bad(&path, e.to_string()))?;
+        match kind(&path, &t)? {
+            Kind::Matmul => matmul.push_str(&matmul_table(&path, &t)?),
+            Kind::Elementwise => elementwise.push_str(&elementwise_table(&path, &t)?),
+        }
     }
-    if out.is_empty() {
-        return Ok(out);
+    let mut out = String::new();
+    if !matmul.is_empty() {
+        out.push_str(&format!(
+            "\n\n<p>The matrix products against the libraries a PyTorch user runs: <code>bench cpu-matmul \
+             --with-reference --json</code>, kept in <code>trace/bench/</code>, one table per kind of CPU measured. A ratio \
+             above one means ours ran faster, in the same run.</p>{matmul}"
+        ));
     }
-    Ok(format!(
-        "\n\n<p>The matrix products against the libraries a PyTorch user runs: <code>bench cpu-matmul \
-         --with-reference --json</code>, kept in <code>trace/bench/</code>, one table per kind of CPU measured. A ratio \
-         above one means ours ran faster, in the same run.</p>{out}"
-    ))
+    if !elementwise.is_empty() {
+        out.push_str(&format!(
+            "\n\n<p>The memory-bound ops: <code>bench elementwise --with-reference --json</code>, in GB/s (bytes \
+             read and written over the median time) at sizes that fit in L2, in the last-level cache (LLC) and in \
+             neither (DRAM). Beside each, its share of our own baseline at the same size: a copy into a fresh tensor \
+             for the ops that make one, a read for those that reduce; and our speed over PyTorch's in the same run.</p>{elementwise}"
+        ));
+    }
+    Ok(out)
 }

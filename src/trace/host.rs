@@ -121,3 +121,67 @@ pub fn os() -> String {
     parts.push(std::env::consts::ARCH.to_string());
     parts.join(", ")
 }
+
+/// The data caches of the first CPU that matter for bandwidth: its L2 and its last level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caches {
+    /// Bytes of one core's level-2 cache.
+    pub l2_bytes: u64,
+    /// Bytes of the last-level cache (shared by several cores on most CPUs).
+    pub llc_bytes: u64,
+    /// Its level (3 on most x86 CPUs; 2 where there is no L3).
+    pub llc_level: u8,
+}
+
+/// A cache size as Linux's sysfs writes it: `48K`, `1280K`, `32M`, or plain bytes.
+pub fn parse_cache_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (digits, scale) = match text.char_indices().last()? {
+        (i, 'K') => (&text[..i], 1 << 10),
+        (i, 'M') => (&text[..i], 1 << 20),
+        (i, 'G') => (&text[..i], 1 << 30),
+        _ => (text, 1),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(scale).filter(|&b| b > 0)
+}
+
+/// The L2 and last-level cache of CPU 0 from Linux's sysfs (instruction caches left out), or
+/// `None` where the OS does not say (another OS, a container that hides sysfs).
+pub fn caches() -> Option<Caches> {
+    let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+    let mut found: Vec<(u8, u64)> = Vec::new();
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let read = |name: &str| std::fs::read_to_string(entry.path().join(name)).ok();
+        if read("type").is_some_and(|t| t.trim() == "Instruction") {
+            continue;
+        }
+        let level = read("level").and_then(|l| l.trim().parse::<u8>().ok());
+        let size = read("size").as_deref().and_then(parse_cache_size);
+        if let (Some(level), Some(size)) = (level, size) {
+            found.push((level, size));
+        }
+    }
+    let l2_bytes = found.iter().find(|(l, _)| *l == 2)?.1;
+    let &(llc_level, llc_bytes) = found.iter().max_by_key(|(l, _)| *l)?;
+    Some(Caches {
+        l2_bytes,
+        llc_bytes,
+        llc_level,
+    })
+}
+
+#[cfg(test)]
+mod cache_tests {
+    use super::parse_cache_size;
+
+    #[test]
+    fn sysfs_cache_sizes_parse_and_nonsense_does_not() {
+        assert_eq!(parse_cache_size("48K\n"), Some(48 << 10));
+        assert_eq!(parse_cache_size("49152K"), Some(48 << 20));
+        assert_eq!(parse_cache_size("2M"), Some(2 << 20));
+        assert_eq!(parse_cache_size("4096"), Some(4096));
+        for bad in ["", "K", "0K", "twoM", "-1K"] {
+            assert_eq!(parse_cache_size(bad), None, "{bad:?}");
+        }
+    }
+}

@@ -378,3 +378,50 @@ fn the_devices_chapter_shows_each_benchmark_table_with_ratios_from_its_medians()
         .expect_err("a broken table fails the build");
     assert!(format!("{problems:?}").contains("cpu-some.json"), "{problems:?}");
 }
+
+/// `bench elementwise --json` tables (`kind: "elementwise"`) sit in the same folder as the matmul
+/// ones: the chapter shows both kinds, each with its own columns, from the sizes and medians held.
+#[test]
+fn the_devices_chapter_shows_elementwise_tables_beside_the_matmul_ones() {
+    let ws = Workspace::new();
+    let cpu = ws.write_trace("cpu", fresh_trace());
+    let bench = ws.dir.path().join("trace/bench");
+    std::fs::create_dir_all(&bench).expect("bench folder");
+    let matmul = serde_json::json!({"threads": 2, "bf16_isa": "avx512_bf16", "cpu_model": "Some CPU",
+        "trace_name": "cpu-some", "recorded_at": "2026-12-02T00:00:00Z", "rows": [
+            {"shape": "256³", "m": 256, "k": 256, "n": 256, "our f32": {"timing": {"median_s": 1e-4}}}]});
+    std::fs::write(bench.join("cpu-some.json"), matmul.to_string()).expect("matmul table");
+    let timing = |s: f64| serde_json::json!({"timing": {"median_s": s, "q1_s": s, "q3_s": s}});
+    // 1 MB in 0.1 ms is 10 GB/s; the copy moved as much in half the time; PyTorch took 0.2 ms.
+    let relu = serde_json::json!({"op": "relu", "dtype": "float32", "level": "L2", "n": 125000,
+        "bytes": 1_000_000, "flops": 125000, "ours": timing(1e-4),
+        "baseline": {"kind": "copy", "bytes": 1_000_000, "timing": {"median_s": 5e-5}},
+        "torch": timing(2e-4), "numpy": null});
+    let sum = serde_json::json!({"op": "sum", "dtype": "bfloat16", "level": "DRAM", "n": 1,
+        "bytes": 4_000_000, "ours": timing(1e-3),
+        "baseline": {"kind": "read", "bytes": 4_000_000, "timing": {"median_s": 1e-3}}, "torch": null});
+    let elementwise = serde_json::json!({"kind": "elementwise", "threads": 2, "cpu_model": "Some CPU",
+        "trace_name": "cpu-some", "recorded_at": "2026-12-03T00:00:00Z", "rows": [relu, sum]});
+    std::fs::write(bench.join("cpu-some-elementwise.json"), elementwise.to_string()).expect("table");
+    let html = ws.build_chapter(&cpu, "{{devices}}\n").expect("builds");
+    for expect in [
+        "<th>ours / numpy</th>",
+        "<td>335.5</td>",
+        "<th>our GB/s</th><th>of our baseline</th><th>ours / PyTorch</th>",
+        "<tr><th>relu</th><td>float32</td><td>L2</td><td>10.0</td><td>50 % of a copy</td><td>2.00×</td></tr>",
+        "<tr><th>sum</th><td>bfloat16</td><td>DRAM</td><td>4.0</td><td>100 % of a read</td><td>–</td></tr>",
+    ] {
+        assert!(html.contains(expect), "`{expect}` in the chapter");
+    }
+    // A kind the chapter does not know fails the build with the file named.
+    let unknown = serde_json::json!({"kind": "fft", "rows": []});
+    std::fs::write(bench.join("cpu-some-elementwise.json"), unknown.to_string()).expect("table");
+    let problems = ws
+        .build_chapter(&cpu, "{{devices}}\n")
+        .expect_err("an unknown kind fails the build");
+    let problems = format!("{problems:?}");
+    assert!(
+        problems.contains("cpu-some-elementwise.json") && problems.contains("fft"),
+        "{problems}"
+    );
+}

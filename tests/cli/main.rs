@@ -6,6 +6,7 @@
 mod common;
 
 mod cli;
+mod cli_bench_elementwise;
 mod cli_book;
 mod cli_book_guard;
 mod cli_concurrency;

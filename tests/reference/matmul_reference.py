@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""Reference matmul timings for `cargo run --release --bin bench -- cpu-matmul --with-reference`.
+"""Reference timings for `cargo run --release --bin bench -- cpu-matmul --with-reference` and
+`bench -- elementwise --with-reference`.
 
-Times numpy float32 and PyTorch float32/bfloat16 matrix products on the CPU and speaks JSON.
+Times numpy float32 and PyTorch float32/bfloat16 matrix products, elementwise ops and reductions
+on the CPU and speaks JSON.
 
 Two modes:
   --serve    The Rust bench starts this once and sends one JSON request per line on stdin:
                {"cmd": "info"}
                {"cmd": "time", "library": "numpy"|"torch", "dtype": "float32"|"bfloat16",
                 "m": M, "k": K, "n": N, "count": C}
+               {"cmd": "elementwise", "library": "numpy"|"torch", "dtype": "float32"|"bfloat16",
+                "op": "relu"|"gelu"|"add"|"mul"|"sum"|"dot"|"matvec", "n": N, "count": C}
+               (vectors of N elements; a matvec's matrix is NxN)
              and gets one JSON line back for each: the libraries and their settings, or
              {"times": [seconds of each of C calls]}. The first request for a case also makes its
              inputs and runs one untimed warm-up call. This lets the bench take turns between its
              own kernels and these, so both see the same machine.
-  --shapes   Standalone: times every library at each MxKxN (one warm-up call, then samples until
+  --shapes   Standalone (matrix products only): times every library at each MxKxN (one warm-up call, then samples until
              --min-samples and --min-time are reached) and prints one JSON report with medians.
 
 Thread counts are fixed through the environment (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS,
@@ -56,6 +61,8 @@ class Libraries:
         self.threads = threads
         self.errors = []
         self.cases = {}
+        # Only the latest elementwise case is kept: the largest are hundreds of MB each.
+        self.elementwise_case = (None, None)
         try:
             import numpy
             self.np = numpy
@@ -109,6 +116,40 @@ class Libraries:
         return self.cases[key]
 
 
+    def elementwise(self, library, dtype, op, n):
+        """A zero-argument function running `op` once on fixed random inputs (warmed up), written as
+        a PyTorch or numpy user writes it."""
+        key = (library, dtype, op, n)
+        if self.elementwise_case[0] == key:
+            return self.elementwise_case[1]
+        self.elementwise_case = (None, None)
+        shapes = {"relu": [(n,)], "gelu": [(n,)], "sum": [(n,)], "add": [(n,), (n,)],
+                  "mul": [(n,), (n,)], "dot": [(n,), (n,)], "matvec": [(n, n), (n,)]}
+        if op not in shapes:
+            raise ValueError(f"unknown op {op!r}")
+        if library == "torch" and dtype in ("float32", "bfloat16") and self.torch is not None:
+            t = self.torch
+            gen = t.Generator().manual_seed(0)
+            x = [t.randn(*shape, generator=gen).to(getattr(t, dtype)) for shape in shapes[op]]
+            fns = {"relu": lambda: t.relu(x[0]),
+                   "gelu": lambda: t.nn.functional.gelu(x[0], approximate="none"),
+                   "add": lambda: x[0] + x[1], "mul": lambda: x[0] * x[1], "sum": lambda: x[0].sum(),
+                   "dot": lambda: t.dot(x[0], x[1]), "matvec": lambda: x[0] @ x[1]}
+        elif library == "numpy" and dtype == "float32" and op != "gelu" and self.np is not None:
+            np = self.np
+            rng = np.random.default_rng(0)
+            x = [rng.standard_normal(shape, dtype=np.float32) for shape in shapes[op]]
+            fns = {"relu": lambda: np.maximum(x[0], 0), "add": lambda: x[0] + x[1],
+                   "mul": lambda: x[0] * x[1], "sum": lambda: x[0].sum(),
+                   "dot": lambda: np.dot(x[0], x[1]), "matvec": lambda: x[0] @ x[1]}
+        else:
+            raise ValueError(f"cannot time {library} {op} at {dtype} here (errors: {self.errors})")
+        fn = fns[op]
+        fn()
+        self.elementwise_case = (key, fn)
+        return fn
+
+
 def timed(fn, count):
     times = []
     for _ in range(count):
@@ -128,6 +169,9 @@ def serve(libs):
                 reply = libs.info()
             elif req["cmd"] == "time":
                 fn = libs.product(req["library"], req["dtype"], req["m"], req["k"], req["n"])
+                reply = {"times": timed(fn, int(req["count"]))}
+            elif req["cmd"] == "elementwise":
+                fn = libs.elementwise(req["library"], req["dtype"], req["op"], int(req["n"]))
                 reply = {"times": timed(fn, int(req["count"]))}
             else:
                 reply = {"error": f"unknown command {req['cmd']!r}"}

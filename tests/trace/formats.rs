@@ -353,8 +353,10 @@ fn tables_match_independent_constants() {
 }
 
 /// The benchmark tables kept beside the traces (`trace/bench/<trace name>.json`, written by
-/// `bench cpu-matmul --json`): each names a CPU whose trace is committed, and holds every shape
-/// the bench times with our speed and the references' as GFLOP/s from their own medians.
+/// `bench cpu-matmul --json`, and `<trace name>-elementwise.json`, by `bench elementwise --json`):
+/// each names a CPU whose trace is committed; a matmul table holds every shape the bench times
+/// with our speed and the references' as GFLOP/s from their own medians, an elementwise one its
+/// GB/s as bytes over medians.
 #[test]
 fn committed_bench_tables_name_their_cpu_and_hold_every_shape() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("trace/bench");
@@ -367,9 +369,15 @@ fn committed_bench_tables_name_their_cpu_and_hold_every_shape() {
         let name = table["trace_name"]
             .as_str()
             .unwrap_or_else(|| panic!("{}: no trace_name", path.display()));
+        let elementwise = table["kind"] == "elementwise";
+        let stem = if elementwise {
+            format!("{name}-elementwise")
+        } else {
+            name.to_string()
+        };
         assert_eq!(
             path.file_stem().and_then(|s| s.to_str()),
-            Some(name),
+            Some(stem.as_str()),
             "{}: named after its CPU",
             path.display()
         );
@@ -383,6 +391,11 @@ fn committed_bench_tables_name_their_cpu_and_hold_every_shape() {
             path.display()
         );
         let rows = table["rows"].as_array().expect("rows");
+        if elementwise {
+            assert_elementwise_rates(&path, rows);
+            seen += 1;
+            continue;
+        }
         assert_eq!(rows.len(), 5, "{}: every shape the bench times", path.display());
         for row in rows {
             let flop =
@@ -401,4 +414,29 @@ fn committed_bench_tables_name_their_cpu_and_hold_every_shape() {
         seen += 1;
     }
     assert!(seen >= 1, "no benchmark table in {}", dir.display());
+}
+
+/// Every contender's GB/s in an elementwise table is its bytes over its median.
+fn assert_elementwise_rates(path: &std::path::Path, rows: &[serde_json::Value]) {
+    assert!(!rows.is_empty(), "{}: no rows", path.display());
+    for row in rows {
+        for column in ["ours", "baseline", "torch", "numpy"] {
+            let entry = &row[column];
+            if entry.is_null() {
+                continue;
+            }
+            let bytes = entry["bytes"]
+                .as_f64()
+                .or_else(|| row["bytes"].as_f64())
+                .expect("bytes");
+            let median = entry["timing"]["median_s"].as_f64().expect("a median");
+            let rate = entry["gb_per_sec"].as_f64().expect("a rate");
+            assert!(
+                (rate - bytes / median / 1e9).abs() <= 1e-9 * rate,
+                "{}: {} {column} GB/s = bytes / median",
+                path.display(),
+                row["op"]
+            );
+        }
+    }
 }
