@@ -23,52 +23,20 @@ pub struct Caches {
     pub llc_bytes: usize,
 }
 
-/// Reads cpu0's caches from sysfs (`/sys/devices/system/cpu/cpu0/cache/index*/`).
+/// This CPU's L2 and last-level cache, as the OS reports them (`host::caches`), or an error
+/// that says the sizes are unknown.
 pub fn caches() -> Result<Caches> {
-    let root = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
-    let entries = std::fs::read_dir(root).map_err(|e| no_caches(format!("{}: {e}", root.display())))?;
-    let (mut l2, mut llc) = (None, None::<(u32, usize)>);
-    for entry in entries.flatten() {
-        let read = |name: &str| std::fs::read_to_string(entry.path().join(name)).map(|s| s.trim().to_string());
-        let (Ok(level), Ok(kind), Ok(size)) = (read("level"), read("type"), read("size")) else {
-            continue;
-        };
-        if kind == "Instruction" {
-            continue;
-        }
-        let (Ok(level), Some(bytes)) = (level.parse::<u32>(), parse_size(&size)) else {
-            continue;
-        };
-        if level == 2 {
-            l2 = Some(bytes);
-        }
-        if llc.is_none_or(|(l, _)| level > l) {
-            llc = Some((level, bytes));
-        }
-    }
-    match (l2, llc) {
-        (Some(l2_bytes), Some((level, llc_bytes))) if level > 2 => Ok(Caches { l2_bytes, llc_bytes }),
-        (Some(l2_bytes), Some(_)) => Ok(Caches {
-            l2_bytes,
-            llc_bytes: l2_bytes,
-        }),
-        _ => Err(no_caches(format!("{} lists no L2 data cache", root.display()))),
-    }
-}
-
-fn no_caches(why: String) -> Error {
-    Error::invalid("memory bandwidth", format!("cannot read this CPU's cache sizes: {why}"))
-}
-
-/// `1280K`, `48M`, `512` (sysfs's notation) in bytes.
-pub fn parse_size(text: &str) -> Option<usize> {
-    let (digits, scale) = match text.trim().char_indices().last()? {
-        (i, 'K') => (&text[..i], 1 << 10),
-        (i, 'M') => (&text[..i], 1 << 20),
-        (i, 'G') => (&text[..i], 1 << 30),
-        _ => (text.trim(), 1),
-    };
-    digits.trim().parse::<usize>().ok()?.checked_mul(scale)
+    let c = crate::host::caches().ok_or_else(|| {
+        Error::invalid(
+            "memory bandwidth",
+            "cannot read this CPU's cache sizes (/sys/devices/system/cpu/cpu0/cache lists no L2 data cache)",
+        )
+    })?;
+    let bytes = |b: u64| usize::try_from(b).unwrap_or(usize::MAX);
+    Ok(Caches {
+        l2_bytes: bytes(c.l2_bytes),
+        llc_bytes: bytes(c.llc_bytes),
+    })
 }
 
 /// Where a working set lands.
@@ -262,16 +230,6 @@ impl SendPtr {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sysfs_sizes_parse() {
-        assert_eq!(parse_size("1280K"), Some(1280 << 10));
-        assert_eq!(parse_size("48M"), Some(48 << 20));
-        assert_eq!(parse_size("512"), Some(512));
-        assert_eq!(parse_size("K"), None);
-        assert_eq!(parse_size("huge"), None);
-        assert_eq!(parse_size("99999999999999999999G"), None);
-    }
 
     #[test]
     fn working_sets_land_in_the_level_they_fit() {
