@@ -9,6 +9,7 @@ mod cli;
 mod cli_book;
 mod cli_book_guard;
 mod cli_concurrency;
+mod cli_disturbed;
 mod cli_inputs;
 mod cli_what_if;
 mod gpu_check_script;
