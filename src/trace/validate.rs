@@ -115,12 +115,12 @@ fn disturbance(d: &super::schema::Disturbance) -> Result<(), String> {
             return Err(format!("`{name}` is {x}, but a share of the CPU time lies from 0 to 1"));
         }
     }
-    if let Some(x) = d.spread.filter(|x| !(*x >= 1.0)) {
+    if let Some(x) = d.spread.filter(|x| x.is_nan() || *x < 1.0) {
         return Err(format!(
             "`spread` is {x}, but a third quartile over a first is at least 1"
         ));
     }
-    if let Some(x) = d.load.filter(|x| !(*x >= 0.0)) {
+    if let Some(x) = d.load.filter(|x| x.is_nan() || *x < 0.0) {
         return Err(format!("`load` is {x}, but a load average is zero or more"));
     }
     Ok(())
