@@ -368,9 +368,19 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
     if let Some(why) = &choice.cuda_unavailable_reason {
         out.line(format_args!("  not using CUDA: {why}"));
     }
-    let done = run::run_lecture(&selected, &choice, seed, &root(), None, |r| {
-        out.line(format_args!("  {:<28} {:>10}", r.id, format_seconds(r.wall_time_s)));
-    });
+    // Read before anything runs: a bad value stops the run, not its end.
+    let policy = lecture::watch::Policy::from_env()?;
+    let done = run::run_lecture_watched(
+        &selected,
+        &choice,
+        seed,
+        &root(),
+        None,
+        &run::Overrides::new(),
+        &policy,
+        |r| out.line(format_args!("  {:<28} {:>10}", r.id, format_seconds(r.wall_time_s))),
+        |note| console::warn(format_args!("  {}", terminal_safe(note))),
+    );
     let fresh = done.context("the trace was not written; the previous one (if any) is unchanged")?;
     // Concurrent runs take turns from here: each merges into the trace as the one before left
     // it, and builds the book from it, so no run's sections are lost and the last book is the
@@ -412,6 +422,9 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
     }
     if let Some(warning) = run::unoptimised_warning(&merged) {
         console::warn(format_args!("{warning}"));
+    }
+    if let Some(warning) = run::disturbed_warning(&merged) {
+        console::warn(format_args!("{}", terminal_safe(&warning)));
     }
     Ok(())
 }

@@ -3,12 +3,14 @@
 //! one trace may come from different runs (`lecture --section ID` re-records one): one run is said
 //! in one line, several are listed with their sections. Timings from a binary built without
 //! optimisation describe that build, not the machine: the box says so when the page quotes them.
+//! So do timings measured while the machine was busy (a section's `disturbed` mark): the box says
+//! so, and so does a line at the top of the page ([`busy_notes`]).
 
 use std::path::Path;
 
 use super::format::{Format, format_value};
 use super::html::escape;
-use super::traces::Quote;
+use super::traces::{Quote, Traces};
 use crate::trace::{GitInfo, RunInfo, SectionRecord, Trace, Unit};
 
 /// The commit as `abc1234`, with whether the tree had uncommitted changes.
@@ -143,6 +145,13 @@ pub fn render(path: &Path, trace: &Trace, quotes: &[Quote]) -> String {
             )
         })
         .collect();
+    // Per section, as it is per section that a run was measured again or not.
+    let busy: String = runs
+        .iter()
+        .flat_map(|r| r.sections.iter().filter(|s| r.timed.contains(&s.id.as_str())))
+        .filter_map(|s| busy_line(s))
+        .collect();
+    let warnings = warnings + &busy;
     let no_gpu = match &p.device.cuda_unavailable_reason {
         Some(why) if p.device.kind == "cpu" => format!(" No GPU was used: {}.", escape(why)),
         _ => String::new(),
@@ -170,4 +179,32 @@ pub fn render(path: &Path, trace: &Trace, quotes: &[Quote]) -> String {
         escape(&on),
         escape(&file)
     )
+}
+
+/// The line a page shows for a section measured while the machine was busy, if it was.
+fn busy_line(section: &SectionRecord) -> Option<String> {
+    let d = section.disturbed.as_ref()?;
+    Some(format!(
+        "<p class=\"lecture-warning lecture-busy\"><strong>Measured while the machine was busy</strong> \
+         (<code>{id}</code>: {why}); timings may be low. <code>cargo run --release --bin lecture -- --section \
+         {id}</code> on a quiet machine measures them again.</p>",
+        id = escape(&section.id),
+        why = escape(&d.why)
+    ))
+}
+
+/// The busy lines for every section whose timings the page quoted (any trace), for the top of
+/// the page; empty when none was disturbed.
+pub fn busy_notes(traces: &mut Traces, quotes: &[Quote]) -> String {
+    let mut lines = String::new();
+    for q in quotes.iter().filter(|q| q.timed) {
+        // A trace that does not load has been reported where it was quoted.
+        let Ok(trace) = traces.load(&q.trace) else { continue };
+        if let Some(line) = trace.section(&q.section).and_then(busy_line)
+            && !lines.contains(&line)
+        {
+            lines.push_str(&line);
+        }
+    }
+    lines
 }

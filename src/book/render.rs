@@ -96,6 +96,13 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
         }
     }
     let quotes = traces.take_quotes();
+    // Timings measured on a busy machine are said at the top, not only in the box at the end; first
+    // among the edits, so an edit that starts at the same place (a dropped branch) cannot hide it.
+    let busy = provenance::busy_notes(traces, &quotes);
+    if !busy.is_empty() {
+        let at = after_own_heading(markdown);
+        edits.insert(0, (at..at, format!("\n{busy}\n\n")));
+    }
     // The values shown as not recorded, listed once, before the provenance box (else at the end).
     if let Some(list) = unrecorded::list(&traces.take_unrecorded()) {
         let at = provenance_boxes
@@ -118,6 +125,16 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
         return Err(problems);
     }
     Ok(apply(markdown, edits))
+}
+
+/// Where a chapter's text starts: after its own heading line, when it has one (a chapter that is
+/// one section gets its heading later, above everything).
+fn after_own_heading(markdown: &str) -> usize {
+    let start = markdown.len() - markdown.trim_start().len();
+    if !markdown[start..].starts_with("# ") {
+        return 0;
+    }
+    markdown[start..].find('\n').map_or(markdown.len(), |n| start + n + 1)
 }
 
 /// The directive's line including its newline.

@@ -23,6 +23,7 @@ pub mod recorder;
 pub mod run;
 mod train_loop;
 mod trainer;
+pub mod watch;
 pub mod what_if;
 
 pub(crate) use recorder::record;

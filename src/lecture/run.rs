@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::provenance;
+use super::watch::{self, Policy};
 use super::{LECTURE, SECTIONS, SectionCtx, SectionDef};
 use crate::device::{Device, DeviceChoice};
 use crate::error::{Error, Result};
@@ -65,6 +66,8 @@ pub fn run_section_with(
         run: run.clone(),
         values,
         steps,
+        // The watch around the section decides (`watch::run_watched`).
+        disturbed: None,
     })
 }
 
@@ -145,7 +148,8 @@ pub fn run_lecture(
     run_lecture_with(selected, choice, seed, root, previous, &Overrides::new(), on_done)
 }
 
-/// `run_lecture` with the givens `overrides` changed (a what-if).
+/// `run_lecture` with the givens `overrides` changed (a what-if). A disturbed section is marked,
+/// not measured again (`watch::Policy::mark_only`).
 pub fn run_lecture_with(
     selected: &[&'static SectionDef],
     choice: &DeviceChoice,
@@ -153,7 +157,35 @@ pub fn run_lecture_with(
     root: &Path,
     previous: Option<Trace>,
     overrides: &Overrides,
+    on_done: impl FnMut(&SectionRecord),
+) -> Result<Trace, SectionError> {
+    let policy = Policy::mark_only();
+    run_lecture_watched(
+        selected,
+        choice,
+        seed,
+        root,
+        previous,
+        overrides,
+        &policy,
+        on_done,
+        |_| {},
+    )
+}
+
+/// `run_lecture_with`, treating disturbed sections as `policy` says; `note` hears each retry and
+/// each peak that moved, in a line for the terminal.
+#[allow(clippy::too_many_arguments)]
+pub fn run_lecture_watched(
+    selected: &[&'static SectionDef],
+    choice: &DeviceChoice,
+    seed: u64,
+    root: &Path,
+    previous: Option<Trace>,
+    overrides: &Overrides,
+    policy: &Policy,
     mut on_done: impl FnMut(&SectionRecord),
+    mut note: impl FnMut(&str),
 ) -> Result<Trace, SectionError> {
     let to_run: Vec<&SectionDef> = if selected.is_empty() {
         SECTIONS.iter().collect()
@@ -169,15 +201,20 @@ pub fn run_lecture_with(
     })?;
     let mut fresh = Vec::new();
     for def in to_run {
-        let record = run_section_with(def, choice, &run, overrides)?;
-        on_done(&record);
-        fresh.push(record);
+        let watched = watch::run_watched(def, choice, &run, overrides, policy, &mut note)?;
+        on_done(&watched.record);
+        fresh.push(watched);
+    }
+    if policy.check_peak && choice.device.is_cpu() {
+        for why in watch::check_peaks(&mut fresh) {
+            note(&format!("measured while the machine was busy: {why}"));
+        }
     }
     let fresh = Trace {
         schema_version: SCHEMA_VERSION,
         lecture: LECTURE.to_string(),
         provenance: device,
-        sections: fresh,
+        sections: fresh.into_iter().map(|w| w.record).collect(),
     };
     Ok(merge(previous, fresh))
 }
@@ -223,6 +260,27 @@ pub fn unoptimised_warning(trace: &Trace) -> Option<String> {
             sections.len(),
             sections.join(", "),
             builds.join("; ")
+        )
+    })
+}
+
+/// What `lecture` says after a run when the trace holds sections measured while the machine was
+/// busy (by this run, or kept from an earlier one): each with why, and the command that measures
+/// them again.
+pub fn disturbed_warning(trace: &Trace) -> Option<String> {
+    let disturbed: Vec<(&str, &str)> = trace
+        .sections
+        .iter()
+        .filter_map(|s| Some((s.id.as_str(), s.disturbed.as_ref()?.why.as_str())))
+        .collect();
+    (!disturbed.is_empty()).then(|| {
+        let each: String = disturbed.iter().map(|(id, why)| format!("\n  {id}: {why}")).collect();
+        let again: String = disturbed.iter().map(|(id, _)| format!(" --section {id}")).collect();
+        format!(
+            "warning: {} section(s) were measured while the machine was busy; timings may be low, and every page \
+             quoting them says so:{each}\nWhen the machine is quiet, measure them again: \
+             cargo run --release --bin lecture --{again}",
+            disturbed.len()
         )
     })
 }

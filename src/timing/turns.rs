@@ -177,11 +177,14 @@ pub fn in_turns<E: From<Error>>(
             }
         }
     }
-    Ok(samples
+    let timings: Vec<Timing> = samples
         .iter_mut()
         .zip(warmups)
         .map(|(s, w)| Timing::from_samples(s, w))
-        .collect())
+        .collect();
+    // The watch around the section judges whether these repetitions were disturbed.
+    timings.iter().for_each(super::disturbance::note);
+    Ok(timings)
 }
 
 #[cfg(test)]

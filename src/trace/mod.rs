@@ -26,7 +26,7 @@ pub use error::{Error, Result};
 pub use io::{load, load_named, save};
 pub use json::{json_number, number_from_json};
 pub use schema::{
-    BuildInfo, DeviceInfo, GitInfo, GivenInfo, HostInfo, Kind, Provenance, RunInfo, SCHEMA_VERSION, SectionRecord,
-    State, Step, Trace, Unit, ValueRecord,
+    BuildInfo, DeviceInfo, Disturbance, GitInfo, GivenInfo, HostInfo, Kind, Provenance, RunInfo, SCHEMA_VERSION,
+    SectionRecord, State, Step, Trace, Unit, ValueRecord,
 };
 pub use walk::walk;

@@ -141,6 +141,35 @@ pub struct SectionRecord {
     /// Every record call, in order: the value's name and which of its states it recorded (an
     /// index into `history` followed by the final state). Each state of each value appears once.
     pub steps: Vec<Step>,
+    /// Set when the machine was busy while the section timed, and stayed busy through the run's
+    /// retries: its timings may be low. Absent from a quiet run's sections and from traces older
+    /// than the mark (an addition schema version 2 readers accept, as `kind` was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbed: Option<Disturbance>,
+}
+
+/// What disturbed a section's timings (see the lecture's `timing::disturbance`). The readings are
+/// shares of all cores' time, from 0 to 1, each null when the machine did not say.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Disturbance {
+    /// In words: "other processes used 48 % of the CPU time".
+    pub why: String,
+    /// One-minute load average at the end (it counts the run's own threads too).
+    #[serde(default)]
+    pub load: Option<f64>,
+    /// Share of the CPU time that other processes used.
+    #[serde(default)]
+    pub others: Option<f64>,
+    /// Share the hypervisor stole for other virtual machines.
+    #[serde(default)]
+    pub steal: Option<f64>,
+    /// The largest q3/q1 of the section's timings.
+    #[serde(default)]
+    pub spread: Option<f64>,
+    /// How many times the section was measured, the last of which is recorded.
+    #[serde(default)]
+    pub tries: u32,
 }
 
 /// One record call: `[name, state]`, state indexing the value's `history ++ [final]`.

@@ -72,6 +72,10 @@ pub fn contents(trace: &Trace) -> Result<(), String> {
                 section.id
             ));
         }
+        if let Some(d) = &section.disturbed {
+            disturbance(d)
+                .map_err(|what| format!("section `{}` (at `sections[{i}].disturbed`): {what}", section.id))?;
+        }
         for (name, record) in &section.values {
             // The final value and every earlier state: a merge writes them all back.
             let states = std::iter::once(("value".to_string(), &record.value)).chain(
@@ -100,6 +104,24 @@ pub fn contents(trace: &Trace) -> Result<(), String> {
                 ));
             }
         }
+    }
+    Ok(())
+}
+
+/// A disturbance's shares lie in [0, 1] and its spread (a ratio of quartiles) is at least 1.
+fn disturbance(d: &super::schema::Disturbance) -> Result<(), String> {
+    for (name, share) in [("others", d.others), ("steal", d.steal)] {
+        if let Some(x) = share.filter(|x| !(0.0..=1.0).contains(x)) {
+            return Err(format!("`{name}` is {x}, but a share of the CPU time lies from 0 to 1"));
+        }
+    }
+    if let Some(x) = d.spread.filter(|x| x.is_nan() || *x < 1.0) {
+        return Err(format!(
+            "`spread` is {x}, but a third quartile over a first is at least 1"
+        ));
+    }
+    if let Some(x) = d.load.filter(|x| x.is_nan() || *x < 0.0) {
+        return Err(format!("`load` is {x}, but a load average is zero or more"));
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The provenance box of a page tells where the numbers the page quotes came from: the device
 //! (trace-wide), and the run of each quoted section (a partial run re-records some sections, so
-//! one trace may hold several runs); timings from an unoptimised build are marked.
+//! one trace may hold several runs); timings from an unoptimised build, or measured while the
+//! machine was busy, are marked.
 
 use crate::common;
 
@@ -121,4 +122,59 @@ fn timings_from_an_unoptimised_build_are_marked_on_the_pages_that_quote_them() {
     let page = |name: &str| std::fs::read_to_string(ws.out_dir().join(name)).expect("page");
     assert!(provenance_box(&page("tensor_operations_flops.html")).contains("Unoptimised build"));
     assert!(!page("tensors_memory.html").contains("Unoptimised build"));
+}
+
+#[test]
+fn timings_measured_on_a_busy_machine_are_marked_at_the_top_and_in_the_box() {
+    let ws = Workspace::new();
+    let mut trace = fresh_trace().clone();
+    section_mut(&mut trace, "tensor_operations_flops").disturbed = Some(cs336::trace::Disturbance {
+        why: "other processes used 48 % of the CPU time".into(),
+        load: Some(3.5),
+        others: Some(0.48),
+        steal: Some(0.0),
+        spread: Some(1.7),
+        tries: 3,
+    });
+    let path = ws.write_trace("cpu", &trace);
+    let page = |quoting: &str| {
+        ws.build_chapter(&path, &format!("Opening words.\n\n{quoting}\n\n{{{{provenance}}}}\n"))
+            .expect("builds")
+    };
+    let line = "Measured while the machine was busy</strong> (<code>tensor_operations_flops</code>: other \
+                processes used 48 % of the CPU time); timings may be low.";
+    for quoting in [
+        "{{value tensor_operations_flops.actual_flop_per_sec}}",
+        "{{value tensor_operations_flops.mfu}}",
+        "{{chart matmul_throughput}}",
+    ] {
+        let html = page(quoting);
+        let top = html
+            .find(line)
+            .unwrap_or_else(|| panic!("{quoting}: no busy line in {html}"));
+        let opening = html.find("Opening words.").expect("the chapter's text");
+        assert!(top < opening, "{quoting}: the line comes before the chapter's text");
+        assert!(provenance_box(&html).contains(line), "{quoting}: and in the box");
+        assert!(
+            provenance_box(&html).contains("--section tensor_operations_flops"),
+            "{quoting}: with the command that measures again"
+        );
+    }
+    for quoting in [
+        // The section's arithmetic: no clock involved.
+        "{{value tensor_operations_flops.total_flops}}",
+        // A timing of another section, measured on a quiet machine.
+        "{{value gradients_flops.backward_time}}",
+    ] {
+        assert!(!page(quoting).contains("machine was busy"), "{quoting}");
+    }
+
+    // `lecture` ends with the same warning and the command to run again.
+    let said = cs336::lecture::run::disturbed_warning(&trace).expect("a warning");
+    assert!(
+        said.contains("tensor_operations_flops: other processes used 48 % of the CPU time")
+            && said.contains("cargo run --release --bin lecture -- --section tensor_operations_flops"),
+        "{said}"
+    );
+    assert_eq!(cs336::lecture::run::disturbed_warning(fresh_trace()), None);
 }

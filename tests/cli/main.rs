@@ -10,6 +10,7 @@ mod cli_bench_elementwise;
 mod cli_book;
 mod cli_book_guard;
 mod cli_concurrency;
+mod cli_disturbed;
 mod cli_inputs;
 mod cli_what_if;
 mod gpu_check_script;

@@ -9,7 +9,8 @@
 //! can beat that loop, so an MFU against it is a real ratio ≤ 1. The textbook formula
 //! (cores × lanes × 2 × clock) is computed alongside, with its assumptions, for comparison.
 
-use std::sync::OnceLock;
+use std::cell::Cell;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::bf16_gemm::{self, Bf16Kernel};
@@ -159,12 +160,57 @@ fn measure_uncached(peak_loop: PeakLoop) -> Result<MeasuredPeak, String> {
     })
 }
 
+type Peaks = [Option<Result<MeasuredPeak, String>>; PeakLoop::ALL.len()];
+
+/// Each loop's peak, measured once per process unless a disturbed section's retry forgets it.
+static PEAKS: Mutex<Peaks> = Mutex::new([const { None }; PeakLoop::ALL.len()]);
+
+thread_local! {
+    /// Whether this thread's section read a peak since the last `take_read`: an MFU computed
+    /// against a peak measured on a busy machine is wrong too, so its section is re-measured with it.
+    static READ: Cell<bool> = const { Cell::new(false) };
+}
+
+fn slot(peak_loop: PeakLoop) -> usize {
+    PeakLoop::ALL.iter().position(|&l| l == peak_loop).unwrap_or(0)
+}
+
+/// The cache, usable even after a thread panicked holding it (its entries are whole values).
+fn peaks() -> MutexGuard<'static, Peaks> {
+    PEAKS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// The measured peak of `peak_loop`, measured once per process.
 pub fn measure(peak_loop: PeakLoop) -> Result<MeasuredPeak, String> {
-    static PEAKS: [OnceLock<Result<MeasuredPeak, String>>; PeakLoop::ALL.len()] =
-        [const { OnceLock::new() }; PeakLoop::ALL.len()];
-    let slot = PeakLoop::ALL.iter().position(|&l| l == peak_loop).unwrap_or(0);
-    PEAKS[slot].get_or_init(|| measure_uncached(peak_loop)).clone()
+    READ.with(|r| r.set(true));
+    peaks()[slot(peak_loop)]
+        .get_or_insert_with(|| measure_uncached(peak_loop))
+        .clone()
+}
+
+/// Whether this thread read a measured peak since the last call.
+pub fn take_read() -> bool {
+    READ.with(Cell::take)
+}
+
+/// Forgets every measured peak, so the next read measures again (a retry of a disturbed section).
+pub fn forget() {
+    *peaks() = [const { None }; PeakLoop::ALL.len()];
+}
+
+/// The peaks measured so far, by loop.
+pub fn measured_so_far() -> Vec<(PeakLoop, f64)> {
+    PeakLoop::ALL
+        .iter()
+        .zip(peaks().iter())
+        .filter_map(|(&l, p)| Some((l, p.as_ref()?.as_ref().ok()?.flop_per_sec)))
+        .collect()
+}
+
+/// `peak_loop`'s peak measured afresh, leaving the one the run's sections used in place: the
+/// check after the last section that the machine ran as fast at the end as when it was measured.
+pub fn measure_again(peak_loop: PeakLoop) -> Result<f64, String> {
+    measure_uncached(peak_loop).map(|m| m.flop_per_sec)
 }
 
 /// The measured peak an MFU for `mode` is computed against: that of [`matmul_loop`].

@@ -463,3 +463,25 @@ fn a_section_newer_than_another_devices_trace_is_set_aside() {
     let d = checkable.iter().find(|c| c.path == default).expect("the default trace");
     assert!(d.set_aside.is_empty(), "{:?}", d.set_aside);
 }
+
+/// A committed trace is a quiet run's: the book quotes it to every reader, and timings measured
+/// while the machine was busy (`SectionRecord::disturbed`, set after `lecture`'s retries) would
+/// show low speeds as this machine's. Run the sections named again on a quiet machine.
+#[test]
+fn no_committed_trace_was_measured_on_a_busy_machine() {
+    let busy: Vec<String> = common::committed_traces()
+        .iter()
+        .flat_map(|(path, t)| {
+            t.sections.iter().filter_map(move |s| {
+                let d = s.disturbed.as_ref()?;
+                Some(format!("{}: section `{}`: {}", path.display(), s.id, d.why))
+            })
+        })
+        .collect();
+    assert!(
+        busy.is_empty(),
+        "committed traces measured while the machine was busy (run them again on a quiet machine: \
+         `cargo run --release --bin lecture -- --section ID`):\n{}",
+        busy.join("\n")
+    );
+}
