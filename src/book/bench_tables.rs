@@ -131,8 +131,8 @@ fn matmul_table(path: &Path, t: &Value) -> Result<String, Cause> {
     }
     Ok(format!(
         "<p><strong>{}</strong> (<code>{}</code>), {} threads, bfloat16 kernel <code>{}</code>, recorded {}:</p>\
-         <div class=\"lecture-devices\"><table><thead><tr><th>GFLOP/s</th><th>our float32</th><th>numpy float32</th>\
-         <th>ours / numpy</th><th>our bfloat16</th><th>PyTorch bfloat16</th><th>ours / PyTorch</th></tr></thead>\
+         <div class=\"lecture-bench\"><table><thead><tr><th>GFLOP/s</th><th>ours f32</th><th>numpy f32</th>\
+         <th>ours / numpy</th><th>ours bf16</th><th>PyTorch bf16</th><th>ours / PyTorch</th></tr></thead>\
          <tbody>{body}</tbody></table></div>",
         escape(&words("cpu_model")),
         escape(&words("trace_name")),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use plotters::prelude::*;
 use serde_json::Value;
 
-use super::chart::plot::{FG, PALETTE, drawing, svg, text_style};
+use super::chart::plot::{FG, PALETTE, drawing, scroll_box, svg, text_style};
 use super::directive::{Address, StateChoice};
 use super::format::{Format, format_value};
 use super::html::escape;
@@ -362,8 +362,9 @@ fn speedup_chart(speedups: &[(String, f64)]) -> Result<String, Cause> {
         Ok(())
     })?;
     Ok(format!(
-        "<figure class=\"lecture-chart\" id=\"chart-bf16-speedup-by-device\">{chart}<figcaption>{} The line marks 1×, where \
+        "<figure class=\"lecture-chart\" id=\"chart-bf16-speedup-by-device\">{}<figcaption>{} The line marks 1×, where \
          bfloat16 runs no faster than float32; green bars are the devices where it ran faster.</figcaption></figure>",
+        scroll_box(&chart),
         escape(label)
     ))
 }

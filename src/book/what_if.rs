@@ -161,8 +161,8 @@ pub fn what_if_box(section: &SectionRecord) -> String {
         "<details class=\"lecture-what-if\"><summary>What if?</summary><p>This section's givens, as this run had \
          them. Edit a value and the command below changes with it: run it in the repository to re-run this section \
          with your values and get a book of your own beside this one. This page cannot run anything itself.</p>\
-         <table><thead><tr><th>Given</th><th>This run</th><th>Range</th><th>What it is</th><th>Your value</th></tr>\
-         </thead><tbody>{rows}</tbody></table><pre class=\"lecture-what-if-command\"><code>cargo run --release --bin \
+         <div class=\"lecture-scroll\"><table><thead><tr><th>Given</th><th>This run</th><th>Range</th><th>What it is</th>\
+         <th>Your value</th></tr></thead><tbody>{rows}</tbody></table></div><pre class=\"lecture-what-if-command\"><code>cargo run --release --bin \
          lecture --</code></pre></details>"
     )
 }

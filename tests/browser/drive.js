@@ -5,9 +5,9 @@
 //   node drive.js PUPPETEER_CORE_DIR CHROMIUM BOOK_DIR PLAN.json
 //
 // It serves BOOK_DIR on 127.0.0.1 (a port the system picks), runs each scenario of the plan in a
-// fresh page and prints one JSON object: the observations by label, the JavaScript errors the pages
-// raised, and every request that went anywhere but the local server (the book must load nothing
-// from the network).
+// fresh page and prints one JSON object: the observations and measures by label, the JavaScript
+// errors the pages raised, and every request that went anywhere but the local server (the book
+// must load nothing from the network).
 //
 // A scenario: { "name", "url" (relative to the book, with its query), "javascript" (default
 // true), "viewport": [w, h], "actions": [...] }, an action one of
@@ -17,6 +17,9 @@
 //   { "click": CSS selector }     the first element it matches
 //   { "type": [SELECTOR, TEXT] }  replaces the text of the first input it matches, key by key
 //   { "screenshot": PATH }        the window, as PNG
+//   { "screenshot": PATH, "full": true }   the whole page, as PNG
+//   { "open": CSS selector }      opens every <details> it matches (PyTorch panels, "What if?")
+//   { "measure": LABEL }          how the page is laid out at this width (see `measure` below)
 'use strict';
 
 const fs = require('fs');
@@ -137,6 +140,58 @@ function observe() {
     };
 }
 
+// How readable the page is at the window's width: for every code line shown, its width in the
+// font's average characters; for every table cell, its width and its text's unwrapped width in
+// average characters; for every chart, the size its smallest text is drawn at; which boxes of the
+// benchmark tables scroll; and whether the page itself is wider than the window. A character
+// width is the mean over letters and digits in the element's own font, so the numbers read the
+// same at any font size.
+function measure() {
+    const canvas = document.createElement('canvas').getContext('2d');
+    const sample = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+    const textWidth = (el, text) => {
+        canvas.font = getComputedStyle(el).font;
+        return canvas.measureText(text).width;
+    };
+    const charWidth = el => textWidth(el, sample) / sample.length;
+    const shown = el => el.getClientRects().length > 0 && el.getBoundingClientRect().width > 0;
+    const contentWidth = el => {
+        const style = getComputedStyle(el);
+        return el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    };
+    const excerpt = el => el.textContent.trim().replace(/\s+/g, ' ').slice(0, 60);
+    const codeLines = Array.from(document.querySelectorAll('.lecture-code-grid > code')).filter(shown).map(el => ({
+        chars: contentWidth(el) / charWidth(el),
+        text: excerpt(el),
+    }));
+    const cells = Array.from(document.querySelectorAll('main table')).flatMap(table =>
+        Array.from(table.querySelectorAll('th, td')).filter(shown).map(el => {
+            const w = charWidth(el);
+            return {
+                chars: contentWidth(el) / w,
+                natural_chars: Math.max(...el.textContent.trim().split('\n').map(t => textWidth(el, t.trim()))) / w,
+                text: excerpt(el),
+            };
+        }));
+    const charts = Array.from(document.querySelectorAll('svg.lecture-chart-svg')).map(svg => {
+        const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+        const sizes = Array.from(svg.querySelectorAll('text')).map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
+        return {
+            label: (svg.getAttribute('aria-label') || '').slice(0, 60),
+            smallest_text_px: sizes.length ? Math.min(...sizes) : null,
+        };
+    });
+    const root = document.scrollingElement;
+    return {
+        window_width: window.innerWidth,
+        page_scroll_width: root.scrollWidth,
+        code_lines: codeLines,
+        cells: cells,
+        charts: charts,
+        bench_tables_scroll: Array.from(document.querySelectorAll('.lecture-bench')).map(b => b.scrollWidth > b.clientWidth + 1),
+    };
+}
+
 // Keys that reach listeners on `document` in the bubbling phase, where mdBook's are: a key that
 // step mode handles must not arrive there.
 function probeDocumentKeys() {
@@ -183,7 +238,11 @@ async function run(browser, origin, scenario, report) {
             await page.click(selector, { clickCount: 3 });
             await page.type(selector, text);
         } else if ('screenshot' in action) {
-            await page.screenshot({ path: action.screenshot });
+            await page.screenshot({ path: action.screenshot, fullPage: action.full === true });
+        } else if ('open' in action) {
+            await page.$$eval(action.open, els => els.forEach(d => { d.open = true; }));
+        } else if ('measure' in action) {
+            report.measures[action.measure] = await page.evaluate(measure);
         } else {
             throw new Error(`unknown action ${JSON.stringify(action)}`);
         }
@@ -206,7 +265,7 @@ async function run(browser, origin, scenario, report) {
             `--user-data-dir=${profile}`,
         ],
     });
-    const report = { observations: {}, errors: [], outside: [] };
+    const report = { observations: {}, measures: {}, errors: [], outside: [] };
     try {
         for (const scenario of plan) {
             await run(browser, origin, scenario, report);

@@ -240,8 +240,9 @@ pub fn render(id: &str, path: &Path, trace: &Trace, traces: &mut Traces) -> Resu
         format!(", {day}")
     };
     Ok(format!(
-        "<figure class=\"lecture-chart\" id=\"chart-{id}\">{svg}<figcaption>{} <span class=\"lecture-muted\" \
+        "<figure class=\"lecture-chart\" id=\"chart-{id}\">{}<figcaption>{} <span class=\"lecture-muted\" \
          title=\"section {} of the {} trace\">Recorded on {}{}.</span>{mark}</figcaption></figure>",
+        plot::scroll_box(&svg),
         escape(def.caption),
         escape(def.section),
         escape(&device.slug),

@@ -39,8 +39,28 @@ fn chart_error(e: impl std::fmt::Display) -> Cause {
     }
 }
 
+/// The least size, in CSS pixels, a chart's text may be drawn at when the SVG scales down.
+pub const READABLE_TEXT_PX: f64 = 10.0;
+
+/// The smallest `font-size` plotters wrote into `svg` (it scales the sizes it is given).
+fn smallest_font(svg: &str) -> Option<f64> {
+    svg.split("font-size=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next()?.parse::<f64>().ok())
+        .filter(|size| *size > 0.0)
+        .min_by(f64::total_cmp)
+}
+
+/// The chart inside a box that scrolls sideways: on a narrow screen the SVG stops shrinking at its
+/// minimum width (see [`svg`]) and the reader scrolls the chart instead of the page.
+pub fn scroll_box(svg: &str) -> String {
+    format!("<div class=\"lecture-chart-scroll\">{svg}</div>")
+}
+
 /// Draws on a `width`×`height` SVG canvas and returns the SVG as one line of text, sized by the
-/// page (it scales down on narrow screens) and coloured by the page's theme.
+/// page and coloured by the page's theme. It scales down on narrow screens, but no further than
+/// keeps its smallest text at [`READABLE_TEXT_PX`]: below that width it scrolls in its
+/// [`scroll_box`].
 pub fn svg(
     width: u32,
     height: u32,
@@ -57,8 +77,10 @@ pub fn svg(
     // also ends lines at a carriage return, which a label from a trace may hold).
     let out = out.replace(['\n', '\r'], "").replace(FG_HEX, "currentColor");
     let size = format!("width=\"{width}\" height=\"{height}\"");
+    let min_width = smallest_font(&out).map_or(0.0, |px| f64::from(width) * READABLE_TEXT_PX / px);
     let attrs = format!(
-        "class=\"lecture-chart-svg\" role=\"img\" aria-label=\"{}\"",
+        "class=\"lecture-chart-svg\" style=\"min-width: {}px\" role=\"img\" aria-label=\"{}\"",
+        min_width.ceil().min(f64::from(width)),
         crate::html::escape(label)
     );
     if !out.contains(&size) {
@@ -371,6 +393,19 @@ mod tests {
         assert!(svg.contains(">1e10<") && svg.contains(">1e11<"), "{svg}");
         assert!(svg.contains(">64<") && svg.contains(">1024<"), "{svg}");
         assert!(!svg.contains(">3.162e10<"), "no half-power ticks");
+        // At its minimum width the smallest text is still readable.
+        let min_width: f64 = svg
+            .split("min-width: ")
+            .nth(1)
+            .and_then(|s| s.split("px").next())
+            .and_then(|s| s.parse().ok())
+            .expect("a minimum width");
+        let smallest = smallest_font(&svg).expect("text");
+        assert!(min_width < 720.0, "{min_width}");
+        assert!(
+            smallest * min_width / 720.0 >= READABLE_TEXT_PX,
+            "{smallest} px at {min_width} px"
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! every code view with the keyboard, checking at each step the line marked `aria-current="step"`,
 //! which values are shown and hidden and what they read; `?step=` links; mdBook's ←/→ chapter keys
 //! outside step mode; presenter mode on and off; the page without JavaScript; that nothing is
-//! loaded from the network; and a GPU trace recorded by older code (no histories, no tokens).
+//! loaded from the network; a GPU trace recorded by older code (no histories, no tokens); and every
+//! chapter at a phone's width and a desktop's (`widths.rs`).
 //!
 //! Needs Debian's `chromium` (or `CS336_CHROMIUM`), `node`, and puppeteer-core installed under the
 //! target folder (`.ci/browser-test-env` does both; `CS336_PUPPETEER` names another copy). Without
@@ -11,6 +12,7 @@
 //! failure. `CS336_SCREENSHOTS=DIR` also saves screenshots of presenter mode there.
 
 mod plan;
+mod widths;
 
 use crate::common;
 
@@ -87,6 +89,8 @@ fn tools() -> Option<Tools> {
 #[derive(Debug, Deserialize)]
 struct Report {
     observations: BTreeMap<String, Page>,
+    /// Layouts by label (`widths.rs`).
+    measures: BTreeMap<String, widths::Layout>,
     errors: Vec<String>,
     outside: Vec<String>,
 }

@@ -6,6 +6,11 @@ use super::*;
 /// Runs the plan's scenarios in one browser; fails on a JavaScript error or a request that left
 /// the local server.
 pub(crate) fn drive(tools: &Tools, book: &Path, plan: &Value) -> BTreeMap<String, Page> {
+    drive_report(tools, book, plan).observations
+}
+
+/// [`drive`], with everything the driver reported.
+pub(crate) fn drive_report(tools: &Tools, book: &Path, plan: &Value) -> Report {
     let dir = tempfile::tempdir().expect("temporary folder");
     let plan_file = dir.path().join("plan.json");
     std::fs::write(&plan_file, plan.to_string()).expect("plan written");
@@ -30,7 +35,7 @@ pub(crate) fn drive(tools: &Tools, book: &Path, plan: &Value) -> BTreeMap<String
         "requests off the machine: {:#?}",
         report.outside
     );
-    report.observations
+    report
 }
 
 /// One step as the page must show it: the line marked (None: the value is shown below the code),

@@ -205,6 +205,8 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
             muted,
         )?;
         let slot_center = |p: usize| row_left + slot * p as i32 + slot / 2;
+        // Positions and indices are told apart from the values by colour, not size: smaller text
+        // would fall below 10 px where the chart scales down on a phone.
         for (p, owner) in s.storage.iter().enumerate() {
             let x0 = row_left + slot * p as i32;
             let fill = match *owner {
@@ -229,7 +231,7 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
                 area,
                 &p.to_string(),
                 (slot_center(p), store_top + 40),
-                12,
+                14,
                 (HPos::Center, VPos::Top),
                 muted,
             )?;
@@ -238,7 +240,7 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
                     area,
                     &format!("{i},{j}"),
                     (slot_center(p), store_top + 58),
-                    11,
+                    14,
                     (HPos::Center, VPos::Top),
                     FG.mix(0.5),
                 )?;
@@ -248,7 +250,7 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
             area,
             "position",
             (row_left - 6, store_top + 40),
-            12,
+            14,
             (HPos::Right, VPos::Top),
             muted,
         )?;
@@ -256,7 +258,7 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
             area,
             "x index",
             (row_left - 6, store_top + 58),
-            11,
+            14,
             (HPos::Right, VPos::Top),
             FG.mix(0.5),
         )?;
