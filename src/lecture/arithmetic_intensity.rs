@@ -34,7 +34,9 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     let roofs = memory_roofs(&cx.device)?;
     record!(cx, clock memory_roofs = roofs_json(&roofs))?;
     // Main memory's (the last roof): what a large working set streams at.
-    let memory = roofs.last().ok_or_else(|| Error::invalid("arithmetic_intensity", "no memory roof was measured"))?;
+    let memory = roofs
+        .last()
+        .ok_or_else(|| Error::invalid("arithmetic_intensity", "no memory roof was measured"))?;
     let memory_bytes_per_sec = memory.copy_bytes_per_sec;
     record!(cx, clock memory_bytes_per_sec, bytes_per_sec)?;
     let accelerator_intensity = peak.flop_per_sec / memory_bytes_per_sec;
@@ -49,14 +51,18 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     let m = given!(cx, matrix_n: Count = _device => 1024, count, "rows and columns of each matrix (matvec, matmul)")?;
     let element_bytes = DType::BF16.size_in_bytes();
     record!(cx, computed element_bytes, bytes)?;
-    let bf16 = |shape: &[usize], cx: &mut SectionCtx| Tensor::randn_on(shape, DType::F32, &cx.device, &mut cx.rng)?.to_dtype(DType::BF16);
+    let bf16 = |shape: &[usize], cx: &mut SectionCtx| {
+        Tensor::randn_on(shape, DType::F32, &cx.device, &mut cx.rng)?.to_dtype(DType::BF16)
+    };
     let (x, y) = (bf16(&[n], cx)?, bf16(&[n], cx)?);
     let (a, b, v) = (bf16(&[m, m], cx)?, bf16(&[m, m], cx)?, bf16(&[m], cx)?);
     let ops: [Op<'_>; 5] = [
         Op::new("relu", vec![&x], 4 * n, n, || x.relu()),
         Op::new("gelu", vec![&x], 4 * n, 20 * n, || x.gelu()),
         Op::new("dot", vec![&x, &y], 4 * n + 2, 2 * n, || x.matmul(&y)),
-        Op::new("matvec", vec![&a, &v], 2 * (m * m + m) + 2 * m, 2 * m * m, || a.matmul(&v)),
+        Op::new("matvec", vec![&a, &v], 2 * (m * m + m) + 2 * m, 2 * m * m, || {
+            a.matmul(&v)
+        }),
         Op::new("matmul", vec![&a, &b], 3 * 2 * m * m, 2 * m * m * m, || a.matmul(&b)),
     ];
     // Bytes read and written, and FLOPs: by the formula, and from the tensors and the library's
@@ -67,7 +73,11 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     // Each timed in turns with the others, so that a busy moment slows them all.
     let times = time_in_turns(&cx.device, &ops)?;
     let threads = rayon::current_num_threads();
-    let caches = if cx.device.is_cpu() { Some(bandwidth::caches()?) } else { None };
+    let caches = if cx.device.is_cpu() {
+        Some(bandwidth::caches()?)
+    } else {
+        None
+    };
     let mut measured = serde_json::Map::new();
     let mut spreads = serde_json::Map::new();
     for ((op, count), time) in ops.iter().zip(&counts).zip(&times) {

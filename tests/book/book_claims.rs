@@ -270,7 +270,9 @@ fn the_roofline_chapter_decides_what_bounds_relu_from_the_run() {
     let mut relu = section_mut(&mut trace, "arithmetic_intensity").values["op_timings"].value["relu"].clone();
     relu["mfu"] = 0.001.into();
     relu["memory_share"] = 0.8.into();
-    let mut timings = section_mut(&mut trace, "arithmetic_intensity").values["op_timings"].value.clone();
+    let mut timings = section_mut(&mut trace, "arithmetic_intensity").values["op_timings"]
+        .value
+        .clone();
     timings["relu"] = relu.clone();
     set(&mut trace, "arithmetic_intensity", "op_timings", timings.clone());
     let before = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), &md).expect("builds"));

@@ -31,7 +31,10 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
     let levels = roof_levels(data)?;
     let xs = points.iter().map(|p| p.1).chain(sweep.iter().map(|p| p.0));
     let knees = levels.iter().map(|(_, bw)| peak / bw);
-    let (lo, hi) = xs.chain(knees).filter(|x| x.is_finite() && *x > 0.0).fold((f64::MAX, 0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    let (lo, hi) = xs
+        .chain(knees)
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .fold((f64::MAX, 0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
     if lo > hi {
         return Err(data.bad("op_counts", "no positive intensity to draw".into()));
     }
@@ -58,7 +61,9 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
     for (op, intensity, flop_per_sec) in points {
         chart.series.push(Series::measured(op, vec![(intensity, flop_per_sec)]));
     }
-    chart.series.push(Series::measured("matmul, n = 16 … 1024 or more", sweep));
+    chart
+        .series
+        .push(Series::measured("matmul, n = 16 … 1024 or more", sweep));
     chart.legend = SeriesLabelPosition::LowerRight;
     line_chart(&chart)
 }
@@ -72,6 +77,11 @@ fn roof_levels(data: &ChartData) -> Result<Vec<(String, f64)>, Cause> {
     levels
         .keys()
         .take(super::MAX_SERIES)
-        .map(|level| Ok((level.clone(), data.number(&format!("memory_roofs.{level}.copy_bytes_per_sec"))?)))
+        .map(|level| {
+            Ok((
+                level.clone(),
+                data.number(&format!("memory_roofs.{level}.copy_bytes_per_sec"))?,
+            ))
+        })
         .collect()
 }

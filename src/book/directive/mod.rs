@@ -266,8 +266,9 @@ fn set_once<T>(slot: &mut Option<T>, value: T, key: &str) -> Result<(), String> 
 /// A unit as the trace writes it (`bytes`, `FLOP`, `FLOP/s`, `s`, `ratio`, `count`, `bytes/s`,
 /// `FLOP/byte`, `none`).
 fn unit_of(word: &str) -> Result<Unit, String> {
-    serde_json::from_value(serde_json::Value::from(word))
-        .map_err(|_| format!("unknown unit `{word}` (units: bytes, FLOP, FLOP/s, s, ratio, count, bytes/s, FLOP/byte, none)"))
+    serde_json::from_value(serde_json::Value::from(word)).map_err(|_| {
+        format!("unknown unit `{word}` (units: bytes, FLOP, FLOP/s, s, ratio, count, bytes/s, FLOP/byte, none)")
+    })
 }
 
 /// A trace's file name without `.json`; no path separators, so a directive cannot leave the

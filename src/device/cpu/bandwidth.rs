@@ -255,7 +255,10 @@ mod tests {
             in_parts(threads, parts, &|p| {
                 done[p].fetch_add(1, Relaxed);
             });
-            assert!(done.iter().all(|d| d.load(Relaxed) == 1), "{threads} threads, {parts} parts");
+            assert!(
+                done.iter().all(|d| d.load(Relaxed) == 1),
+                "{threads} threads, {parts} parts"
+            );
         }
     }
 
