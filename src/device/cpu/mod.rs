@@ -233,7 +233,11 @@ pub(crate) fn reduce_in_order(
 /// A contiguous copy of a strided view (what `contiguous()` does).
 pub fn gather(buf: &CpuBuffer, layout: &Layout) -> CpuBuffer {
     fn go<T: BufferElement>(v: &[T], layout: &Layout) -> CpuBuffer {
-        T::wrap(map(v, layout, |x| x))
+        match layout.contiguous_range() {
+            // Every element is copied as it is (bits included), split over the team's threads.
+            Some(range) => T::wrap(elementwise::copy(&v[range])),
+            None => T::wrap(map(v, layout, |x| x)),
+        }
     }
     with_cpu_buffer!(buf, v => go(v, layout))
 }

@@ -84,6 +84,16 @@ pub(crate) fn unary<T: Lane>(op: UnaryOp, level: Level, src: &[T]) -> Vec<T> {
     unary_split(op, level, kernels::SPLIT, src)
 }
 
+/// A copy of a contiguous slice into a fresh vector, on the team's threads like the ops: the
+/// baseline an elementwise op's bytes/s is measured against (`contiguous()`, `deep_clone`).
+pub(crate) fn copy<T: Copy + Send + Sync>(src: &[T]) -> Vec<T> {
+    kernels::fill_fresh(src.len(), kernels::SPLIT, &|r, part| {
+        for (d, s) in part.iter_mut().zip(&src[r]) {
+            d.write(*s);
+        }
+    })
+}
+
 /// `op` over two contiguous float operands of one length.
 pub(crate) fn binary<T: Lane>(op: BinaryOp, level: Level, a: &[T], b: &[T]) -> Vec<T> {
     binary_split(op, level, kernels::SPLIT, a, b)
