@@ -201,6 +201,12 @@ pub fn peak_moved(before: f64, after: f64) -> Option<String> {
 /// product have quartiles that are the samples themselves).
 const MIN_REPS_FOR_SPREAD: usize = 8;
 
+/// Nor do calls shorter than this: a few microseconds are at the mercy of one interrupt or one
+/// cold cache line, and on a quiet run of this 2-vCPU VM the smallest products and bandwidth
+/// buffers of `arithmetic_intensity` varied 1.7–2.9× between quartiles. Other processes' share of
+/// the cores still watches the sections that time them.
+const MIN_SECONDS_FOR_SPREAD: f64 = 50e-6;
+
 thread_local! {
     /// The largest spread the timings on this thread have shown since the watch started. Per
     /// thread: a section and its `in_turns` calls run on one thread, and tests run sections on
@@ -210,7 +216,7 @@ thread_local! {
 
 /// Notes a timing's spread for the watch on this thread (`in_turns` calls it for every timing).
 pub fn note(t: &Timing) {
-    if t.reps < MIN_REPS_FOR_SPREAD || !(t.q1_s > 0.0 && t.q3_s.is_finite()) {
+    if t.reps < MIN_REPS_FOR_SPREAD || t.median_s < MIN_SECONDS_FOR_SPREAD || !(t.q1_s > 0.0 && t.q3_s.is_finite()) {
         return;
     }
     let spread = t.q3_s / t.q1_s;
