@@ -201,11 +201,12 @@ pub fn peak_moved(before: f64, after: f64) -> Option<String> {
 /// product have quartiles that are the samples themselves).
 const MIN_REPS_FOR_SPREAD: usize = 8;
 
-/// Nor do calls shorter than this: a few microseconds are at the mercy of one interrupt or one
-/// cold cache line, and on a quiet run of this 2-vCPU VM the smallest products and bandwidth
-/// buffers of `arithmetic_intensity` varied 1.7–2.9× between quartiles. Other processes' share of
-/// the cores still watches the sections that time them.
-const MIN_SECONDS_FOR_SPREAD: f64 = 50e-6;
+/// Nor do calls shorter than this: below a millisecond a call is at the mercy of one interrupt,
+/// one cold cache line or the thread team's hand-off, and with nothing else running on this
+/// 2-vCPU VM the sub-millisecond calls of `arithmetic_intensity` (ReLU at 0.25 ms, the smallest
+/// products) varied 1.4–1.8× between quartiles, and 2.9× in one run. Other processes' share of
+/// the cores and the hypervisor's steal still watch the sections that time them.
+const MIN_SECONDS_FOR_SPREAD: f64 = 1e-3;
 
 thread_local! {
     /// The largest spread the timings on this thread have shown since the watch started. Per
