@@ -42,6 +42,17 @@ fn words(html: &str) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A real chapter cites its sources: the small book gets the real bibliography.
+fn with_bibliography(ws: &Workspace) {
+    let mini = ws.dir.path().join("mini");
+    std::fs::create_dir_all(&mini).expect("book folder");
+    std::fs::copy(
+        Path::new(ROOT).join("book/references.toml"),
+        mini.join("references.toml"),
+    )
+    .expect("bibliography");
+}
+
 fn chapter(name: &str) -> String {
     std::fs::read_to_string(Path::new(ROOT).join("book/src").join(name)).expect("chapter")
 }
@@ -92,14 +103,7 @@ fn a_claim_flips_with_its_value_inline_and_around_paragraphs() {
 fn the_real_chapter_changes_its_words_when_the_trace_disagrees() {
     let ws = Workspace::new();
     let md = chapter("mixed_precision_training.md");
-    // The real chapter cites its sources: the small book gets the real bibliography.
-    let mini = ws.dir.path().join("mini");
-    std::fs::create_dir_all(&mini).expect("book folder");
-    std::fs::copy(
-        Path::new(ROOT).join("book/references.toml"),
-        mini.join("references.toml"),
-    )
-    .expect("bibliography");
+    with_bibliography(&ws);
     let mut trace = committed();
     let before = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), &md).expect("builds"));
     assert!(before.contains("pure bfloat16 did stall short of float32"), "{before}");
@@ -258,13 +262,7 @@ fn objects_are_tables_never_raw_json_in_prose() {
 fn the_roofline_chapter_decides_what_bounds_relu_from_the_run() {
     let ws = Workspace::new();
     let md = chapter("arithmetic_intensity.md");
-    let mini = ws.dir.path().join("mini");
-    std::fs::create_dir_all(&mini).expect("book folder");
-    std::fs::copy(
-        Path::new(ROOT).join("book/references.toml"),
-        mini.join("references.toml"),
-    )
-    .expect("bibliography");
+    with_bibliography(&ws);
     let mut trace = committed();
     // As measured: ReLU at a small share of the peak and a larger one of the bandwidth.
     let mut relu = section_mut(&mut trace, "arithmetic_intensity").values["op_timings"].value["relu"].clone();

@@ -10,6 +10,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
+use super::matmul::Shared;
 use super::team::{Team, claim};
 use crate::error::{Error, Result};
 use crate::timing::{self, Budget, Clock, Timing};
@@ -108,22 +109,22 @@ const PARTS_PER_THREAD: usize = 4;
 /// Times `stream` over buffers that touch `touched` bytes in all, on `threads` threads.
 pub fn measure(stream: Stream, touched: usize, threads: usize, budget: Budget) -> Result<Measured> {
     let threads = threads.max(1);
-    let floats = match stream {
-        Stream::Copy => touched / 2 / 4,
-        Stream::Read => touched / 4,
+    // Bytes counted per byte of source: a copy reads and writes it.
+    let moved = match stream {
+        Stream::Copy => 2,
+        Stream::Read => 1,
     };
+    let floats = touched / moved / 4;
     // Whole 64-float blocks per part, so that every part runs the vector loop only.
     let parts = threads * PARTS_PER_THREAD;
     let per_part = (floats / parts / 64).max(1) * 64;
     let n = per_part * parts;
-    super::check_bytes(
-        "memory bandwidth",
-        (n * 4 * if stream == Stream::Copy { 2 } else { 1 }) as u128,
-    )?;
+    let bytes_per_call = n * 4 * moved;
+    super::check_bytes("memory bandwidth", bytes_per_call as u128)?;
     // Written once before timing: the first touch takes each page's fault.
     let src: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 1e-3).collect();
     let mut dst = vec![0f32; if stream == Stream::Copy { n } else { 0 }];
-    let out = SendPtr(dst.as_mut_ptr());
+    let out = Shared(dst.as_mut_ptr());
     let sink = AtomicUsize::new(0);
     let mut call = || -> Result<()> {
         in_parts(threads, parts, &|p| {
@@ -145,7 +146,6 @@ pub fn measure(stream: Stream, touched: usize, threads: usize, budget: Budget) -
     };
     let timing = timing::in_turns(budget, &mut [&mut timing::contender(Clock::Host, &mut call)])?[0];
     std::hint::black_box((&dst, sink.load(Relaxed)));
-    let bytes_per_call = n * 4 * if stream == Stream::Copy { 2 } else { 1 };
     Ok(Measured {
         bytes_per_sec: bytes_per_call as f64 / timing.median_s,
         bytes_per_call,
@@ -213,18 +213,6 @@ fn sum_avx512(x: &[f32]) -> f32 {
 #[target_feature(enable = "avx2")]
 fn sum_avx2(x: &[f32]) -> f32 {
     sum_lanes(x)
-}
-
-/// A raw pointer the team's threads may share (each writes its own parts).
-#[derive(Clone, Copy)]
-struct SendPtr(*mut f32);
-// SAFETY: the threads write disjoint parts (see `measure`).
-unsafe impl Sync for SendPtr {}
-unsafe impl Send for SendPtr {}
-impl SendPtr {
-    fn get(self) -> *mut f32 {
-        self.0
-    }
 }
 
 #[cfg(test)]
