@@ -269,10 +269,56 @@ fn run_in_f32<T: Element>(plan: &Plan, a: &[T], b: &[T]) -> Vec<T> {
     run(plan, &widen(a), &widen(b)).into_iter().map(T::from_f32).collect()
 }
 
+/// Where a product is a matrix-vector product `A·x` or a dot product (one output column, `A`'s
+/// rows one after another, `x` contiguous): the ranges of `A` and `x` in their buffers.
+fn as_matvec(plan: &Plan) -> Option<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+    let (m, n, k) = (plan.m, plan.n, plan.k);
+    let [(ma, mb)] = plan.pairs[..] else { return None };
+    let rows_in_order = (ma.cs == 1 || k == 1) && (m == 1 || ma.rs == k as isize);
+    let vector = mb.rs == 1 || k == 1;
+    (n == 1 && m > 0 && k > 0 && rows_in_order && vector)
+        .then(|| (ma.offset..ma.offset + m * k, mb.offset..mb.offset + k))
+}
+
+/// `A·x` by the memory-bound loops of `elementwise::matvec` (f32 accumulation, one rounding),
+/// where the operands are where `as_matvec` found them.
+fn matvec<T: super::elementwise::Lane>(
+    (ra, rx): (std::ops::Range<usize>, std::ops::Range<usize>),
+    a: &[T],
+    x: &[T],
+    k: usize,
+    round: fn(f32) -> T,
+) -> Result<Option<Vec<T>>> {
+    let (Some(a), Some(x)) = (a.get(ra), x.get(rx)) else {
+        return Ok(None);
+    };
+    Ok(Some(super::elementwise::matvec(
+        super::elementwise::Level::current()?,
+        a,
+        x,
+        k,
+        round,
+    )))
+}
+
 pub fn matmul(a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layout) -> Result<CpuBuffer> {
     la.check_bounds("matmul", a.len())?;
     lb.check_bounds("matmul", b.len())?;
     let plan = plan(la, lb);
+    if let Some(ranges) = as_matvec(&plan) {
+        let k = plan.k;
+        let done = match (a, b) {
+            (CpuBuffer::F32(x), CpuBuffer::F32(y)) => matvec(ranges, x, y, k, |v| v)?.map(CpuBuffer::F32),
+            (CpuBuffer::BF16(x), CpuBuffer::BF16(y)) => {
+                matvec(ranges, x, y, k, half::bf16::from_f32)?.map(CpuBuffer::BF16)
+            }
+            (CpuBuffer::F16(x), CpuBuffer::F16(y)) => matvec(ranges, x, y, k, f16::from_f32)?.map(CpuBuffer::F16),
+            _ => None,
+        };
+        if let Some(out) = done {
+            return Ok(out);
+        }
+    }
     Ok(match (a, b) {
         (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(run(&plan, x, y)),
         (CpuBuffer::F16(x), CpuBuffer::F16(y)) => CpuBuffer::F16(run_in_f32::<f16>(&plan, x, y)),

@@ -142,8 +142,8 @@ pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layo
 /// run of the buffer (a whole contiguous tensor, or its last dimensions), the vectorised,
 /// threaded loops of `elementwise::reduce_runs` run, and a sum's order is fixed, the same on
 /// every instruction set and thread count: blocks of 4096 elements from the run's start; in a
-/// block, element `i` goes to f64 lane `i mod 8`, lanes combined as `((l0+l1)+(l2+l3)) +
-/// ((l4+l5)+(l6+l7))`; block sums added in index order; a NaN sum is `f64::NAN`. Other layouts, and integers, add in
+/// block, element `i` goes to f64 lane `i mod 32`, lanes folded in halves (lane `i` gains lane
+/// `i + 16`, then `i + 8`, … `i + 1`); block sums added in index order; a NaN sum is `f64::NAN`. Other layouts, and integers, add in
 /// index order, one element at a time. `max`/`min` give the same bits on both paths.
 pub fn reduce(op: ReduceOp, buf: &CpuBuffer, layout: &Layout, dims: &[usize]) -> Result<CpuBuffer> {
     let ReduceWalk { walk, outputs, run } = op.walk(layout, dims, buf.len())?;

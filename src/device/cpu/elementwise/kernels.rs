@@ -1,9 +1,10 @@
 //! The loops, compiled once per instruction set, and their split over the team's threads.
 //!
 //! One generic body (`Lane::unary`/`Lane::binary`, inlined with the op's closure) is compiled for
-//! AVX-512F (16 f32 lanes), AVX2 (8) and the build target (SSE2's 4 on x86-64, NEON on aarch64),
-//! as `update.rs` does for AdaGrad. Each rounds every operation the same way (IEEE; Rust never
-//! fuses a multiply and an add by itself), so every variant gives the scalar loop's bits.
+//! AVX-512F (16 f32 lanes, FMA included), AVX2 with FMA (8) and the build target (SSE2's 4 on
+//! x86-64, NEON on aarch64), as `update.rs` does for AdaGrad. Each rounds every operation the same
+//! way (IEEE; Rust never fuses a multiply and an add by itself, and an explicit `mul_add` is one
+//! rounding on every target), so every variant gives the scalar loop's bits.
 
 use std::mem::MaybeUninit;
 
@@ -26,7 +27,7 @@ pub(crate) const PARALLEL_MIN: usize = 1 << 16;
 
 /// Elements per claimed range: large enough that claiming (an atomic add) is noise, small enough
 /// that two threads finish close together.
-const CHUNK: usize = 1 << 14;
+pub(super) const CHUNK: usize = 1 << 14;
 
 pub(super) const SPLIT: Split = Split {
     parallel_min: PARALLEL_MIN,
@@ -94,7 +95,7 @@ fn unary_avx512<T: Lane, F: Fn(f32) -> f32>(f: &F, src: &[T], dst: &mut [MaybeUn
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 fn unary_avx2<T: Lane, F: Fn(f32) -> f32>(f: &F, src: &[T], dst: &mut [MaybeUninit<T>]) {
     T::unary(f, src, dst)
 }
@@ -106,7 +107,7 @@ fn binary_avx512<T: Lane, F: Fn(f32, f32) -> f32>(f: &F, a: &[T], b: &[T], dst: 
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 fn binary_avx2<T: Lane, F: Fn(f32, f32) -> f32>(f: &F, a: &[T], b: &[T], dst: &mut [MaybeUninit<T>]) {
     T::binary(f, a, b, dst)
 }

@@ -1,6 +1,7 @@
-//! The float dtypes as the elementwise loops see them: f32 runs its op directly; bf16 and f16
-//! are widened a block at a time into an f32 scratch on the stack, computed, and rounded back once
-//! (the same arithmetic as widening, computing and rounding each element, so the same bits).
+//! The float dtypes as the elementwise loops see them: f32 runs its op directly; bf16 is widened,
+//! computed and rounded back one element at a time in one vectorised pass; f16 (whose conversion
+//! is `half`'s slice functions) a block at a time through an f32 scratch on the stack. Both are
+//! the same arithmetic as widening, computing and rounding each element, so the same bits.
 //!
 //! Every function here is `#[inline(always)]`, so that it is compiled inside the caller's
 //! `#[target_feature]` wrapper and vectorised for that instruction set.
@@ -22,6 +23,11 @@ pub(crate) trait Lane: Copy + Send + Sync + 'static {
     /// `dst[i] = src[i]` rounded to nearest even, as `Self::from_f32` rounds (`dst.len() ==
     /// src.len()`).
     fn narrow(src: &[f32], dst: &mut [MaybeUninit<Self>]);
+
+    /// One element as f32, for sums and dot products: as [`Lane::widen`], except that a bf16
+    /// signalling NaN may stay signalling (an addition quiets it, and every NaN sum is the one
+    /// NaN), so that bf16 widens by a shift alone.
+    fn lane_f32(self) -> f32;
 
     /// `dst[i] = f(src[i])`, widening and rounding a block at a time.
     #[inline(always)]
@@ -66,6 +72,11 @@ impl Lane for f32 {
         }
     }
 
+    #[inline(always)]
+    fn lane_f32(self) -> f32 {
+        self
+    }
+
     // f32 needs no scratch: one pass straight from the operands into the output.
     #[inline(always)]
     fn unary<F: Fn(f32) -> f32>(f: &F, src: &[f32], dst: &mut [MaybeUninit<f32>]) {
@@ -105,6 +116,29 @@ pub(crate) fn f32_to_bf16(x: f32) -> bf16 {
 }
 
 impl Lane for bf16 {
+    /// The bits moved up, nothing else: the cheapest widening, and exact.
+    #[inline(always)]
+    fn lane_f32(self) -> f32 {
+        f32::from_bits(u32::from(self.to_bits()) << 16)
+    }
+
+    // bf16 converts with a few integer instructions, so each element is widened, computed and
+    // rounded in one pass, with no scratch block: the same bits as the block loops, with a third
+    // of the loads and stores.
+    #[inline(always)]
+    fn unary<F: Fn(f32) -> f32>(f: &F, src: &[bf16], dst: &mut [MaybeUninit<bf16>]) {
+        for (d, &x) in dst.iter_mut().zip(src) {
+            d.write(f32_to_bf16(f(bf16_to_f32(x))));
+        }
+    }
+
+    #[inline(always)]
+    fn binary<F: Fn(f32, f32) -> f32>(f: &F, lhs: &[bf16], rhs: &[bf16], dst: &mut [MaybeUninit<bf16>]) {
+        for ((d, &x), &y) in dst.iter_mut().zip(lhs).zip(rhs) {
+            d.write(f32_to_bf16(f(bf16_to_f32(x), bf16_to_f32(y))));
+        }
+    }
+
     #[inline(always)]
     fn widen(src: &[bf16], dst: &mut [f32]) {
         for (d, &x) in dst.iter_mut().zip(src) {
@@ -121,6 +155,12 @@ impl Lane for bf16 {
 }
 
 impl Lane for f16 {
+    /// One at a time (`half`'s conversion does not vectorise); f16 sums are rare in the lecture.
+    #[inline(always)]
+    fn lane_f32(self) -> f32 {
+        self.to_f32()
+    }
+
     /// `half`'s slice conversion (F16C where the CPU has it, 8 at a time); tests hold it to
     /// `f16::to_f32` for every f16.
     #[inline(always)]

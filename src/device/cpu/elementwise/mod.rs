@@ -9,16 +9,20 @@
 //! table entry gets its loops with no change here. Strided and broadcast operands take the plain
 //! loops in `cpu/mod.rs`.
 
+mod dot;
 mod kernels;
 mod lane;
 mod reduce;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_dot;
+#[cfg(test)]
 mod tests_reduce;
 #[cfg(test)]
 mod timing;
 
+pub(crate) use dot::matvec;
 pub(crate) use kernels::Level;
 #[cfg(test)]
 use kernels::PARALLEL_MIN;

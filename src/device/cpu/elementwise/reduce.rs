@@ -3,13 +3,15 @@
 //!
 //! The order of a float sum is fixed, whatever the instruction set or the number of threads, so
 //! every machine gives the same bits: a run is cut into blocks of [`SUM_BLOCK`] elements from its
-//! start; in a block, element `i` is added (in f64, in index order) into lane `i mod 8`; the 8
-//! lanes are combined as `((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))`; the block sums are
-//! added in index order, starting from 0; a NaN sum is `f64::NAN`, whatever NaN the additions
-//! left. (A sequential f64 sum is one long chain of dependent
-//! additions, 4 cycles each; 8 lanes are 8 independent chains.) `max`/`min` do not depend on the
-//! order; they give what the sequential loop gives, NaN (if any element is one) and the sign of
-//! a zero maximum included.
+//! start; in a block, element `i` is added (in f32, in index order) into lane `i mod 64` of
+//! `LANES`; the lanes are folded in halves (`fold_halves`: lane `i` gains lane `i + 32`, then
+//! `i + 16`, …, down to one); the block sums are added in f64, in index order, starting from 0; a
+//! NaN sum is `f64::NAN`, whatever NaN the additions left. Each f32 lane adds only 64 elements
+//! (a cascade, as PyTorch's CPU sum is), and the blocks add up in f64. (A sequential sum is one
+//! long chain of dependent additions, 4 cycles each; 64 lanes are four AVX-512 registers, four
+//! independent chains. f64 lanes, converted from f32, read at half PyTorch's speed from L2.)
+//! `max`/`min` do not depend on the order; they give what the sequential loop
+//! gives, NaN (if any element is one) and the sign of a zero maximum included.
 
 use std::mem::MaybeUninit;
 
@@ -22,30 +24,59 @@ use crate::device::cpu::team::{Split, in_chunks};
 /// Elements per block of a sum (a multiple of `BLOCK`, and so of the 8 lanes).
 pub(crate) const SUM_BLOCK: usize = 8 * BLOCK;
 
+/// How a long run is shared out: whole blocks, a few at a time.
+pub(super) const LONG_RUN: Split = Split {
+    parallel_min: PARALLEL_MIN,
+    chunk: SUM_BLOCK * BLOCKS_PER_CLAIM,
+};
+
 /// Blocks of one long run that a thread claims at a time.
 const BLOCKS_PER_CLAIM: usize = 4;
 
-/// `run`'s sum in the fixed order above, for one block (`x.len() <= SUM_BLOCK`).
+/// `lanes` added up in the fixed order of the module docs: lane `i` gains lane `i + 32`, then
+/// `i + 16`, …, `i + 1`; lane 0 is the sum. Each step writes a new, half-size array (not the
+/// lanes in place), so that the compiler keeps them in registers: folding in place went through
+/// the stack and cost as much as reading a short row.
 #[inline(always)]
-fn block_sum<T: Lane>(x: &[T]) -> f64 {
-    let mut lanes = [0f64; 8];
-    let mut wide = [0f32; BLOCK];
-    for part in x.chunks(BLOCK) {
-        let wide = &mut wide[..part.len()];
-        T::widen(part, wide);
-        let mut eights = wide.chunks_exact(8);
-        for v in &mut eights {
-            for (l, &x) in lanes.iter_mut().zip(v) {
-                *l += f64::from(x);
-            }
-        }
-        // Only a block's last part has a remainder (`BLOCK` is a multiple of 8).
-        for (l, &x) in lanes.iter_mut().zip(eights.remainder()) {
-            *l += f64::from(x);
+pub(crate) fn fold_halves(lanes: [f32; LANES]) -> f32 {
+    fn half<const N: usize, const H: usize>(l: &[f32; N]) -> [f32; H] {
+        std::array::from_fn(|i| l[i] + l[i + H])
+    }
+    let l: [f32; 32] = half(&lanes);
+    let l: [f32; 16] = half(&l);
+    let l: [f32; 8] = half(&l);
+    let l: [f32; 4] = half(&l);
+    let l: [f32; 2] = half(&l);
+    l[0] + l[1]
+}
+
+/// Partial sums of a reduction or a dot product: four AVX-512 registers of f32, four independent
+/// chains of additions (one chain, 4 cycles an addition, reads a fraction of what L2 delivers).
+pub(crate) const LANES: usize = 64;
+
+/// `Σ f(a[i], b[i])` over one block (`a.len() == b.len() <= SUM_BLOCK`) in f32, in the fixed
+/// order of the module docs: a sum is `f = |x, _| x` over `b = a`, a dot product `f = |x, y| x·y`.
+#[inline(always)]
+pub(crate) fn block_sum_of<A: Lane, B: Lane, F: Fn(f32, f32) -> f32>(a: &[A], b: &[B], f: F) -> f32 {
+    let mut lanes = [0f32; LANES];
+    let (mut ra, mut rb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    for (ca, cb) in (&mut ra).zip(&mut rb) {
+        for ((l, &x), &y) in lanes.iter_mut().zip(ca).zip(cb) {
+            *l += f(x.lane_f32(), y.lane_f32());
         }
     }
-    let [l0, l1, l2, l3, l4, l5, l6, l7] = lanes;
-    ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
+    // The block's last, short run of lanes (one element at a time: a padded copy would be
+    // written narrow and read wide, which stalls the loads).
+    for ((l, &x), &y) in lanes.iter_mut().zip(ra.remainder()).zip(rb.remainder()) {
+        *l += f(x.lane_f32(), y.lane_f32());
+    }
+    fold_halves(lanes)
+}
+
+/// `run`'s sum in the fixed order above, for one block (`x.len() <= SUM_BLOCK`), into f64.
+#[inline(always)]
+fn block_sum<T: Lane>(x: &[T]) -> f64 {
+    f64::from(block_sum_of(x, x, |v, _| v))
 }
 
 /// The largest (`MAX`) or smallest element of a slice as f32, and whether any is NaN. Ties keep
@@ -78,7 +109,7 @@ fn block_sum_avx512<T: Lane>(x: &[T]) -> f64 {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 fn block_sum_avx2<T: Lane>(x: &[T]) -> f64 {
     block_sum(x)
 }
@@ -90,7 +121,7 @@ fn block_extreme_avx512<T: Lane, const MAX: bool>(x: &[T]) -> (f32, bool) {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 fn block_extreme_avx2<T: Lane, const MAX: bool>(x: &[T]) -> (f32, bool) {
     block_extreme::<T, MAX>(x)
 }
@@ -119,26 +150,31 @@ fn block_extreme_at<T: Lane, const MAX: bool>(level: Level, x: &[T]) -> (f32, bo
     }
 }
 
-/// How a long run is shared out: whole blocks, a few at a time.
-const LONG_RUN: Split = Split {
-    parallel_min: PARALLEL_MIN,
-    chunk: SUM_BLOCK * BLOCKS_PER_CLAIM,
-};
-
 /// `part(block)` for every block of `x` (cut as [`LONG_RUN`] cuts it), on the team's threads
 /// when `x` is long; the results in block order.
 fn per_block<T: Lane, R: Copy + Send>(x: &[T], block: usize, part: &(dyn Fn(&[T]) -> R + Sync)) -> Vec<R> {
-    let count = x.len().div_ceil(block);
+    per_block_range(x.len(), block, &|r| part(&x[r]))
+}
+
+/// `part(range)` for every block `range` of `0..len` (`block` divides `LONG_RUN.chunk`), on the
+/// team's threads when `len` is long; the results in block order.
+pub(super) fn per_block_range<R: Copy + Send>(
+    len: usize,
+    block: usize,
+    part: &(dyn Fn(std::ops::Range<usize>) -> R + Sync),
+) -> Vec<R> {
+    let count = len.div_ceil(block);
     let mut out: Vec<R> = Vec::with_capacity(count);
     let dst = Shared(out.spare_capacity_mut().as_mut_ptr());
-    in_chunks(x.len(), LONG_RUN, &|r| {
+    in_chunks(len, LONG_RUN, &|r| {
         // `LONG_RUN.chunk` is a multiple of `block`, so every range starts at a block.
-        for (i, b) in x[r.clone()].chunks(block).enumerate() {
+        for (i, start) in r.clone().step_by(block).enumerate() {
+            let result = part(start..(start + block).min(r.end));
             // SAFETY: block `r.start / block + i` lies in this range alone, below `count`.
-            unsafe { (*dst.get().add(r.start / block + i)).write(part(b)) };
+            unsafe { (*dst.get().add(r.start / block + i)).write(result) };
         }
     });
-    // SAFETY: the ranges covered `0..x.len()`, so every block's result was written.
+    // SAFETY: the ranges covered `0..len`, so every block's result was written.
     unsafe { out.set_len(count) };
     out
 }

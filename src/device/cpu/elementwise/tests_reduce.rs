@@ -29,14 +29,21 @@ fn runs() -> Vec<usize> {
     ]
 }
 
-/// The documented order, written out one element at a time.
-fn sum_in_documented_order(x: &[f64]) -> f64 {
+/// The documented order, written out one element at a time: f32 lanes in a block, f64 across
+/// blocks.
+fn sum_in_documented_order(x: &[f32]) -> f64 {
     x.chunks(SUM_BLOCK).fold(0.0, |total, block| {
-        let mut l = [0f64; 8];
+        let mut l = [0f32; 64];
         for (i, v) in block.iter().enumerate() {
-            l[i % 8] += v;
+            l[i % 64] += v;
         }
-        total + (((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])))
+        // Folded in halves, written out: lane i gains lane i + 32, then i + 16, …, i + 1.
+        for half in [32, 16, 8, 4, 2, 1] {
+            for i in 0..half {
+                l[i] += l[i + half];
+            }
+        }
+        total + f64::from(l[0])
     })
 }
 
@@ -71,7 +78,7 @@ fn check<T: Bits + BufferElement>(finite_only: bool) {
                     ReduceOp::Sum | ReduceOp::Mean => x
                         .chunks_exact(run)
                         .map(|r| {
-                            let s = sum_in_documented_order(&r.iter().map(|v| v.to_f64()).collect::<Vec<_>>());
+                            let s = sum_in_documented_order(&r.iter().map(|v| v.to_f64() as f32).collect::<Vec<_>>());
                             let s = if s.is_nan() { f64::NAN } else { s };
                             T::from_f64(if op == ReduceOp::Mean { s / run as f64 } else { s })
                         })

@@ -175,3 +175,25 @@ fn dot_and_matvec_speed() {
         }
     }
 }
+
+/// `matvec` and `dot` straight, against a read of as many bytes (one thread).
+#[test]
+#[ignore]
+fn matvec_speed() {
+    let level = Level::current().expect("a level");
+    one_thread(|| {
+        for n in [64usize, 403, 448, 2048] {
+            let a: Vec<f32> = (0..n * n).map(|i| (i % 97) as f32 * 0.01).collect();
+            let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32 * 0.1).collect();
+            let mv = median_secs(200, || drop(black_box(super::dot::matvec(level, &a, &x, n, |v| v))));
+            let rd = median_secs(200, || drop(black_box(reduce_runs(ReduceOp::Sum, level, &a, a.len()))));
+            let rows = median_secs(200, || drop(black_box(reduce_runs(ReduceOp::Sum, level, &a, n))));
+            println!(
+                "n={n}: matvec {:.1} µs, sum_all {:.1} µs, row sums {:.1} µs",
+                mv * 1e6,
+                rd * 1e6,
+                rows * 1e6
+            );
+        }
+    });
+}

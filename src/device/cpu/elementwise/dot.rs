@@ -1,0 +1,88 @@
+//! Dot products and matrix-vector products (`A·x` with `A` row-major) at the memory's speed:
+//! the lecture's two memory-bound products. `gemm`'s matrix-vector kernel runs on one thread and
+//! reached a third of PyTorch's speed here; these loops read each operand once, a block at a
+//! time, vectorised like the other elementwise loops and split over the team's threads.
+//!
+//! Like every CPU product, they multiply and accumulate in f32 and round once into the dtype (bf16
+//! and f16 are widened exactly, a block at a time). The order of the additions is fixed, so every
+//! instruction set and thread count gives the same bits: a row is cut into blocks of
+//! [`SUM_BLOCK`] elements from its start; in a block, the product of elements `i` is added into
+//! f32 lane `i mod 64`; the lanes are folded in halves; the block sums are added in f32, in
+//! index order, starting from 0 (`reduce`'s order, in f32 throughout, as `gemm` accumulates).
+
+use std::mem::MaybeUninit;
+
+use super::kernels::{CHUNK, Level, PARALLEL_MIN, fill_fresh};
+use super::lane::Lane;
+use super::reduce::{SUM_BLOCK, block_sum_of, per_block_range};
+use crate::device::cpu::team::Split;
+
+/// `Σ a[i]·b[i]` over one block (`a.len() == b.len() <= SUM_BLOCK`), in the fixed order above.
+#[inline(always)]
+fn block_dot<A: Lane, B: Lane>(a: &[A], b: &[B]) -> f32 {
+    block_sum_of(a, b, |x, y| x * y)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn block_dot_avx512<A: Lane, B: Lane>(a: &[A], b: &[B]) -> f32 {
+    block_dot(a, b)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn block_dot_avx2<A: Lane, B: Lane>(a: &[A], b: &[B]) -> f32 {
+    block_dot(a, b)
+}
+
+/// [`block_dot`] at `level` (every level gives the same bits: the order is written out).
+fn block_dot_at<A: Lane, B: Lane>(level: Level, a: &[A], b: &[B]) -> f32 {
+    match level {
+        // SAFETY (both): `Level::current` only returns a level this CPU has.
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => unsafe { block_dot_avx512(a, b) },
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => unsafe { block_dot_avx2(a, b) },
+        _ => block_dot(a, b),
+    }
+}
+
+/// One row's dot product on this thread, block by block in order.
+fn row_dot<A: Lane, B: Lane>(level: Level, a: &[A], b: &[B]) -> f32 {
+    a.chunks(SUM_BLOCK)
+        .zip(b.chunks(SUM_BLOCK))
+        .fold(0.0, |s, (pa, pb)| s + block_dot_at(level, pa, pb))
+}
+
+/// `a·b` (`a.len() == b.len()`), its blocks shared over the team's threads when long.
+fn dot<T: Lane>(level: Level, a: &[T], b: &[T]) -> f32 {
+    if a.len() < PARALLEL_MIN {
+        return row_dot(level, a, b);
+    }
+    per_block_range(a.len(), SUM_BLOCK, &|r| block_dot_at(level, &a[r.clone()], &b[r]))
+        .into_iter()
+        .fold(0.0, |s, b| s + b)
+}
+
+/// `A·x` for a row-major `m×k` matrix `a` (`a.len() == m·k`, `x.len() == k`, `k > 0`): each
+/// output is [`dot`] of a row with `x`. One long row shares its blocks out; many rows are
+/// shared out whole, so each row's sum is one thread's, in order.
+pub(crate) fn matvec<T: Lane>(level: Level, a: &[T], x: &[T], k: usize, round: fn(f32) -> T) -> Vec<T> {
+    let m = a.len() / k;
+    if m == 1 {
+        return vec![round(dot(level, a, x))];
+    }
+    // `x` is widened once, not once per row (for f32 a copy of one row's length).
+    let mut wide = vec![0f32; k];
+    T::widen(x, &mut wide);
+    let x = &wide[..];
+    let split = Split {
+        parallel_min: PARALLEL_MIN.div_ceil(k),
+        chunk: CHUNK.div_ceil(k),
+    };
+    fill_fresh(m, split, &|rows, part: &mut [MaybeUninit<T>]| {
+        for (d, i) in part.iter_mut().zip(rows) {
+            d.write(round(row_dot(level, &a[i * k..(i + 1) * k], x)));
+        }
+    })
+}
