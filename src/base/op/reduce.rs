@@ -1,8 +1,9 @@
 //! Reductions over one or more dimensions: `sum`, `mean`, `max`, `min`. Both backends walk the
 //! input the same way ([`ReduceOp::walk`]): the layout permuted so that the kept dimensions come
 //! first and the reduced ones last, so each output reduces one consecutive run of the walk.
-//! Floats accumulate in f64 and round once into the dtype; integers reduce exactly in i64 (sums
-//! wrap, as in PyTorch). Autograd differentiates `sum` and `mean` (the gradient spread back over
+//! Floats round once into the dtype: the CPU adds a contiguous run in f32 lanes of at most 64
+//! elements and the lanes' block sums in f64 (`device::cpu::reduce`), other layouts and CUDA add in
+//! f64; integers reduce exactly in i64 (sums wrap, as in PyTorch). Autograd differentiates `sum` and `mean` (the gradient spread back over
 //! the reduced dimensions); `max` and `min` have no derivative.
 
 use crate::base::{DType, Layout};

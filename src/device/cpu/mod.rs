@@ -138,13 +138,15 @@ pub fn binary(op: BinaryOp, a: &CpuBuffer, la: &Layout, b: &CpuBuffer, lb: &Layo
 /// Reduces the dimensions in `dims` (see `ReduceOp::walk`: each output element is one
 /// consecutive run of the walk).
 ///
-/// Floats accumulate in f64 and round once into the dtype. Where each output is one contiguous
-/// run of the buffer (a whole contiguous tensor, or its last dimensions), the vectorised,
-/// threaded loops of `elementwise::reduce_runs` run, and a sum's order is fixed, the same on
-/// every instruction set and thread count: blocks of 4096 elements from the run's start; in a
-/// block, element `i` goes to f64 lane `i mod 32`, lanes folded in halves (lane `i` gains lane
-/// `i + 16`, then `i + 8`, … `i + 1`); block sums added in index order; a NaN sum is `f64::NAN`. Other layouts, and integers, add in
-/// index order, one element at a time. `max`/`min` give the same bits on both paths.
+/// Floats round once into the dtype. Where each output is one contiguous run of the buffer (a
+/// whole contiguous tensor, or its last dimensions), the vectorised, threaded loops of
+/// `elementwise::reduce_runs` run, and a sum's order is fixed, the same on every instruction set
+/// and thread count: blocks of 4096 elements from the run's start; in a block, element `i` goes to
+/// f32 lane `i mod 64`, lanes folded in halves (lane `i` gains lane `i + 32`, then `i + 16`, …
+/// `i + 1`); block sums added in f64, in index order; a NaN sum is `f64::NAN` (a cascade, as
+/// PyTorch's CPU sum is: no f32 lane adds more than 64 elements). Other layouts add in f64, in
+/// index order, one element at a time, and integers in index order. `max`/`min` give the same
+/// bits on both paths.
 pub fn reduce(op: ReduceOp, buf: &CpuBuffer, layout: &Layout, dims: &[usize]) -> Result<CpuBuffer> {
     let ReduceWalk { walk, outputs, run } = op.walk(layout, dims, buf.len())?;
     op.check_dtype(buf.dtype())?;
@@ -203,8 +205,8 @@ pub(crate) fn reduce_in_order(
             return Ok(T::wrap(out));
         }
         for _ in 0..out_len {
-            // Floats accumulate in f64 (more accurate than PyTorch's f32 accumulation; it only
-            // changes the last bits), then round once into the dtype.
+            // Other layouts: floats accumulate in f64, in index order, then round once into the
+            // dtype (rare; the fast path's max and min are held to this loop's bits).
             let mut acc = match op {
                 ReduceOp::Max => f64::NEG_INFINITY,
                 ReduceOp::Min => f64::INFINITY,
