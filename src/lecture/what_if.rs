@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::givens::{self, GivenDef};
 use super::run::Overrides;
@@ -59,8 +60,22 @@ pub enum Refused {
         range: String,
         why: String,
     },
+    #[error(
+        "section `{section}` would record about {size} in its trace with these givens, more than the {limit} a \
+         trace may have (its reader refuses a larger one); nothing was run"
+    )]
+    TraceTooLarge {
+        section: String,
+        size: String,
+        limit: String,
+    },
     #[error("`{0}` is set twice")]
     Twice(String),
+    #[error(
+        "`--set {key}={value}` is the lecture's own value on this device: the device's own trace has it already, \
+         and a what-if changes a given from it. Drop it, or choose another value; nothing was run"
+    )]
+    Default { key: String, value: String },
     #[error(
         "section `{section}` would need about {needed} of memory with these givens (and {how}), more than the \
          {limit} this machine can give it ({share}% of its {total}); nothing was run"
@@ -114,11 +129,11 @@ pub fn parse(args: &[String]) -> Result<Vec<Change>, Refused> {
                 known: known.join(", "),
             });
         };
-        let value = (given.parse)(text).map_err(|why| Refused::OutOfRange {
+        let value = given.read(text).map_err(|why| Refused::OutOfRange {
             arg: arg.clone(),
             section: section.to_string(),
             name: name.to_string(),
-            range: given.range.to_string(),
+            range: given.range_words().to_string(),
             why,
         })?;
         if changes
@@ -134,6 +149,21 @@ pub fn parse(args: &[String]) -> Result<Vec<Change>, Refused> {
         });
     }
     Ok(changes)
+}
+
+/// Refuses a change to the value the given has anyway on `device`: its run would be the device's
+/// own, and its trace no what-if's.
+pub fn check_not_default(changes: &[Change], device: &Device) -> Result<(), Refused> {
+    for c in changes {
+        let default = (c.given.default)(device);
+        if c.value == default || c.value.as_f64().is_some_and(|x| Some(x) == default.as_f64()) {
+            return Err(Refused::Default {
+                key: format!("{}.{}", c.section.id, c.given.name),
+                value: typed(&c.value),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The changes as the run takes them, by section.
@@ -155,12 +185,19 @@ pub fn sections(changes: &[Change]) -> Vec<&'static SectionDef> {
         .collect()
 }
 
-/// What a section would need with its givens: bytes alive at once, and FLOPs in all.
+/// What a section would need with its givens: bytes alive at once, FLOPs in all, and the bytes
+/// its values take in the trace where they grow with the givens (else zero: a tensor is recorded
+/// whole only up to `recorder::MAX_RECORDED_ELEMENTS`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cost {
     pub bytes: f64,
     pub flops: f64,
+    pub trace_bytes: f64,
 }
+
+/// Bytes a number recorded in a list takes in a trace (pretty JSON: indentation, digits, comma),
+/// as measured on the optimizer's parameters: about 39.
+const TRACE_BYTES_PER_NUMBER: f64 = 40.0;
 
 /// Section `id`'s cost with each given as `get` reads it (a what-if's value, else the default),
 /// or None for a section without a cost model: a section with givens must have one (a test holds
@@ -168,12 +205,17 @@ pub struct Cost {
 pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
     match id {
         // Napkin math: a few multiplications, no tensor.
-        "motivating_questions" => Some(Cost { bytes: 0.0, flops: 0.0 }),
+        "motivating_questions" => Some(Cost {
+            bytes: 0.0,
+            flops: 0.0,
+            trace_bytes: 0.0,
+        }),
         // Its sizes are fixed; its learning rate changes nothing it costs: three runs of 300
         // steps of a 32-wide, two-layer Cruncher on batches of 32.
         "mixed_precision_training" => Some(Cost {
             bytes: 1e6,
             flops: 3.0 * 300.0 * 6.0 * 32.0 * (2.0 * 32.0 * 32.0 + 32.0),
+            trace_bytes: 0.0,
         }),
         "tensor_operations_flops" => {
             let (b, d, k) = (get("B"), get("D"), get("K"));
@@ -183,6 +225,7 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
             Some(Cost {
                 bytes: elements * (4.0 + 2.0),
                 flops: 2.0 * b * d * k * 2.0 * 10.0,
+                trace_bytes: 0.0,
             })
         }
         "arithmetic_intensity" => {
@@ -193,6 +236,7 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
             Some(Cost {
                 bytes: 2.0 * (3.0 * n + 4.0 * m * m + m) + 512e6,
                 flops: 30.0 * (2.0 * m * m * m + 2.0 * m * m + 24.0 * n),
+                trace_bytes: 0.0,
             })
         }
         "module_parameters" => {
@@ -201,6 +245,7 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
             Some(Cost {
                 bytes: 4.0 * i + 4.0 * 3.0 * i * o + 8.0 * i * o,
                 flops: 2.0 * i * o * 3.0,
+                trace_bytes: 0.0,
             })
         }
         "custom_model" => {
@@ -208,15 +253,19 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
             Some(Cost {
                 bytes: 4.0 * (layers * d * d + d + b * d * (layers + 2.0)),
                 flops: 2.0 * b * d * d * layers,
+                trace_bytes: 0.0,
             })
         }
         "optimizer" => {
             let (d, layers) = (get("d"), get("num_layers"));
-            // Parameters, gradients and AdaGrad's state, and a copy with its gradients.
+            // Parameters, gradients and AdaGrad's state, and a copy with its gradients. The trace
+            // keeps every parameter four times (before and after the step, its gradient and its
+            // AdaGrad state) and a few entries per layer of what backward saved.
             let parameters = layers * d * d + d;
             Some(Cost {
                 bytes: 4.0 * 5.0 * parameters,
                 flops: 2.0 * 2.0 * parameters * 6.0 * 2.0,
+                trace_bytes: (4.0 * parameters + 16.0 * layers) * TRACE_BYTES_PER_NUMBER,
             })
         }
         "activation_memory" => {
@@ -226,6 +275,7 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
             Some(Cost {
                 bytes: 4.0 * (4.0 * parameters + 2.0 * (layers + 3.0) * b * d),
                 flops: 2.0 * b * d * d * layers * 7.0,
+                trace_bytes: 0.0,
             })
         }
         _ => None,
@@ -274,6 +324,14 @@ pub fn check_cost(
                 });
             }
         }
+        let limit = crate::trace::io::MAX_TRACE_BYTES as f64;
+        if cost.trace_bytes > limit {
+            return Err(Refused::TraceTooLarge {
+                section: def.id.to_string(),
+                size: shown(cost.trace_bytes),
+                limit: shown(limit),
+            });
+        }
         let seconds = cost.flops / peak;
         if seconds > MAX_SECONDS && !yes {
             return Err(Refused::TooLong {
@@ -292,35 +350,69 @@ pub fn check_cost(
     Ok(said)
 }
 
-/// A value as a person would type it: `4096`, `4.05e11`, `0.05`.
+/// A value as a person would type it: `4096`, `4.05e11`, `0.05`, `1e-300`.
 pub fn typed(value: &Value) -> String {
     match (value.as_u64(), value.as_f64()) {
         (Some(n), _) => n.to_string(),
-        (None, Some(x)) if x.abs() >= 1e6 => format!("{x:e}"),
+        (None, Some(x)) if x.abs() >= 1e6 || (x != 0.0 && x.abs() < 1e-4) => format!("{x:e}"),
         (None, Some(x)) => x.to_string(),
         _ => value.to_string(),
     }
 }
 
-/// The what-if's own folder, named after the device and each change (`cpu-…-B4096`). The trace
-/// inside is named after the device, as every trace is (`trace::load_named` holds to that).
+/// The longest folder name a what-if gets, in bytes: file systems take 255, and a shorter name
+/// leaves room for the paths inside it.
+pub const MAX_FOLDER_NAME: usize = 160;
+
+/// Hex digits of the hash that ends a what-if's folder name (48 bits).
+const HASH_DIGITS: usize = 12;
+
+/// The changes in one order whatever the order of the flags: the lecture's order of sections,
+/// and within a section the order its givens are declared in.
+pub fn in_lecture_order(changes: &[Change]) -> Vec<&Change> {
+    let rank = |c: &Change| {
+        givens::all()
+            .iter()
+            .position(|(s, g)| s.id == c.section.id && g.name == c.given.name)
+            .unwrap_or(usize::MAX)
+    };
+    let mut sorted: Vec<&Change> = changes.iter().collect();
+    sorted.sort_by_key(|c| rank(c));
+    sorted
+}
+
+/// The what-if's own folder: the device and each change (`SECTION.NAMEVALUE`), cut to fit
+/// [`MAX_FOLDER_NAME`], then a hash of the device and the changes in full
+/// (`cpu-…-custom_model.d8-1a2b3c4d5e6f`). The same what-if always gets the same name, in
+/// whatever order its flags came; two different ones share a name only if their hashes collide,
+/// and a cut name cannot make them. The trace inside is named after the device, as every trace
+/// is (`trace::load_named` holds to that).
 pub fn folder_name(slug: &str, changes: &[Change]) -> String {
-    let mut name = slug.to_string();
-    for c in changes {
-        let value = typed(&c.value);
-        let part: String = format!("{}{value}", c.given.name)
-            .chars()
-            .map(|ch| {
-                if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' {
-                    ch
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        name.push('-');
-        name.push_str(&part);
+    let sorted = in_lecture_order(changes);
+    let mut hasher = Sha256::new();
+    hasher.update(slug.as_bytes());
+    for c in &sorted {
+        // The value in the trace's form: `4096`, `4_096` and `4.096e3` are one what-if.
+        hasher.update(format!("\n{}.{}={}", c.section.id, c.given.name, c.value).as_bytes());
     }
+    let hash: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let mut readable = slug.to_string();
+    for c in &sorted {
+        readable.push_str(&format!("-{}.{}{}", c.section.id, c.given.name, typed(&c.value)));
+    }
+    let mut name: String = readable
+        .chars()
+        .map(|ch| {
+            if ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_' | '-') {
+                ch
+            } else {
+                '-'
+            }
+        })
+        .take(MAX_FOLDER_NAME - HASH_DIGITS - 1)
+        .collect();
+    name.push('-');
+    name.push_str(&hash[..HASH_DIGITS]);
     name
 }
 
@@ -353,6 +445,45 @@ pub fn all(lecture_dir: &Path) -> Vec<PathBuf> {
         .collect();
     out.sort();
     out
+}
+
+/// Refuses to write at `path` (a what-if's trace, or its book's folder) unless it leads to a place
+/// inside `what_ifs` (the folder of what-ifs), links followed: a what-if writes only in its own
+/// folder, never through a link to a file or folder outside it. A trace path is first held to the
+/// rule every run keeps (`trace::io::check_link`: no dangling link, none to a file that is not a
+/// trace); a what-if then also refuses a link to a trace elsewhere, such as the device's own,
+/// which it promises to leave as it is.
+pub fn check_inside(what_ifs: &Path, path: &Path) -> crate::error::Result<()> {
+    let refuse = |why: String| crate::error::Error::File {
+        path: path.to_path_buf(),
+        msg: format!(
+            "{why}: a what-if writes only inside {}. Remove the link; nothing was run",
+            what_ifs.display()
+        ),
+    };
+    let is_link = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+    if path.extension().is_some_and(|x| x == "json") {
+        crate::trace::io::check_link(path)?;
+    }
+    let base = std::fs::canonicalize(what_ifs)
+        .map_err(|e| refuse(format!("{} cannot be resolved ({e})", what_ifs.display())))?;
+    // The nearest folder that exists, resolved, and the rest (which holds no link yet).
+    let target = crate::trace::atomic_file::follow_links(path)?;
+    if is_link(path) && !target.exists() {
+        return Err(refuse(format!(
+            "is a link to {}, which does not exist",
+            target.display()
+        )));
+    }
+    let existing = target.ancestors().find(|p| p.exists()).unwrap_or(&target);
+    let resolved = std::fs::canonicalize(existing).map_err(|e| refuse(format!("cannot be resolved ({e})")))?;
+    if !resolved.starts_with(&base) {
+        return Err(refuse(format!(
+            "leads to {}, outside the folder of what-ifs",
+            resolved.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The folder of what-if traces for the device traces in `lecture_dir`.
