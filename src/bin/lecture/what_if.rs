@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use cs336::atomic_file;
-use cs336::console::{Console, line_safe, terminal_safe};
+use cs336::console::{Console, line_safe};
 use cs336::device::promised::{self, MathMode};
 use cs336::device::{self, DeviceRequest};
 use cs336::lecture::what_if::{self, Change};
@@ -60,7 +60,7 @@ pub fn list(out: &mut Console, trace_dir: &Path, list: bool) -> Result<()> {
             Err(e) => out.line(format_args!(
                 "{} (unreadable: {})",
                 line_safe(&file.display().to_string()),
-                terminal_safe(&e.to_string())
+                line_safe(&e.to_string())
             )),
         }
     }
