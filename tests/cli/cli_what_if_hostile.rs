@@ -40,10 +40,10 @@ fn trace_path(dir: &Path, sets: &[&str]) -> PathBuf {
 /// Every JSON file under `dir` loads by the rules its folder holds it to.
 fn every_trace_loads(dir: &Path) {
     for (path, _) in snapshot(dir) {
-        if path.extension().is_some_and(|x| x == "json") {
-            if let Err(e) = cs336::trace::load_named(&path) {
-                panic!("{} is left, and its reader refuses it: {e}", path.display());
-            }
+        if path.extension().is_some_and(|x| x == "json")
+            && let Err(e) = cs336::trace::load_named(&path)
+        {
+            panic!("{} is left, and its reader refuses it: {e}", path.display());
         }
     }
 }
