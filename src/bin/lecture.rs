@@ -393,7 +393,7 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
     };
     let merged = run::merge(previous, fresh);
     let existed = path.exists();
-    trace::save(&path, &merged).with_context(|| {
+    trace::save_named(&path, &merged).with_context(|| {
         if existed {
             format!(
                 "the trace was not written; {} is as it was before this run",

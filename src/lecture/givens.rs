@@ -27,7 +27,9 @@ pub trait Range {
 /// A size or a number of things: a whole number from 1 to 2⁵³ (beyond which a float, and so the
 /// trace, cannot hold every whole number).
 pub struct Count;
-/// A finite number above zero: a parameter count, a learning rate, bytes of memory.
+/// A number above zero, at most 2⁵³: a parameter count, a learning rate, bytes of memory. The
+/// bound keeps what a section makes of a few of them finite (6·N·D of two counts, five times a
+/// learning rate); every quantity the lecture chooses is far below it.
 pub struct Positive;
 /// A share: above zero, at most one (an MFU).
 pub struct Fraction;
@@ -42,7 +44,13 @@ fn number(text: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("`{text}` is not a number"))
 }
 
-const MAX_COUNT: f64 = 9_007_199_254_740_992.0;
+/// 2⁵³: the largest whole number up to which a float holds every whole number.
+pub const MAX_COUNT: f64 = 9_007_199_254_740_992.0;
+
+/// What a given of a counted unit (a count, bytes, FLOP) may be, whatever its range type: a
+/// trace's reader takes only whole numbers for such a value (`trace::validate`), and a float holds
+/// every whole number only up to 2⁵³ (as for [`Count`]).
+const COUNTED_WORDS: &str = "a whole number from 1 to 2⁵³ (about 9.0e15)";
 
 impl Range for Count {
     type Value = usize;
@@ -86,7 +94,8 @@ macro_rules! real_range {
     };
 }
 
-real_range!(Positive, "a number > 0", |x| x > 0.0);
+real_range!(Positive, "a number > 0, at most 2⁵³ (about 9.0e15)", |x| x > 0.0
+    && x <= MAX_COUNT);
 real_range!(Fraction, "a fraction in (0, 1]", |x| x > 0.0 && x <= 1.0);
 
 /// `parse`, into the trace's form: what `GivenDef::parse` holds.
@@ -107,6 +116,32 @@ pub struct GivenDef {
     pub parse: fn(&str) -> Result<Value, String>,
     /// The lecture's value on a device (the matmul's sizes are larger on a GPU).
     pub default: fn(&Device) -> Value,
+}
+
+impl GivenDef {
+    /// Whether its unit counts things (a count, bytes, FLOP) while its type admits fractions:
+    /// then only the whole numbers of its type's range are its range.
+    fn narrowed(&self) -> bool {
+        matches!(self.unit, Some(Unit::Count | Unit::Bytes | Unit::Flop)) && self.range != Count::WORDS
+    }
+
+    /// Its range in words (`lecture givens`, messages, and what the trace records).
+    pub fn range_words(&self) -> &'static str {
+        if self.narrowed() { COUNTED_WORDS } else { self.range }
+    }
+
+    /// Reads a value as a person types it, into the trace's form: within its type's range, and
+    /// whole when its unit counts things (the trace's reader would refuse any other).
+    pub fn read(&self, text: &str) -> Result<Value, String> {
+        let value = (self.parse)(text)?;
+        let whole = value
+            .as_f64()
+            .is_some_and(|x| x.fract() == 0.0 && (1.0..=MAX_COUNT).contains(&x));
+        if self.narrowed() && !whole {
+            return Err(format!("`{text}` is not {COUNTED_WORDS}"));
+        }
+        Ok(value)
+    }
 }
 
 /// Every `given!` in the lecture.

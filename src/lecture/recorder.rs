@@ -328,14 +328,19 @@ impl SectionCtx {
         let value = R::from_json(chosen).ok_or_else(|| {
             Error::invalid(
                 "given",
-                format!("section `{}`: `{}` = {chosen} is not {}", self.id, def.name, def.range),
+                format!(
+                    "section `{}`: `{}` = {chosen} is not {}",
+                    self.id,
+                    def.name,
+                    def.range_words()
+                ),
             )
         })?;
         self.record_value(def.name, value.clone(), def.unit, Kind::Given, false)?;
         if let Some(recorded) = self.values.get_mut(def.name) {
             recorded.given = Some(crate::trace::GivenInfo {
                 default,
-                range: def.range.to_string(),
+                range: def.range_words().to_string(),
                 help: def.help.to_string(),
             });
         }

@@ -5,8 +5,6 @@
 //! sections whose givens changed run again; the others come from the device's own trace, which a
 //! what-if never touches: it writes its own trace under `what-if/`, named after its changes.
 
-use std::path::{Path, PathBuf};
-
 use serde_json::Value;
 
 use super::givens::{self, GivenDef};
@@ -23,6 +21,10 @@ pub const MAX_SECONDS: f64 = 180.0;
 
 /// Of the machine's memory, the share a what-if's tensors may take (the rest is the system's).
 pub const MEMORY_SHARE: f64 = 0.8;
+
+pub use super::what_if_files::{
+    MAX_FOLDER_NAME, all, check_inside, folder, folder_name, in_lecture_order, lecture_dir_of, trace_path,
+};
 
 /// One `--set`: a given and its new value.
 #[derive(Clone)]
@@ -59,8 +61,22 @@ pub enum Refused {
         range: String,
         why: String,
     },
+    #[error(
+        "section `{section}` would record about {size} in its trace with these givens, more than the {limit} a \
+         trace may have (its reader refuses a larger one); nothing was run"
+    )]
+    TraceTooLarge {
+        section: String,
+        size: String,
+        limit: String,
+    },
     #[error("`{0}` is set twice")]
     Twice(String),
+    #[error(
+        "`--set {key}={value}` is the lecture's own value on this device: the device's own trace has it already, \
+         and a what-if changes a given from it. Drop it, or choose another value; nothing was run"
+    )]
+    Default { key: String, value: String },
     #[error(
         "section `{section}` would need about {needed} of memory with these givens (and {how}), more than the \
          {limit} this machine can give it ({share}% of its {total}); nothing was run"
@@ -114,11 +130,11 @@ pub fn parse(args: &[String]) -> Result<Vec<Change>, Refused> {
                 known: known.join(", "),
             });
         };
-        let value = (given.parse)(text).map_err(|why| Refused::OutOfRange {
+        let value = given.read(text).map_err(|why| Refused::OutOfRange {
             arg: arg.clone(),
             section: section.to_string(),
             name: name.to_string(),
-            range: given.range.to_string(),
+            range: given.range_words().to_string(),
             why,
         })?;
         if changes
@@ -134,6 +150,21 @@ pub fn parse(args: &[String]) -> Result<Vec<Change>, Refused> {
         });
     }
     Ok(changes)
+}
+
+/// Refuses a change to the value the given has anyway on `device`: its run would be the device's
+/// own, and its trace no what-if's.
+pub fn check_not_default(changes: &[Change], device: &Device) -> Result<(), Refused> {
+    for c in changes {
+        let default = (c.given.default)(device);
+        if c.value == default || c.value.as_f64().is_some_and(|x| Some(x) == default.as_f64()) {
+            return Err(Refused::Default {
+                key: format!("{}.{}", c.section.id, c.given.name),
+                value: typed(&c.value),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The changes as the run takes them, by section.
@@ -155,12 +186,19 @@ pub fn sections(changes: &[Change]) -> Vec<&'static SectionDef> {
         .collect()
 }
 
-/// What a section would need with its givens: bytes alive at once, and FLOPs in all.
+/// What a section would need with its givens: bytes alive at once, FLOPs in all, and the bytes
+/// its values take in the trace where they grow with the givens (else zero: a tensor is recorded
+/// whole only up to `recorder::MAX_RECORDED_ELEMENTS`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cost {
     pub bytes: f64,
     pub flops: f64,
+    pub trace_bytes: f64,
 }
+
+/// Bytes a number recorded in a list takes in a trace (pretty JSON: indentation, digits, comma),
+/// as measured on the optimizer's parameters: about 39.
+const TRACE_BYTES_PER_NUMBER: f64 = 40.0;
 
 /// Section `id`'s cost with each given as `get` reads it (a what-if's value, else the default),
 /// or None for a section without a cost model: a section with givens must have one (a test holds
@@ -168,12 +206,17 @@ pub struct Cost {
 pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
     match id {
         // Napkin math: a few multiplications, no tensor.
-        "motivating_questions" => Some(Cost { bytes: 0.0, flops: 0.0 }),
+        "motivating_questions" => Some(Cost {
+            bytes: 0.0,
+            flops: 0.0,
+            trace_bytes: 0.0,
+        }),
         // Its sizes are fixed; its learning rate changes nothing it costs: three runs of 300
         // steps of a 32-wide, two-layer Cruncher on batches of 32.
         "mixed_precision_training" => Some(Cost {
             bytes: 1e6,
             flops: 3.0 * 300.0 * 6.0 * 32.0 * (2.0 * 32.0 * 32.0 + 32.0),
+            trace_bytes: 0.0,
         }),
         "tensor_operations_flops" => {
             let (b, d, k) = (get("B"), get("D"), get("K"));
@@ -183,6 +226,7 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
             Some(Cost {
                 bytes: elements * (4.0 + 2.0),
                 flops: 2.0 * b * d * k * 2.0 * 10.0,
+                trace_bytes: 0.0,
             })
         }
         "arithmetic_intensity" => {
@@ -193,6 +237,7 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
             Some(Cost {
                 bytes: 2.0 * (3.0 * n + 4.0 * m * m + m) + 512e6,
                 flops: 30.0 * (2.0 * m * m * m + 2.0 * m * m + 24.0 * n),
+                trace_bytes: 0.0,
             })
         }
         "module_parameters" => {
@@ -201,6 +246,7 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
             Some(Cost {
                 bytes: 4.0 * i + 4.0 * 3.0 * i * o + 8.0 * i * o,
                 flops: 2.0 * i * o * 3.0,
+                trace_bytes: 0.0,
             })
         }
         "custom_model" => {
@@ -208,15 +254,19 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
             Some(Cost {
                 bytes: 4.0 * (layers * d * d + d + b * d * (layers + 2.0)),
                 flops: 2.0 * b * d * d * layers,
+                trace_bytes: 0.0,
             })
         }
         "optimizer" => {
             let (d, layers) = (get("d"), get("num_layers"));
-            // Parameters, gradients and AdaGrad's state, and a copy with its gradients.
+            // Parameters, gradients and AdaGrad's state, and a copy with its gradients. The trace
+            // keeps every parameter four times (before and after the step, its gradient and its
+            // AdaGrad state) and a few entries per layer of what backward saved.
             let parameters = layers * d * d + d;
             Some(Cost {
                 bytes: 4.0 * 5.0 * parameters,
                 flops: 2.0 * 2.0 * parameters * 6.0 * 2.0,
+                trace_bytes: (4.0 * parameters + 16.0 * layers) * TRACE_BYTES_PER_NUMBER,
             })
         }
         "activation_memory" => {
@@ -226,6 +276,7 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
             Some(Cost {
                 bytes: 4.0 * (4.0 * parameters + 2.0 * (layers + 3.0) * b * d),
                 flops: 2.0 * b * d * d * layers * 7.0,
+                trace_bytes: 0.0,
             })
         }
         _ => None,
@@ -274,6 +325,14 @@ pub fn check_cost(
                 });
             }
         }
+        let limit = crate::trace::io::MAX_TRACE_BYTES as f64;
+        if cost.trace_bytes > limit {
+            return Err(Refused::TraceTooLarge {
+                section: def.id.to_string(),
+                size: shown(cost.trace_bytes),
+                limit: shown(limit),
+            });
+        }
         let seconds = cost.flops / peak;
         if seconds > MAX_SECONDS && !yes {
             return Err(Refused::TooLong {
@@ -292,72 +351,14 @@ pub fn check_cost(
     Ok(said)
 }
 
-/// A value as a person would type it: `4096`, `4.05e11`, `0.05`.
+/// A value as a person would type it: `4096`, `4.05e11`, `0.05`, `1e-300`.
 pub fn typed(value: &Value) -> String {
     match (value.as_u64(), value.as_f64()) {
         (Some(n), _) => n.to_string(),
-        (None, Some(x)) if x.abs() >= 1e6 => format!("{x:e}"),
+        (None, Some(x)) if x.abs() >= 1e6 || (x != 0.0 && x.abs() < 1e-4) => format!("{x:e}"),
         (None, Some(x)) => x.to_string(),
         _ => value.to_string(),
     }
-}
-
-/// The what-if's own folder, named after the device and each change (`cpu-…-B4096`). The trace
-/// inside is named after the device, as every trace is (`trace::load_named` holds to that).
-pub fn folder_name(slug: &str, changes: &[Change]) -> String {
-    let mut name = slug.to_string();
-    for c in changes {
-        let value = typed(&c.value);
-        let part: String = format!("{}{value}", c.given.name)
-            .chars()
-            .map(|ch| {
-                if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' {
-                    ch
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        name.push('-');
-        name.push_str(&part);
-    }
-    name
-}
-
-/// Where a what-if's trace is written: `<lecture dir>/what-if/<folder_name>/<slug>.json`.
-pub fn trace_path(lecture_dir: &Path, slug: &str, changes: &[Change]) -> PathBuf {
-    folder(lecture_dir)
-        .join(folder_name(slug, changes))
-        .join(format!("{slug}.json"))
-}
-
-/// The device traces' folder, for a what-if trace at `path` (`trace_path`).
-pub fn lecture_dir_of(path: &Path) -> Option<&Path> {
-    path.parent()?.parent()?.parent()
-}
-
-/// Every what-if trace under `lecture_dir`, sorted.
-pub fn all(lecture_dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(folder(lecture_dir))
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|dir| dir.is_dir())
-        .flat_map(|dir| {
-            std::fs::read_dir(dir)
-                .into_iter()
-                .flatten()
-                .filter_map(|e| e.ok().map(|e| e.path()))
-        })
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    out.sort();
-    out
-}
-
-/// The folder of what-if traces for the device traces in `lecture_dir`.
-pub fn folder(lecture_dir: &Path) -> PathBuf {
-    lecture_dir.join(WHAT_IF_DIR)
 }
 
 /// What a trace's givens were changed to: `section.name = value (default D)`, one per change.

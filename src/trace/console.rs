@@ -120,6 +120,16 @@ pub fn terminal_safe(text: &str) -> Cow<'_, str> {
     )
 }
 
+/// [`terminal_safe`] for text that must stay on its line (a file name, a key): newlines and tabs
+/// are written as `\u{…}` too, so a name cannot start a line that looks like another message.
+pub fn line_safe(text: &str) -> Cow<'_, str> {
+    if !text.contains(['\n', '\t']) {
+        return terminal_safe(text);
+    }
+    let safe = terminal_safe(text);
+    Cow::Owned(safe.replace('\n', "\\u{a}").replace('\t', "\\u{9}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +142,12 @@ mod tests {
         assert_eq!(terminal_safe("x\u{202e}gnp.exe"), "x\\u{202e}gnp.exe");
         assert_eq!(terminal_safe("\r\u{9b}\u{7f}"), "\\u{d}\\u{9b}\\u{7f}");
         assert_eq!(terminal_safe("ünïcode ×"), "ünïcode ×");
+    }
+
+    #[test]
+    fn a_name_stays_on_its_line() {
+        assert_eq!(line_safe("what-if/cpu-x"), "what-if/cpu-x");
+        assert_eq!(line_safe("a\nfake line\tb"), "a\\u{a}fake line\\u{9}b");
+        assert_eq!(line_safe("a\u{1b}[2J\n"), "a\\u{1b}[2J\\u{a}");
     }
 }

@@ -33,9 +33,15 @@ pub fn load(path: &Path) -> Result<Trace> {
 /// refused when its provenance names another device (`trace::name::check`).
 pub fn load_named(path: &Path) -> Result<Trace> {
     let trace = load(path)?;
+    check_name(path, &trace)?;
+    Ok(trace)
+}
+
+/// The rules of names [`load_named`] holds a trace to: its file is named after its device, and
+/// a trace folder (`trace/lecture_02/`) after its lecture.
+fn check_name(path: &Path, trace: &Trace) -> Result<()> {
     let stem = path.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
     super::name::check(&trace.provenance, &stem).map_err(|e| trace_err(path, e))?;
-    // A trace folder is named after its lecture (`trace/lecture_02/`).
     let folder = path.parent().and_then(|p| p.file_name()).map(|n| n.to_string_lossy());
     if let Some(folder) = folder.filter(|f| f.starts_with("lecture_"))
         && folder != trace.lecture
@@ -48,7 +54,7 @@ pub fn load_named(path: &Path) -> Result<Trace> {
             ),
         ));
     }
-    Ok(trace)
+    Ok(())
 }
 
 /// Whether `path` holds JSON that is no lecture trace at all (a `package.json`, a benchmark's
@@ -286,10 +292,49 @@ fn regenerate(value: &serde_json::Value) -> String {
     }
 }
 
-/// Writes the trace as pretty JSON, atomically: an interrupted write leaves the previous file.
+/// Writes the trace as pretty JSON, atomically (an interrupted write leaves the previous file),
+/// once its text passes every check [`load`] makes, the size limit first: a run never leaves a
+/// file that its own reader refuses (a count that is not whole, a FLOP count that overflowed, a
+/// file too large to be read). Otherwise nothing is written.
 pub fn save(path: &Path, trace: &Trace) -> Result<()> {
+    let text = checked_text(path, trace)?;
+    atomic_file::write(path, text.as_bytes())
+}
+
+/// [`save`] for a trace in a trace folder: held to [`load_named`]'s rules of names too.
+pub fn save_named(path: &Path, trace: &Trace) -> Result<()> {
+    let text = checked_text(path, trace)?;
+    check_name(path, trace).map_err(unwritten)?;
+    atomic_file::write(path, text.as_bytes())
+}
+
+/// The trace's text, if its reader would take it back.
+fn checked_text(path: &Path, trace: &Trace) -> Result<String> {
     let mut text =
         serde_json::to_string_pretty(trace).map_err(|e| trace_err(path, format!("cannot serialise: {e}")))?;
     text.push('\n');
-    atomic_file::write(path, text.as_bytes())
+    if text.len() as u64 > MAX_TRACE_BYTES {
+        return Err(trace_err(
+            path,
+            format!(
+                "was not written: it would be {} bytes, larger than the {} a trace may have (its reader refuses a \
+                 larger one)",
+                text.len(),
+                human_limit(MAX_TRACE_BYTES)
+            ),
+        ));
+    }
+    parse(path, &text).map_err(unwritten)?;
+    Ok(text)
+}
+
+/// A reader's refusal of a trace about to be written, said as such.
+fn unwritten(e: Error) -> Error {
+    match e {
+        Error::Trace { path, msg } => Error::Trace {
+            path,
+            msg: format!("was not written: its reader would refuse it: {msg}"),
+        },
+        other => other,
+    }
 }

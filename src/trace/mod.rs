@@ -23,7 +23,7 @@ pub mod validate;
 pub mod walk;
 
 pub use error::{Error, Result};
-pub use io::{load, load_named, save};
+pub use io::{load, load_named, save, save_named};
 pub use json::{json_number, number_from_json};
 pub use schema::{
     BuildInfo, DeviceInfo, Disturbance, GitInfo, GivenInfo, HostInfo, Kind, Provenance, RunInfo, SCHEMA_VERSION,

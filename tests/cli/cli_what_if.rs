@@ -10,7 +10,7 @@ use crate::common::process::{assert_clean_failure, run_lecture, text};
 const LIMIT: Duration = Duration::from_secs(300);
 
 /// A trace folder holding this device's own trace of the napkin-math section.
-fn folder_with_own_trace() -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn folder_with_own_trace() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().to_str().expect("utf-8");
     let o = run_lecture(
@@ -34,7 +34,7 @@ fn folder_with_own_trace() -> (tempfile::TempDir, PathBuf) {
 }
 
 /// Every file under `dir`, with its bytes.
-fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+pub(crate) fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -167,11 +167,19 @@ fn a_what_if_writes_its_own_trace_and_leaves_the_devices_untouched() {
         "the device's own trace is byte-identical"
     );
     let slug = cs336::device::cpu::trace_name().expect("a CPU trace name");
-    let written = dir
-        .path()
-        .join("lecture_02/what-if")
-        .join(format!("{slug}-model_parameters4.05e11-num_tokens1.56e13"))
-        .join(format!("{slug}.json"));
+    let changes = cs336::lecture::what_if::parse(&[
+        "motivating_questions.num_tokens=15.6e12".to_string(),
+        "motivating_questions.model_parameters=405e9".to_string(),
+    ])
+    .expect("valid");
+    let written = cs336::lecture::what_if::trace_path(&dir.path().join("lecture_02"), &slug, &changes);
+    let folder = written.parent().and_then(|p| p.file_name()).expect("a folder");
+    assert!(
+        folder.to_string_lossy().starts_with(&format!(
+            "{slug}-motivating_questions.model_parameters4.05e11-motivating_questions.num_tokens1.56e13-"
+        )),
+        "named after the section and the changes, in lecture order: {folder:?}"
+    );
     assert!(out.contains(&written.display().to_string()), "says where: {out}");
     let t = cs336::trace::load_named(&written).expect("the what-if trace loads");
     let s = t.section("motivating_questions").expect("section");

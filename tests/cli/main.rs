@@ -13,5 +13,6 @@ mod cli_concurrency;
 mod cli_disturbed;
 mod cli_inputs;
 mod cli_what_if;
+mod cli_what_if_hostile;
 mod gpu_check_script;
 mod gpu_summary;

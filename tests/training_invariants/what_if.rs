@@ -124,8 +124,10 @@ proptest! {
 
     #[test]
     fn drawn_givens_keep_the_invariants(
-        params in 1e6f64..1e13, tokens in 1e6f64..1e14, mfu in 0.01f64..=1.0, gpus in 1usize..100_000,
-        memory_gpus in 1usize..1024, gpu_bytes in 1e9f64..1e12,
+        // Counts are whole (a trace holds no other): parameters, tokens and bytes too.
+        params in 1_000_000u64..10_000_000_000_000, tokens in 1_000_000u64..100_000_000_000_000,
+        mfu in 0.01f64..=1.0, gpus in 1usize..100_000, memory_gpus in 1usize..1024,
+        gpu_bytes in 1_000_000_000u64..1_000_000_000_000,
         b in 1usize..24, d in 1usize..48, layers in 1usize..9, segment in 1usize..10,
         lr in 0.001f64..0.2,
         input_dim in 1usize..600, output_dim in 1usize..20, width in 1usize..12, depth in 1usize..4,
@@ -155,7 +157,7 @@ proptest! {
         .to_vec();
         let t = what_if(&sets);
         let napkin = section(&t, "motivating_questions");
-        prop_assert_eq!(num(napkin, "model_parameters"), params);
+        prop_assert_eq!(num(napkin, "model_parameters"), params as f64);
         napkin_holds(napkin);
         let act = section(&t, "activation_memory");
         prop_assert_eq!(num(act, "segment_layers"), segment as f64);

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use cs336::atomic_file;
-use cs336::console::{Console, terminal_safe};
+use cs336::console::{Console, line_safe};
 use cs336::device::promised::{self, MathMode};
 use cs336::device::{self, DeviceRequest};
 use cs336::lecture::what_if::{self, Change};
@@ -26,7 +26,7 @@ pub fn list_givens(out: &mut Console, request: DeviceRequest) -> Result<()> {
             "  {:<22} default {:<16} {:<22} {}",
             given.name,
             what_if::typed(&(given.default)(&device)),
-            given.range,
+            given.range_words(),
             given.help
         ));
     }
@@ -46,21 +46,21 @@ pub fn list(out: &mut Console, trace_dir: &Path, list: bool) -> Result<()> {
     if files.is_empty() {
         out.line(format_args!(
             "No what-if yet in {}; run one with `lecture --set SECTION.NAME=VALUE`.",
-            folder.display()
+            line_safe(&folder.display().to_string())
         ));
     }
     for file in files {
         match trace::load_named(&file) {
             Ok(t) => {
-                out.line(format_args!("{}", file.display()));
+                out.line(format_args!("{}", line_safe(&file.display().to_string())));
                 for change in what_if::changed_givens(&t) {
-                    out.line(format_args!("  {}", terminal_safe(&change)));
+                    out.line(format_args!("  {}", line_safe(&change)));
                 }
             }
             Err(e) => out.line(format_args!(
                 "{} (unreadable: {})",
-                file.display(),
-                terminal_safe(&e.to_string())
+                line_safe(&file.display().to_string()),
+                line_safe(&e.to_string())
             )),
         }
     }
@@ -83,6 +83,7 @@ pub fn book(out: &mut Console, file: &Path, root: &Path) -> Result<()> {
     // The device's own trace: in the folder above the what-ifs, named after the device.
     let lecture_dir =
         what_if::lecture_dir_of(file).context("a what-if trace lives in `<trace-dir>/lecture_02/what-if/<name>/`")?;
+    what_if::check_inside(&what_if::folder(lecture_dir), &book_dir(file))?;
     let baseline = lecture_dir.join(format!("{}.json", what_if.provenance.device.slug));
     if !baseline.is_file() {
         bail!(
@@ -135,32 +136,42 @@ pub fn run(
     for line in what_if::check_cost(&changes, &choice.device, choice.device.memory_bytes(), peak, yes)? {
         out.line(format_args!("Estimate: {line}"));
     }
+    what_if::check_not_default(&changes, &choice.device)?;
     let path = what_if::trace_path(&lecture_dir, &slug, &changes);
     let folder = path.parent().context("a what-if trace has a folder")?;
+    let what_ifs = what_if::folder(&lecture_dir);
+    std::fs::create_dir_all(&what_ifs).with_context(|| format!("cannot make {}", what_ifs.display()))?;
+    // Before the what-if's own folder is made (a link there would make it elsewhere), and after.
+    what_if::check_inside(&what_ifs, folder)?;
+    let made_folder = !folder.exists();
     std::fs::create_dir_all(folder).with_context(|| format!("cannot make {}", folder.display()))?;
-    atomic_file::check_writable(&path)?;
-    atomic_file::check_space(&path, 4 * std::fs::metadata(&own).map_or(1 << 20, |m| m.len()))?;
-
-    let sections = what_if::sections(&changes);
-    out.line(format_args!(
-        "What if, on {}: running {} section(s)",
-        choice.device,
-        sections.len()
-    ));
-    for c in &changes {
+    let written = write_what_if(out, &changes, &what_ifs, &path, &own, build_book, |out| {
+        let sections = what_if::sections(&changes);
         out.line(format_args!(
-            "  {}.{} = {}",
-            c.section.id,
-            c.given.name,
-            what_if::typed(&c.value)
+            "What if, on {}: running {} section(s)",
+            choice.device,
+            sections.len()
         ));
+        for c in &changes {
+            out.line(format_args!(
+                "  {}.{} = {}",
+                c.section.id,
+                c.given.name,
+                what_if::typed(&c.value)
+            ));
+        }
+        let overrides = what_if::overrides(&changes);
+        run::run_lecture_with(&sections, &choice, seed, root, Some(baseline), &overrides, |r| {
+            out.line(format_args!("  {:<28} {:>8.1} ms", r.id, r.wall_time_s * 1e3));
+        })
+        .context("the what-if's trace was not written")
+    });
+    // A what-if that stops before its trace is written leaves no empty folder of its own behind
+    // (`remove_dir` takes only an empty one).
+    if written.is_err() && made_folder {
+        std::fs::remove_dir(folder).ok();
     }
-    let overrides = what_if::overrides(&changes);
-    let merged = run::run_lecture_with(&sections, &choice, seed, root, Some(baseline), &overrides, |r| {
-        out.line(format_args!("  {:<28} {:>8.1} ms", r.id, r.wall_time_s * 1e3));
-    })
-    .context("the what-if's trace was not written")?;
-    trace::save(&path, &merged).context("the what-if's trace was not written")?;
+    written?;
     out.line(format_args!(
         "Wrote {} (the device's own trace is unchanged)",
         path.display()
@@ -168,5 +179,38 @@ pub fn run(
     if build_book {
         book(out, &path, root)?;
     }
+    Ok(())
+}
+
+/// The checks before a what-if's sections run (`run`), the run, and the write of its trace at
+/// `path`, held to its reader's rules before it is renamed into place: with these givens a section
+/// may compute what no trace may hold (a count that is not whole, a trace too large).
+fn write_what_if(
+    out: &mut Console,
+    changes: &[Change],
+    what_ifs: &Path,
+    path: &Path,
+    own: &Path,
+    build_book: bool,
+    run: impl FnOnce(&mut Console) -> Result<trace::Trace>,
+) -> Result<()> {
+    what_if::check_inside(what_ifs, path)?;
+    if build_book {
+        what_if::check_inside(what_ifs, &book_dir(path))?;
+    }
+    atomic_file::check_writable(path)?;
+    atomic_file::check_space(path, 4 * std::fs::metadata(own).map_or(1 << 20, |m| m.len()))?;
+    let merged = run(out)?;
+    trace::save_named(path, &merged).with_context(|| {
+        format!(
+            "the what-if's trace was not written (with these givens, its sections recorded what a trace may not \
+             hold); change {}",
+            changes
+                .iter()
+                .map(|c| format!("`{}.{}`", c.section.id, c.given.name))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )
+    })?;
     Ok(())
 }

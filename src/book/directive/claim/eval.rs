@@ -101,6 +101,7 @@ impl<L: Lookup> Eval<'_, L> {
                     .push((format!("has {}", key_text(address)), found.is_some().to_string()));
                 found.is_some()
             }
+            Claim::Finite(address) => number_from_json(&self.get(address)?).is_some_and(f64::is_finite),
             Claim::Not(c) => !self.claim(c)?,
             Claim::And(a, b) => self.claim(a)? && self.claim(b)?,
             Claim::Or(a, b) => self.claim(a)? || self.claim(b)?,
@@ -241,5 +242,24 @@ mod tests {
                 .contains("divides by zero")
         );
         assert!(decide("1 in [2, 1]", &vals).unwrap_err().contains("empty"));
+    }
+
+    #[test]
+    fn finite_tells_a_diverged_value_from_a_number() {
+        let vals = [
+            ("a.x", Value::from(1.5)),
+            ("a.nan", Value::from("NaN")),
+            ("a.inf", Value::from("inf")),
+            ("a.null", Value::Null),
+        ];
+        let holds = |c: &str| decide(c, &vals).map(|o| o.holds);
+        assert_eq!(holds("finite a.x"), Ok(true));
+        for key in ["a.nan", "a.inf", "a.null"] {
+            assert_eq!(holds(&format!("finite {key}")), Ok(false), "{key}");
+        }
+        // A guard lets the comparison be read only where it can be decided.
+        assert_eq!(holds("finite a.nan and a.nan > 1"), Ok(false));
+        assert!(holds("finite a.missing").unwrap_err().contains("does not record"));
+        assert!(decide("finite", &vals).is_err());
     }
 }

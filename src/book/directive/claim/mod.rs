@@ -7,7 +7,7 @@
 //! claim  := or
 //! or     := and ("or" and)*
 //! and    := unary ("and" unary)*
-//! unary  := "not" unary | "(" claim ")" | "has" KEY | cmp
+//! unary  := "not" unary | "(" claim ")" | "has" KEY | "finite" KEY | cmp
 //! cmp    := expr (("<" | "<=" | ">" | ">=" | "==" | "!=") expr | "in" "[" expr "," expr "]")?
 //!           (without a comparison, `expr` must be a KEY holding true or false)
 //! expr   := term (("+" | "-") term)*
@@ -74,6 +74,10 @@ pub enum Claim {
     Bool(Address),
     /// Whether the trace records the value at all.
     Has(Address),
+    /// Whether the recorded value is a finite number: not NaN, infinite or `null` (serde writes
+    /// a NaN inside a list or object as `null`). A training run that diverged records such
+    /// values, and a what-if's learning rate can make it diverge.
+    Finite(Address),
     Not(Box<Claim>),
     And(Box<Claim>, Box<Claim>),
     Or(Box<Claim>, Box<Claim>),
@@ -162,6 +166,7 @@ impl fmt::Display for Claim {
         match self {
             Claim::Bool(a) => f.write_str(&key_text(a)),
             Claim::Has(a) => write!(f, "has {}", key_text(a)),
+            Claim::Finite(a) => write!(f, "finite {}", key_text(a)),
             Claim::Not(c) => write!(f, "not {c}"),
             Claim::And(a, b) => write!(f, "({a} and {b})"),
             Claim::Or(a, b) => write!(f, "({a} or {b})"),

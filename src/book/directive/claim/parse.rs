@@ -191,6 +191,13 @@ impl Parser {
                 _ => Err("`has` takes a key, `has SECTION.NAME`".into()),
             };
         }
+        if self.is_word("finite") {
+            self.at += 1;
+            return match self.next() {
+                Some(Token::Word(w)) => Ok(Claim::Finite(self.key(&w)?)),
+                _ => Err("`finite` takes a key, `finite SECTION.NAME`".into()),
+            };
+        }
         // `(` opens either a claim (`(a or b) and c`) or an expression (`(a + b) > c`).
         if self.is_sym("(") {
             let start = self.at;
@@ -298,7 +305,7 @@ impl Parser {
                 }
                 Ok(Expr::Call(func, args))
             }
-            Some(Token::Word(w)) if matches!(w.as_str(), "and" | "or" | "not" | "has" | "in") => {
+            Some(Token::Word(w)) if matches!(w.as_str(), "and" | "or" | "not" | "has" | "finite" | "in") => {
                 Err(format!("expected a number or a key, found `{w}`"))
             }
             Some(Token::Word(w)) => Ok(Expr::Key(self.key(&w)?)),

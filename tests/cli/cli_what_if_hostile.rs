@@ -1,0 +1,343 @@
+//! Hostile what-ifs (issue 37): each writes only a trace its own reader takes back, or is refused
+//! with a message naming what is wrong, and leaves no file behind; names say the section, do not
+//! depend on the order of the flags, never collide and stay short; a diverged training gives a
+//! book that says so; nothing is written through a link out of the what-if's folder; `what-if
+//! --list` keeps a hostile folder name on its line. A property test runs random what-ifs within
+//! the declared ranges and reads back every trace written.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use crate::cli_what_if::{folder_with_own_trace, snapshot};
+use crate::common::process::{assert_clean_failure, assert_success, run_lecture, text};
+use cs336::lecture::what_if;
+
+const LIMIT: Duration = Duration::from_secs(300);
+
+/// `lecture --trace-dir DIR --device cpu [--no-book] --set …` for each of `sets`.
+fn what_if_run(dir: &Path, sets: &[&str], book: bool) -> std::process::Output {
+    let d = dir.to_str().expect("utf-8");
+    let mut args = vec!["--trace-dir", d, "--device", "cpu"];
+    if !book {
+        args.push("--no-book");
+    }
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    run_lecture(&args, None, LIMIT)
+}
+
+/// Where the what-if `sets` writes its trace under `dir`.
+fn trace_path(dir: &Path, sets: &[&str]) -> PathBuf {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let changes = what_if::parse(&sets).expect("valid");
+    let slug = cs336::device::cpu::trace_name().expect("a CPU trace name");
+    what_if::trace_path(&dir.join("lecture_02"), &slug, &changes)
+}
+
+/// Every JSON file under `dir` loads by the rules its folder holds it to.
+fn every_trace_loads(dir: &Path) {
+    for (path, _) in snapshot(dir) {
+        if path.extension().is_some_and(|x| x == "json")
+            && let Err(e) = cs336::trace::load_named(&path)
+        {
+            panic!("{} is left, and its reader refuses it: {e}", path.display());
+        }
+    }
+}
+
+#[test]
+fn counts_stay_whole_and_products_in_range_or_nothing_is_written() {
+    let (dir, _) = folder_with_own_trace();
+    let before = snapshot(dir.path());
+    let cases: [(&str, &[&str]); 7] = [
+        (
+            "motivating_questions.model_parameters=0.1",
+            &["`0.1` is not a whole number from 1 to 2⁵³"],
+        ),
+        (
+            "motivating_questions.model_parameters=1.5",
+            &["`1.5` is not a whole number from 1 to 2⁵³"],
+        ),
+        (
+            "motivating_questions.num_tokens=0.5",
+            &["`0.5` is not a whole number from 1 to 2⁵³"],
+        ),
+        (
+            "motivating_questions.model_parameters=1e300",
+            &["`1e300` is not a number > 0, at most 2⁵³"],
+        ),
+        // A product out of range: refused when written, naming the value, with nothing left.
+        (
+            "motivating_questions.h100_bytes=1",
+            &["was not written", "`motivating_questions.num_parameters`", "0.5"],
+        ),
+        (
+            "motivating_questions.mfu=1e-20",
+            &["was not written", "`motivating_questions.flops_per_day`"],
+        ),
+        (
+            "optimizer.d=1000",
+            &["would record about", "256 MiB", "nothing was run"],
+        ),
+    ];
+    for (set, expect) in cases {
+        assert_clean_failure(&what_if_run(dir.path(), &[set], false), expect);
+        assert_eq!(snapshot(dir.path()), before, "{set} left no file");
+        if what_if::parse(&[set.to_string()]).is_ok() {
+            let folder = trace_path(dir.path(), &[set]).parent().map(Path::to_path_buf);
+            assert!(!folder.expect("folder").exists(), "{set} left no folder");
+        }
+    }
+    every_trace_loads(dir.path());
+}
+
+#[test]
+fn names_say_the_section_ignore_the_order_of_flags_and_never_collide() {
+    let (dir, _) = folder_with_own_trace();
+    for set in ["custom_model.d=8", "optimizer.d=8"] {
+        assert_success(&what_if_run(dir.path(), &[set], false));
+    }
+    let (a, b) = (
+        trace_path(dir.path(), &["custom_model.d=8"]),
+        trace_path(dir.path(), &["optimizer.d=8"]),
+    );
+    assert_ne!(a, b);
+    let section_of = |p: &Path| {
+        cs336::trace::load_named(p).expect("loads").changed_givens()[0]
+            .0
+            .id
+            .clone()
+    };
+    assert_eq!(section_of(&a), "custom_model", "the first survives the second");
+    assert_eq!(section_of(&b), "optimizer");
+    assert!(a.to_string_lossy().contains("custom_model.d8"), "{}", a.display());
+
+    // The same what-if in either order of the flags: one folder.
+    let (x, y) = ("motivating_questions.mfu=0.25", "motivating_questions.num_gpus=64");
+    assert_eq!(trace_path(dir.path(), &[x, y]), trace_path(dir.path(), &[y, x]));
+    for order in [[x, y], [y, x]] {
+        assert_success(&what_if_run(dir.path(), &order, false));
+    }
+    let folders = std::fs::read_dir(dir.path().join("lecture_02/what-if"))
+        .expect("what-ifs")
+        .count();
+    assert_eq!(
+        folders, 3,
+        "two what-ifs of one given each, and one of two in either order"
+    );
+
+    // A tiny learning rate works, under a short name.
+    let out = assert_success(&what_if_run(dir.path(), &["optimizer.lr=1e-300"], false));
+    let path = trace_path(dir.path(), &["optimizer.lr=1e-300"]);
+    assert!(out.contains(&path.display().to_string()), "{out}");
+    let name = path.parent().and_then(|p| p.file_name()).expect("folder").len();
+    assert!(name <= what_if::MAX_FOLDER_NAME, "{name} bytes");
+
+    // The lecture's own value is refused before anything runs.
+    let before = snapshot(dir.path());
+    assert_clean_failure(
+        &what_if_run(dir.path(), &["motivating_questions.mfu=0.5"], false),
+        &[
+            "`--set motivating_questions.mfu=0.5` is the lecture's own value",
+            "nothing was run",
+        ],
+    );
+    assert_eq!(snapshot(dir.path()), before);
+    every_trace_loads(dir.path());
+}
+
+#[test]
+fn every_given_at_once_gets_a_bounded_name_and_each_value_its_own() {
+    let device = cs336::device::Device::Cpu;
+    // Each given at a value of its range other than its default, long when typed.
+    let sets = |bump: f64| -> Vec<String> {
+        cs336::lecture::givens::all()
+            .into_iter()
+            .map(|(s, g)| {
+                let default = (g.default)(&device).as_f64().expect("a number");
+                let value = if g.range_words().contains("fraction") {
+                    default * bump / 3.0
+                } else {
+                    (default * 3.0 + bump).round()
+                };
+                format!("{}.{}={value}", s.id, g.name)
+            })
+            .collect()
+    };
+    let slug = "cpu-".repeat(20);
+    let one = what_if::parse(&sets(1.0)).expect("valid");
+    let other = what_if::parse(&sets(2.0)).expect("valid");
+    assert!(one.len() >= 23, "{} givens", one.len());
+    let (a, b) = (what_if::folder_name(&slug, &one), what_if::folder_name(&slug, &other));
+    assert!(a.len() <= what_if::MAX_FOLDER_NAME && b.len() <= what_if::MAX_FOLDER_NAME);
+    assert_ne!(a, b, "cut to one prefix, told apart by the hash");
+    let mut reversed = one.clone();
+    reversed.reverse();
+    assert_eq!(what_if::folder_name(&slug, &reversed), a);
+}
+
+#[test]
+fn a_diverged_training_gives_a_book_that_says_so() {
+    let ws = crate::common::Workspace::new();
+    let dir = ws.dir.path().join("trace");
+    let d = dir.to_str().expect("utf-8");
+    // The sections the chapter quotes, as this device's own run.
+    let mut own = vec!["--trace-dir", d, "--no-book", "--device", "cpu"];
+    for id in ["tensors_memory", "tensors_on_gpus", "mixed_precision_training"] {
+        own.extend(["--section", id]);
+    }
+    assert_success(&run_lecture(&own, None, LIMIT));
+    let set = "mixed_precision_training.lr=1000";
+    assert_success(&what_if_run(&dir, &[set], false));
+    let what_if = trace_path(&dir, &[set]);
+    // The chapter as the book has it, less its citations (the one-chapter book has no
+    // bibliography).
+    let chapter = std::fs::read_to_string(Path::new(crate::common::ROOT).join("book/src/mixed_precision_training.md"))
+        .expect("the chapter");
+    let chapter: String = chapter
+        .split("{{cite ")
+        .enumerate()
+        .map(|(i, part)| {
+            if i == 0 {
+                part
+            } else {
+                part.split_once("}}").map_or(part, |(_, rest)| rest)
+            }
+        })
+        .collect();
+    let html = ws
+        .build_chapter_named(&what_if, "mixed_precision_training", &chapter)
+        .unwrap_or_else(|problems| panic!("the chapter builds: {problems:#?}"));
+    assert!(html.contains("training diverged"), "the chapter says so");
+    assert!(html.contains("cannot be compared on how far each run got"), "twice");
+    // A rate whose fivefold would overflow is refused before anything runs.
+    assert_clean_failure(
+        &what_if_run(&dir, &["mixed_precision_training.lr=1e308"], true),
+        &["`1e308` is not a number > 0, at most 2⁵³"],
+    );
+    every_trace_loads(&dir);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_what_if_follows_no_link_out_of_its_folder() {
+    use std::os::unix::fs::symlink;
+    let (dir, own) = folder_with_own_trace();
+    let own_bytes = std::fs::read(&own).expect("own");
+    let outside = tempfile::tempdir().expect("tempdir");
+    let notes = outside.path().join("notes.txt");
+    std::fs::write(&notes, "mine").expect("notes");
+    let set = "motivating_questions.num_gpus=64";
+    let path = trace_path(dir.path(), &[set]);
+    std::fs::create_dir_all(path.parent().expect("folder")).expect("folder");
+
+    // The trace a link to a file outside, to nothing, and to the device's own trace.
+    let gone = outside.path().join("gone.json");
+    for (target, expect) in [
+        (&notes, "outside the trace folder"),
+        (&gone, "does not exist"),
+        (&own, "outside the folder of what-ifs"),
+    ] {
+        symlink(target, &path).expect("link");
+        assert_clean_failure(&what_if_run(dir.path(), &[set], false), &[expect]);
+        std::fs::remove_file(&path).expect("unlink");
+    }
+    assert_eq!(std::fs::read(&notes).expect("notes"), b"mine");
+    assert!(!gone.exists(), "a dangling link made nothing");
+    assert_eq!(std::fs::read(&own).expect("own"), own_bytes);
+
+    // The what-if's folder, or its book's, a link to a folder outside.
+    let folder = path.parent().expect("folder");
+    std::fs::remove_dir(folder).expect("empty");
+    symlink(outside.path(), folder).expect("link");
+    assert_clean_failure(
+        &what_if_run(dir.path(), &[set], false),
+        &["outside the folder of what-ifs"],
+    );
+    std::fs::remove_file(folder).expect("unlink");
+    std::fs::create_dir(folder).expect("folder");
+    symlink(outside.path(), folder.join("book")).expect("link");
+    assert_clean_failure(
+        &what_if_run(dir.path(), &[set], true),
+        &["outside the folder of what-ifs"],
+    );
+    let left: Vec<_> = std::fs::read_dir(outside.path())
+        .expect("outside")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, [std::ffi::OsString::from("notes.txt")], "nothing written outside");
+}
+
+#[test]
+fn what_if_list_keeps_a_hostile_name_on_its_line() {
+    let (dir, _) = folder_with_own_trace();
+    let d = dir.path().to_str().expect("utf-8");
+    assert_success(&what_if_run(dir.path(), &["motivating_questions.num_gpus=64"], false));
+    let written = trace_path(dir.path(), &["motivating_questions.num_gpus=64"]);
+    let hostile = dir.path().join("lecture_02/what-if/x\u{1b}[2J\nfake: line");
+    std::fs::create_dir_all(&hostile).expect("folder");
+    std::fs::copy(&written, hostile.join("t\u{7}.json")).expect("copy");
+    let o = run_lecture(&["--trace-dir", d, "what-if", "--list"], None, LIMIT);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+    assert!(out.contains("x\\u{1b}[2J\\u{a}fake: line/t\\u{7}.json"), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("fake")), "{out}");
+}
+
+/// One random what-if within the declared ranges, at a small size: a given and a value.
+fn small_given() -> impl Strategy<Value = String> {
+    let whole = |key: &'static str, high: u64| (1..=high).prop_map(move |v| format!("{key}={v}"));
+    let rate = |key: &'static str| (-300.0f64..15.0).prop_map(move |e| format!("{key}={}", 10f64.powf(e)));
+    prop_oneof![
+        whole("motivating_questions.model_parameters", 1 << 53),
+        whole("motivating_questions.num_tokens", 1 << 53),
+        (1e-6f64..=1.0).prop_map(|x| format!("motivating_questions.mfu={x}")),
+        whole("motivating_questions.num_gpus", 1 << 53),
+        whole("motivating_questions.memory_num_gpus", 1 << 20),
+        (1u64..1 << 40).prop_map(|v| format!("motivating_questions.h100_bytes={}", 16 * v)),
+        whole("custom_model.d", 16),
+        whole("custom_model.num_layers", 4),
+        whole("custom_model.batch_size", 8),
+        whole("optimizer.d", 16),
+        whole("optimizer.num_layers", 3),
+        rate("optimizer.lr"),
+        whole("activation_memory.batch_size", 8),
+        whole("activation_memory.d", 16),
+        whole("activation_memory.num_layers", 4),
+        whole("activation_memory.segment_layers", 5),
+        rate("mixed_precision_training.lr"),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    /// A what-if within the declared ranges is written and reads back, or is refused with a
+    /// message and leaves nothing; either way every trace left under the folder loads.
+    #[test]
+    fn random_what_ifs_write_only_what_reads_back(sets in proptest::collection::vec(small_given(), 1..4)) {
+        let (dir, _) = folder_with_own_trace();
+        let mut keys: Vec<&str> = sets.iter().filter_map(|s| s.split_once('=')).map(|(k, _)| k).collect();
+        keys.sort();
+        keys.dedup();
+        prop_assume!(keys.len() == sets.len(), "each given once");
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let o = what_if_run(dir.path(), &sets, false);
+        let (out, err) = text(&o);
+        let path = trace_path(dir.path(), &sets);
+        if o.status.success() {
+            let t = cs336::trace::load_named(&path).map_err(|e| TestCaseError::fail(format!("{sets:?}: {e}")))?;
+            prop_assert!(!t.changed_givens().is_empty());
+        } else {
+            prop_assert_eq!(o.status.code(), Some(1), "{:?}: {}{}", sets, out, err);
+            prop_assert!(err.starts_with("error: "), "{:?}: {}", sets, err);
+            prop_assert!(!path.parent().expect("folder").exists(), "{:?} left its folder", sets);
+        }
+        every_trace_loads(dir.path());
+    }
+}
