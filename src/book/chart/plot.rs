@@ -14,13 +14,17 @@ pub const FG: RGBColor = RGBColor(0x01, 0x02, 0x03);
 const FG_HEX: &str = "#010203";
 
 /// Mid-tone colours that keep contrast on white and on mdbook's dark themes.
-pub const PALETTE: [RGBColor; 6] = [
+pub const PALETTE: [RGBColor; 10] = [
     RGBColor(0x3d, 0x8f, 0xd1), // blue
     RGBColor(0xe0, 0x7b, 0x39), // orange
     RGBColor(0x3a, 0xa6, 0x5b), // green
     RGBColor(0xc8, 0x4f, 0x8a), // magenta
     RGBColor(0x9b, 0x7b, 0xd9), // violet
     RGBColor(0xc9, 0xa2, 0x27), // ochre
+    RGBColor(0x2a, 0x9d, 0x9f), // teal
+    RGBColor(0xd6, 0x45, 0x45), // red
+    RGBColor(0x8c, 0x6d, 0x4f), // brown
+    RGBColor(0x80, 0x80, 0x80), // grey
 ];
 
 pub const FONT: &str = "sans-serif";

@@ -31,6 +31,13 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
     let levels = roof_levels(data)?;
     let xs = points.iter().map(|p| p.1).chain(sweep.iter().map(|p| p.0));
     let knees = levels.iter().map(|(_, bw)| peak / bw);
+    let knees = knees.chain(
+        ["h100_flop_per_sec", "h100_bytes_per_sec"]
+            .map(|name| data.number(name))
+            .into_iter()
+            .collect::<Result<Vec<f64>, Cause>>()
+            .map(|v| v[0] / v[1]),
+    );
     let (lo, hi) = xs
         .chain(knees)
         .filter(|x| x.is_finite() && *x > 0.0)
@@ -50,14 +57,23 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
         },
     );
     for (level, bw) in &levels {
-        let knee = peak / bw;
-        let mut roof = vec![(lo, bw * lo)];
-        if knee > lo && knee < hi {
-            roof.push((knee, peak));
-        }
-        roof.push((hi, (bw * hi).min(peak)));
-        chart.series.push(Series::measured(format!("roof: {level}"), roof));
+        chart
+            .series
+            .push(Series::measured(format!("roof: {level}"), roof(peak, *bw, (lo, hi))));
     }
+    // The datasheet's roofs, dashed: the lecture's H100 on every device, and this GPU's own where
+    // it has one (a measured roof below it is the gap between the datasheet and a copy kernel).
+    if let Ok(bw) = data.number("datasheet_bytes_per_sec") {
+        chart.series.push(Series {
+            reference: true,
+            ..Series::measured("roof: datasheet memory", roof(peak, bw, (lo, hi)))
+        });
+    }
+    let (h100_peak, h100_bw) = (data.number("h100_flop_per_sec")?, data.number("h100_bytes_per_sec")?);
+    chart.series.push(Series {
+        reference: true,
+        ..Series::measured("H100 datasheet roofline", roof(h100_peak, h100_bw, (lo, hi)))
+    });
     for (op, intensity, flop_per_sec) in points {
         chart.series.push(Series::measured(op, vec![(intensity, flop_per_sec)]));
     }
@@ -66,6 +82,17 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
         .push(Series::measured("matmul, n = 16 … 1024 or more", sweep));
     chart.legend = SeriesLabelPosition::LowerRight;
     line_chart(&chart)
+}
+
+/// The roofline of a `peak` and a bandwidth `bw` across `lo..hi`: the slope, its bend, the flat.
+fn roof(peak: f64, bw: f64, (lo, hi): (f64, f64)) -> Vec<(f64, f64)> {
+    let knee = peak / bw;
+    let mut line = vec![(lo, (bw * lo).min(peak))];
+    if knee > lo && knee < hi {
+        line.push((knee, peak));
+    }
+    line.push((hi, (bw * hi).min(peak)));
+    line
 }
 
 /// Each measured level and its copy bandwidth, in the order recorded (fastest first on a CPU).
