@@ -25,6 +25,7 @@ mod train_loop;
 mod trainer;
 pub mod watch;
 pub mod what_if;
+mod what_if_overhead;
 
 pub(crate) use recorder::record;
 pub use recorder::{Recordable, SectionCtx};

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::givens::{self, GivenDef};
 use super::run::Overrides;
+pub use super::what_if_overhead::{Overhead, Rates, overhead};
 use super::{SECTIONS, SectionDef};
 use crate::device::Device;
 use crate::trace::Trace;
@@ -233,12 +234,13 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
 }
 
 /// Refuses a what-if that would not fit in `memory` bytes, or (without `yes`) would run past
-/// [`MAX_SECONDS`] at `peak` FLOP/s. Returns what it estimated, one line per section, to print.
+/// [`MAX_SECONDS`] at `peak` FLOP/s and `rates` per op and comparison. Returns what it estimated, one line per section, to print.
 pub fn check_cost(
     changes: &[Change],
     device: &Device,
     memory: Option<u64>,
     peak: f64,
+    rates: &Rates,
     yes: bool,
 ) -> Result<Vec<String>, Refused> {
     let shown = |bytes: f64| {
@@ -260,7 +262,11 @@ pub fn check_cost(
             value.as_f64().unwrap_or(f64::NAN)
         };
         let Some(cost) = cost(def.id, &get) else { continue };
-        let how = format!("{:.3e} FLOP", cost.flops);
+        let fixed = overhead(def.id, &get);
+        let how = format!(
+            "{:.3e} FLOP, {:.2e} tensor ops and {:.2e} comparisons",
+            cost.flops, fixed.ops, fixed.comparisons
+        );
         if let Some(total) = memory {
             let limit = total as f64 * MEMORY_SHARE;
             if cost.bytes > limit {
@@ -274,7 +280,9 @@ pub fn check_cost(
                 });
             }
         }
-        let seconds = cost.flops / peak;
+        // Arithmetic at the peak, and each op's and comparison's fixed cost as measured here.
+        let arithmetic = cost.flops / peak;
+        let seconds = arithmetic + rates.seconds(&fixed);
         if seconds > MAX_SECONDS && !yes {
             return Err(Refused::TooLong {
                 section: def.id.to_string(),
@@ -284,9 +292,12 @@ pub fn check_cost(
             });
         }
         said.push(format!(
-            "{}: about {} of tensors and {how}: {seconds:.1} s of arithmetic at this device's peak, {peak:.3e} FLOP/s",
+            "{}: about {} of tensors and {how}: {seconds:.1} s ({arithmetic:.1} s of arithmetic at this device's peak, \
+             {peak:.3e} FLOP/s, and the rest at {:.2} µs an op and {:.2} ns a comparison)",
             def.id,
-            shown(cost.bytes)
+            shown(cost.bytes),
+            rates.op_seconds * 1e6,
+            rates.comparison_seconds * 1e9
         ));
     }
     Ok(said)
