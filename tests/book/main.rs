@@ -10,6 +10,7 @@ mod book_build;
 mod book_claims;
 mod book_history;
 mod book_kinds;
+mod book_large;
 mod book_markup;
 mod book_numbers;
 mod book_provenance;
