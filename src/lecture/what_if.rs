@@ -60,6 +60,8 @@ pub enum Refused {
         range: String,
         why: String,
     },
+    #[error("`--set {start}…` is {chars} characters long, more than the {max} a `--set` argument may have")]
+    LongArgument { start: String, chars: usize, max: usize },
     #[error("`{0}` is set twice")]
     Twice(String),
     #[error(
@@ -86,10 +88,27 @@ pub enum Refused {
     },
 }
 
+/// The longest `--set` argument read: the longest section and given name with a value typed in
+/// full (`1_000_000_000_000`) is far shorter.
+pub const MAX_SET_CHARS: usize = 200;
+
+/// How much of a longer one its refusal shows.
+const SHOWN_CHARS: usize = 40;
+
 /// Reads every `--set` argument, refusing the first that is wrong.
 pub fn parse(args: &[String]) -> Result<Vec<Change>, Refused> {
     let mut changes: Vec<Change> = Vec::new();
     for arg in args {
+        // Refused before it is echoed in any message: a 200,000-digit value filled the screen.
+        let chars = arg.chars().count();
+        if chars > MAX_SET_CHARS {
+            let start: String = arg.chars().take(SHOWN_CHARS).collect();
+            return Err(Refused::LongArgument {
+                start,
+                chars,
+                max: MAX_SET_CHARS,
+            });
+        }
         let (key, text) = arg.split_once('=').ok_or_else(|| Refused::Form(arg.clone()))?;
         let (section, name) = key.trim().split_once('.').ok_or_else(|| Refused::Form(arg.clone()))?;
         let all = givens::all();
