@@ -65,16 +65,16 @@ pub fn check(cli: &Cli) -> Result<()> {
         ]);
         if !ignored.is_empty() {
             bail!(
-                "`{command}` runs no section{}, so {} would do nothing: drop {}",
-                match command {
-                    "givens" | "trace-name" => " and reads no trace",
-                    "compare" => " and reads the two files it is given",
-                    "book" if what_if_book => " and reads the traces beside the what-if's",
-                    "what-if" => " and lists the what-ifs of every device",
-                    _ => "",
-                },
+                "`{command}` runs no section, so {} would do nothing: drop {}{}",
                 ignored.join(" and "),
-                them(&ignored)
+                them(&ignored),
+                match command {
+                    "givens" | "trace-name" => " (it reads no trace either)",
+                    "compare" => " (it reads the two files it is given)",
+                    "book" if what_if_book => " (a what-if's book reads the traces beside the what-if's)",
+                    "what-if" => " (it lists the what-ifs of every device)",
+                    _ => "",
+                }
             );
         }
     }

@@ -1,7 +1,8 @@
-//! Chapters far larger than the book's own build in one pass over their text: 100,000 quoted
-//! values on 100,000 lines or on one line, and 100,000 nested `{{if}}` blocks, each render (a
-//! step that looked back over the chapter at every directive made each take minutes), with every
-//! value in place and the line numbers of problems still right.
+//! Hostile books. Chapters far larger than the book's own build in one pass over their text:
+//! 100,000 quoted values on 100,000 lines or on one line, and 100,000 nested `{{if}}` blocks, each
+//! render (a step that looked back over the chapter at every directive made each take minutes),
+//! with every value in place and the line numbers of problems still right. A GPU trace without its
+//! memory size is refused naming the field.
 
 use crate::common;
 
@@ -49,4 +50,23 @@ fn a_hundred_thousand_nested_ifs_keep_their_text() {
     let dropped = format!("# Deep\n\n{open}{{{{if tensors_memory.bytes < 0}}}}\ndropped-words\n{{{{end}}}}\n{close}");
     let html = ws.build_chapter(&path, &dropped).expect("builds");
     assert!(!html.contains("dropped-words"));
+}
+
+#[test]
+fn a_gpu_trace_without_its_memory_size_names_the_field() {
+    let Some((_, mut gpu)) = common::committed_traces()
+        .into_iter()
+        .find(|(_, t)| t.provenance.device.kind == "cuda")
+    else {
+        common::note_once("no committed GPU trace: the missing GPU memory size is not tried");
+        return;
+    };
+    gpu.provenance.device.memory_bytes = None;
+    // Beside the default trace, as the book's GPU pages read it (a GPU trace is not held to the
+    // current code, so it may be of older code).
+    let (ws, path) = committed();
+    ws.write_trace(&gpu.provenance.device.slug, &gpu);
+    let problem = common::only_problem(ws.build_chapter(&path, "# GPU\n\n{{chart cpu_gpu trace=gpu}}\n"));
+    let said = problem.to_string();
+    assert!(said.contains("provenance.device.memory_bytes"), "{said}");
 }
