@@ -89,11 +89,14 @@ pub(super) fn backward(root: &Var) -> Result<()> {
 
 pub(super) fn saved_tensors(root: &Var) -> Vec<SavedTensor> {
     let mut out: Vec<SavedTensor> = Vec::new();
+    // Storages already listed: a set, not a scan of `out`, which made a deep graph's listing
+    // quadratic in its depth.
+    let mut listed = HashSet::new();
     for node in reverse_topological(&root.node) {
         let Some(f) = &node.grad_fn else { continue };
         if let Some(op) = f.op.lock().as_ref() {
             for t in op.saved() {
-                if !out.iter().any(|s| Tensor::same_storage(&s.tensor, t)) {
+                if listed.insert(t.storage_id()) {
                     out.push(SavedTensor {
                         op: f.name,
                         tensor: t.clone(),

@@ -66,6 +66,26 @@ pub(crate) struct GradFn {
     name: &'static str,
 }
 
+/// Dropping a graph frees its nodes one after another, not one inside another: the default drop
+/// of a chain of `Arc<Node>` recurses once per op, and a deep model (a hundred thousand layers of
+/// width one) overflowed the stack and aborted there. Each input this node was the last owner of
+/// is unlinked into a worklist, emptied of its own inputs, and only then dropped.
+impl Drop for GradFn {
+    fn drop(&mut self) {
+        let mut pending: Vec<Arc<Node>> = std::mem::take(&mut self.inputs).into_iter().flatten().collect();
+        while let Some(node) = pending.pop() {
+            // Someone else still holds it: it stays alive, and so does what it links to.
+            let Some(mut node) = Arc::into_inner(node) else {
+                continue;
+            };
+            if let Some(f) = node.grad_fn.as_mut() {
+                pending.extend(std::mem::take(&mut f.inputs).into_iter().flatten());
+            }
+            // `node` drops here with no inputs left: its own drop does not recurse.
+        }
+    }
+}
+
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
@@ -251,5 +271,31 @@ impl Var {
     /// each storage listed once.
     pub fn saved_tensors(&self) -> Vec<SavedTensor> {
         engine::saved_tensors(self)
+    }
+}
+
+#[cfg(test)]
+mod deep_graph_tests {
+    use super::Var;
+    use crate::tensor::{DType, Tensor};
+
+    /// A chain far deeper than a test thread's 2 MiB stack allows one frame per op: backward walks
+    /// it, and both a used and an unused graph drop, without recursing per op.
+    #[test]
+    fn a_chain_of_two_hundred_thousand_ops_backpropagates_and_drops() -> crate::error::Result<()> {
+        const DEPTH: usize = 200_000;
+        let w = Var::parameter(Tensor::ones(&[1], DType::F32)?);
+        let mut x = w.clone();
+        for _ in 0..DEPTH {
+            x = x.mul(&w)?;
+        }
+        let unused = x.sum_all()?;
+        x.sum_all()?.backward()?;
+        // d(w^(DEPTH+1))/dw at w = 1 is DEPTH + 1.
+        let g = w.grad().map(|g| g.to_vec_f64()).transpose()?;
+        assert_eq!(g, Some(vec![(DEPTH + 1) as f64]));
+        drop(x);
+        drop(unused);
+        Ok(())
     }
 }

@@ -181,6 +181,12 @@ pub fn run(
     (with_reference, skip): (bool, &[String]),
     shapes: &[Shape],
 ) -> anyhow::Result<Vec<Row>> {
+    // Every shape's operands are checked before any is made: one at a time, a product too large
+    // for memory filled gigabytes for a minute before its last operand was refused.
+    for shape in shapes {
+        crate::device::cpu::check_bytes("bench cpu-matmul", shape.bytes_held())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", shape.label()))?;
+    }
     let label = |name: &str| name.replace(' ', "-");
     if let Some(unknown) = skip
         .iter()

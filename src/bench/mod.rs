@@ -32,14 +32,30 @@ impl Shape {
     /// "M×K×N" (or with `x`): the product of an M×K matrix by a K×N one, every size at least 1.
     pub fn parse(text: &str) -> Result<Shape, String> {
         let sizes: Vec<&str> = text.split(['x', '×']).collect();
-        let size = |s: &str| s.trim().parse::<usize>().ok().filter(|&v| v > 0);
+        // Each size read on its own, so the message names the one that is wrong.
+        let size = |name: &str, s: &str| {
+            s.trim().parse::<usize>().ok().filter(|&v| v > 0).ok_or_else(|| {
+                format!(
+                    "{text:?}: {name} is {:?}, but each size must be a whole number of at least 1",
+                    s.trim()
+                )
+            })
+        };
         match sizes.as_slice() {
-            [m, k, n] => match (size(m), size(k), size(n)) {
-                (Some(m), Some(k), Some(n)) => Ok(Shape { m, k, n }),
-                _ => Err(format!("{text:?}: each size must be a whole number of at least 1")),
-            },
+            [m, k, n] => Ok(Shape {
+                m: size("M (the first size)", m)?,
+                k: size("K (the second size)", k)?,
+                n: size("N (the third size)", n)?,
+            }),
             _ => Err(format!("{text:?}: give three sizes, M×K×N (or MxKxN)")),
         }
+    }
+
+    /// Bytes a timing of this product holds at once: both operands in float32 and in bfloat16, and
+    /// a product of each.
+    pub fn bytes_held(&self) -> u128 {
+        let (m, k, n) = (self.m as u128, self.k as u128, self.n as u128);
+        (4 + 2) * (m * k + k * n) + (4 + 2) * m * n
     }
 
     pub fn label(&self) -> String {
@@ -79,9 +95,13 @@ mod tests {
         assert_eq!(Shape::parse("2048x1024x64"), Ok(Shape::new(2048, 1024, 64)));
         assert_eq!(Shape::parse("256×256×256"), Ok(Shape::new(256, 256, 256)));
         for (bad, why) in [
-            ("0x2x2", "at least 1"),
+            ("0x2x2", "M (the first size) is \"0\""),
             ("2x2", "three sizes"),
-            ("2xtwox2", "whole number"),
+            (
+                "2xtwox2",
+                "K (the second size) is \"two\", but each size must be a whole number",
+            ),
+            ("1x1x-1", "N (the third size) is \"-1\""),
             ("", "three sizes"),
         ] {
             let err = Shape::parse(bad).expect_err(bad);

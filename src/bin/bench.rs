@@ -35,7 +35,9 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         skip: Vec<String>,
         /// Time this product instead of the standard five, M×K×N (or MxKxN); repeat for more.
-        #[arg(long = "shape", value_parser = bench::Shape::parse)]
+        // A leading minus is read as a (bad) shape, not as a flag: `--shape -1x1x1` then names the
+        // size that is wrong instead of calling `-1` an unknown argument.
+        #[arg(long = "shape", value_parser = bench::Shape::parse, allow_hyphen_values = true)]
         shapes: Vec<bench::Shape>,
     },
     /// Our elementwise ops, reductions, dot and matvec in f32 and bf16 at sizes in L2, in the

@@ -13,6 +13,10 @@ use cs336::device::{self, DeviceRequest};
 use cs336::lecture::{self, LECTURE, SECTIONS, run};
 use cs336::trace::{self, Trace};
 
+#[path = "lecture/compare.rs"]
+mod compare;
+#[path = "lecture/flags.rs"]
+mod flags;
 #[path = "lecture/what_if.rs"]
 mod what_if;
 
@@ -195,7 +199,7 @@ fn device_trace(dir: &Path, slug: &str) -> Result<PathBuf> {
 fn real_main(out: &mut Console) -> Result<()> {
     let cli = Cli::parse();
     let trace_dir = cli.trace_dir.clone().unwrap_or_else(|| root().join("trace"));
-    check_flags(&cli)?;
+    flags::check(&cli)?;
     let request = match cli.device.unwrap_or(DeviceArg::Auto) {
         DeviceArg::Auto => DeviceRequest::Auto,
         DeviceArg::Cpu => DeviceRequest::Cpu,
@@ -225,7 +229,7 @@ fn real_main(out: &mut Console) -> Result<()> {
         }) => return what_if::book(out, &file, &root()),
         Some(Command::Givens) => return what_if::list_givens(out, request),
         Some(Command::WhatIf { list }) => return what_if::list(out, &trace_dir, list),
-        Some(Command::Compare { a, b }) => return compare(out, &a, &b),
+        Some(Command::Compare { a, b }) => return compare::compare(out, &a, &b),
         Some(Command::TraceName) => {
             out.line(format_args!("{}", device_name(request)?));
             return Ok(());
@@ -245,72 +249,6 @@ fn real_main(out: &mut Console) -> Result<()> {
         );
     }
     run_sections(out, &cli, &trace_dir, request)
-}
-
-/// `lecture compare A B`: prints the comparison, and fails when the traces differ where their kinds
-/// say two runs must agree.
-fn compare(out: &mut Console, a: &Path, b: &Path) -> Result<()> {
-    let (x, y) = (trace::load(a)?, trace::load(b)?);
-    let (na, nb) = (a.display().to_string(), b.display().to_string());
-    let summary = trace::compare::summarize([&na, &nb], &x, &y);
-    for line in &summary.lines {
-        out.line(format_args!("{}", terminal_safe(line)));
-    }
-    if summary.differ {
-        bail!("the traces differ where their kinds say two runs must agree (listed above)");
-    }
-    Ok(())
-}
-
-/// Refuses flags that the command would otherwise ignore without a word.
-fn check_flags(cli: &Cli) -> Result<()> {
-    let command = match &cli.command {
-        Some(Command::Book { .. }) => Some("book"),
-        Some(Command::Givens) => Some("givens"),
-        Some(Command::WhatIf { .. }) => Some("what-if"),
-        Some(Command::Get { .. }) => Some("get"),
-        Some(Command::TraceName) => Some("trace-name"),
-        Some(Command::Compare { .. }) => Some("compare"),
-        None => None,
-    };
-    if cli.list && (command.is_some() || !cli.sections.is_empty()) {
-        bail!("`--list` lists the sections and does nothing else: drop it, or the rest");
-    }
-    if !cli.set.is_empty() && (command.is_some() || !cli.sections.is_empty() || cli.list) {
-        bail!("`--set` runs the sections whose givens it changes: drop `--section`, `--list` or the command");
-    }
-    if cli.yes && cli.set.is_empty() {
-        bail!("`--yes` lets a long what-if run: it needs `--set`");
-    }
-    let mut seen = std::collections::HashSet::new();
-    if let Some(twice) = cli.sections.iter().find(|id| !seen.insert(id.as_str())) {
-        bail!(
-            "`--section {}` is given twice: each section runs once per run",
-            terminal_safe(twice)
-        );
-    }
-    if let Some(command) = command {
-        let ignored: Vec<&str> = [
-            ("--seed", cli.seed.is_some()),
-            ("--no-book", cli.no_book),
-            (
-                "--device",
-                cli.device.is_some() && matches!(command, "book" | "compare"),
-            ),
-            ("--trace-dir", cli.trace_dir.is_some() && command == "compare"),
-        ]
-        .into_iter()
-        .filter_map(|(flag, given)| given.then_some(flag))
-        .collect();
-        if !ignored.is_empty() {
-            bail!(
-                "`{command}` runs no section, so {} would do nothing: drop {}",
-                ignored.join(" and "),
-                if ignored.len() == 1 { "it" } else { "them" }
-            );
-        }
-    }
-    Ok(())
 }
 
 /// The name of the trace of the device `request` picks (`CS336_CPU_ISA` must be valid: it decides

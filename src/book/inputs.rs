@@ -44,16 +44,42 @@ pub fn check(book_root: &Path) -> Result<(), BadInput> {
         .ok()
         .and_then(|t| t.get("book")?.get("src")?.as_str().map(String::from))
         .unwrap_or_else(|| "src".into());
+    // Everything the book publishes resolves inside its folder: a chapter that is a link to
+    // `/etc/passwd` would otherwise be rendered into the book (and `src = "/etc"` likewise).
+    let home = book_root
+        .canonicalize()
+        .map_err(|e| bad(book_root, format!("cannot be resolved: {e}")))?;
+    inside(&config_path, &home)?;
     let mut seen = 0;
     for folder in [book_root.join(src), book_root.join("theme")] {
         if folder.exists() {
-            walk(&folder, 0, &mut seen)?;
+            inside(&folder, &home)?;
+            walk(&folder, &home, 0, &mut seen)?;
         }
     }
     Ok(())
 }
 
-fn walk(dir: &Path, depth: usize, seen: &mut usize) -> Result<(), BadInput> {
+/// `path`, links followed, lies inside `home` (the book's folder, resolved).
+fn inside(path: &Path, home: &Path) -> Result<(), BadInput> {
+    let resolved = path
+        .canonicalize()
+        .map_err(|e| bad(path, format!("cannot be resolved: {e}")))?;
+    if resolved.starts_with(home) {
+        return Ok(());
+    }
+    Err(bad(
+        path,
+        format!(
+            "leads to {}, outside the book's folder {}: the book publishes only what lies inside it. Copy the \
+             file into the book, or remove the link.",
+            resolved.display(),
+            home.display()
+        ),
+    ))
+}
+
+fn walk(dir: &Path, home: &Path, depth: usize, seen: &mut usize) -> Result<(), BadInput> {
     if depth > MAX_DEPTH {
         return Err(bad(
             dir,
@@ -74,7 +100,8 @@ fn walk(dir: &Path, depth: usize, seen: &mut usize) -> Result<(), BadInput> {
         // `metadata` follows links and opens nothing: a pipe is found without waiting on it.
         let meta = std::fs::metadata(&path).map_err(|e| bad(&path, format!("cannot be read: {e}")))?;
         if meta.is_dir() {
-            walk(&path, depth + 1, seen)?;
+            inside(&path, home)?;
+            walk(&path, home, depth + 1, seen)?;
         } else if !meta.is_file() {
             return Err(bad(
                 &path,
@@ -90,6 +117,8 @@ fn walk(dir: &Path, depth: usize, seen: &mut usize) -> Result<(), BadInput> {
                     MAX_BOOK_FILE_BYTES >> 20
                 ),
             ));
+        } else {
+            inside(&path, home)?;
         }
     }
     Ok(())
@@ -143,5 +172,32 @@ mod tests {
         big.set_len(MAX_BOOK_FILE_BYTES + 1).expect("sparse file");
         let err = check(dir.path()).unwrap_err();
         assert!(err.msg.contains("larger than the 16 MiB"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_chapter_or_folder_that_leads_outside_the_book_is_refused() {
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::fs::write(outside.path().join("secret.md"), "not the book's").expect("write");
+        let dir = book();
+        let link = dir.path().join("pages/part/a.md");
+        std::fs::remove_file(&link).expect("rm");
+        std::os::unix::fs::symlink(outside.path().join("secret.md"), &link).expect("link");
+        let err = check(dir.path()).unwrap_err();
+        assert_eq!(err.path, link);
+        assert!(err.msg.contains("outside the book's folder"), "{err}");
+        // A folder that leads out, and a source folder named outside in book.toml.
+        std::fs::remove_file(&link).expect("rm");
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("pages/away")).expect("link");
+        assert!(check(dir.path()).unwrap_err().msg.contains("outside the book's folder"));
+        std::fs::remove_file(dir.path().join("pages/away")).expect("rm");
+        let config = format!("[book]\nsrc = \"{}\"\n", outside.path().display());
+        std::fs::write(dir.path().join("book.toml"), config).expect("write");
+        assert!(check(dir.path()).unwrap_err().msg.contains("outside the book's folder"));
+        // A link that stays inside is fine.
+        std::fs::write(dir.path().join("book.toml"), "[book]\nsrc = \"pages\"\n").expect("write");
+        std::os::unix::fs::symlink("a.md", dir.path().join("pages/part/c.md")).ok();
+        std::fs::write(dir.path().join("pages/part/a.md"), "text").expect("write");
+        check(dir.path()).expect("a link inside the book");
     }
 }

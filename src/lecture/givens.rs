@@ -57,6 +57,13 @@ impl Range for Count {
     const WORDS: &'static str = "a whole number ≥ 1";
     fn parse(text: &str) -> Result<usize, String> {
         let x = number(text)?;
+        // Past 2⁵³ every float is whole: such a value is not "not whole", it is too large.
+        if x > MAX_COUNT {
+            return Err(format!(
+                "`{text}` is too large: the largest count accepted is {} (2⁵³)",
+                MAX_COUNT as u64
+            ));
+        }
         if x.fract() != 0.0 || !(1.0..=MAX_COUNT).contains(&x) {
             return Err(format!("`{text}` is not {}", Self::WORDS));
         }
@@ -80,6 +87,9 @@ macro_rules! real_range {
                 let $x = number(text)?;
                 if $holds {
                     Ok($x)
+                } else if $x > MAX_COUNT {
+                    // A number past the top is not "not a number > 0": it is too large.
+                    Err(format!("`{text}` is too large"))
                 } else {
                     Err(format!("`{text}` is not {}", Self::WORDS))
                 }

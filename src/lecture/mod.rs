@@ -26,6 +26,7 @@ mod trainer;
 pub mod watch;
 pub mod what_if;
 mod what_if_files;
+mod what_if_overhead;
 
 pub(crate) use recorder::record;
 pub use recorder::{Recordable, SectionCtx};

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::givens::{self, GivenDef};
 use super::run::Overrides;
+pub use super::what_if_overhead::{Overhead, Rates, overhead};
 use super::{SECTIONS, SectionDef};
 use crate::device::Device;
 use crate::trace::Trace;
@@ -70,6 +71,8 @@ pub enum Refused {
         size: String,
         limit: String,
     },
+    #[error("`--set {start}…` is {chars} characters long, more than the {max} a `--set` argument may have")]
+    LongArgument { start: String, chars: usize, max: usize },
     #[error("`{0}` is set twice")]
     Twice(String),
     #[error(
@@ -101,10 +104,27 @@ pub enum Refused {
     },
 }
 
+/// The longest `--set` argument read: the longest section and given name with a value typed in
+/// full (`1_000_000_000_000`) is far shorter.
+pub const MAX_SET_CHARS: usize = 200;
+
+/// How much of a longer one its refusal shows.
+const SHOWN_CHARS: usize = 40;
+
 /// Reads every `--set` argument, refusing the first that is wrong.
 pub fn parse(args: &[String]) -> Result<Vec<Change>, Refused> {
     let mut changes: Vec<Change> = Vec::new();
     for arg in args {
+        // Refused before it is echoed in any message: a 200,000-digit value filled the screen.
+        let chars = arg.chars().count();
+        if chars > MAX_SET_CHARS {
+            let start: String = arg.chars().take(SHOWN_CHARS).collect();
+            return Err(Refused::LongArgument {
+                start,
+                chars,
+                max: MAX_SET_CHARS,
+            });
+        }
         let (key, text) = arg.split_once('=').ok_or_else(|| Refused::Form(arg.clone()))?;
         let (section, name) = key.trim().split_once('.').ok_or_else(|| Refused::Form(arg.clone()))?;
         let all = givens::all();
@@ -284,12 +304,13 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
 }
 
 /// Refuses a what-if that would not fit in `memory` bytes, or (without `yes`) would run past
-/// [`MAX_SECONDS`] at `peak` FLOP/s. Returns what it estimated, one line per section, to print.
+/// [`MAX_SECONDS`] at `peak` FLOP/s and `rates` per op and comparison. Returns what it estimated, one line per section, to print.
 pub fn check_cost(
     changes: &[Change],
     device: &Device,
     memory: Option<u64>,
     peak: f64,
+    rates: &Rates,
     yes: bool,
 ) -> Result<Vec<String>, Refused> {
     let shown = |bytes: f64| {
@@ -311,7 +332,11 @@ pub fn check_cost(
             value.as_f64().unwrap_or(f64::NAN)
         };
         let Some(cost) = cost(def.id, &get) else { continue };
-        let how = format!("{:.3e} FLOP", cost.flops);
+        let fixed = overhead(def.id, &get);
+        let how = format!(
+            "{:.3e} FLOP, {:.2e} tensor ops and {:.2e} comparisons",
+            cost.flops, fixed.ops, fixed.comparisons
+        );
         if let Some(total) = memory {
             let limit = total as f64 * MEMORY_SHARE;
             if cost.bytes > limit {
@@ -333,7 +358,9 @@ pub fn check_cost(
                 limit: shown(limit),
             });
         }
-        let seconds = cost.flops / peak;
+        // Arithmetic at the peak, and each op's and comparison's fixed cost as measured here.
+        let arithmetic = cost.flops / peak;
+        let seconds = arithmetic + rates.seconds(&fixed);
         if seconds > MAX_SECONDS && !yes {
             return Err(Refused::TooLong {
                 section: def.id.to_string(),
@@ -343,9 +370,12 @@ pub fn check_cost(
             });
         }
         said.push(format!(
-            "{}: about {} of tensors and {how}: {seconds:.1} s of arithmetic at this device's peak, {peak:.3e} FLOP/s",
+            "{}: about {} of tensors and {how}: {seconds:.1} s ({arithmetic:.1} s of arithmetic at this device's peak, \
+             {peak:.3e} FLOP/s, and the rest at {:.2} µs an op and {:.2} ns a comparison)",
             def.id,
-            shown(cost.bytes)
+            shown(cost.bytes),
+            rates.op_seconds * 1e6,
+            rates.comparison_seconds * 1e9
         ));
     }
     Ok(said)

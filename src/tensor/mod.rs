@@ -154,6 +154,12 @@ impl Tensor {
         Arc::ptr_eq(&a.storage, &b.storage)
     }
 
+    /// Names the storage: equal for two tensors exactly when `same_storage` holds, so a set of
+    /// them finds a storage seen before in constant time (a graph lists thousands of tensors).
+    pub(crate) fn storage_id(&self) -> usize {
+        Arc::as_ptr(&self.storage).cast::<()>() as usize
+    }
+
     /// All elements in row-major order, converted to `T` (rounding where `T` is narrower;
     /// integer to integer exactly, wrapping when narrowing, as `to_dtype` does).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {

@@ -54,6 +54,33 @@ pub fn available_memory_bytes() -> Option<u64> {
     meminfo_bytes("MemAvailable")
 }
 
+/// Bytes this process may still map under its address-space limit (`ulimit -v`, `RLIMIT_AS`),
+/// or None when there is no limit or it cannot be read. `MemAvailable` says what the machine has;
+/// under such a limit an allocation fails long before that (a 3.6 GB operand under
+/// `ulimit -v 3G` passed the memory check and then failed).
+pub fn address_space_left_bytes() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit only writes the struct it is given, which lives on this stack.
+        if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
+            return None;
+        }
+        // What the process has mapped already counts against the limit.
+        let mapped_kib: u64 = file_field("/proc/self/status", ':', "VmSize")?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()?;
+        Some(limit.rlim_cur.saturating_sub(mapped_kib.saturating_mul(1024)))
+    }
+    #[cfg(not(unix))]
+    None
+}
+
 fn meminfo_bytes(key: &str) -> Option<u64> {
     let kib: u64 = file_field("/proc/meminfo", ':', key)?
         .split_whitespace()

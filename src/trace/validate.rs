@@ -9,6 +9,7 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::history::MAX_HISTORY;
 use super::schema::{Trace, Unit};
 use crate::json::number_from_json;
 
@@ -75,6 +76,29 @@ pub fn contents(trace: &Trace) -> Result<(), String> {
         if let Some(d) = &section.disturbed {
             disturbance(d)
                 .map_err(|what| format!("section `{}` (at `sections[{i}].disturbed`): {what}", section.id))?;
+        }
+        // A run keeps at most `MAX_HISTORY` states of a value (evenly spaced beyond it), so a
+        // longer history, or more record calls than states, was not written by a run: refused here,
+        // before the book lays out every state (two million of them took minutes).
+        let mut states_in_all = 0;
+        for (name, record) in &section.values {
+            if record.num_states() > MAX_HISTORY {
+                return Err(format!(
+                    "value `{}.{name}` (at `sections[{i}].values.{name}.history`) has {} states, but a run keeps at \
+                     most {MAX_HISTORY} of a value (trace::history::MAX_HISTORY, its history and its final state)",
+                    section.id,
+                    record.num_states()
+                ));
+            }
+            states_in_all += record.num_states();
+        }
+        if section.steps.len() > states_in_all {
+            return Err(format!(
+                "section `{}` (at `sections[{i}].steps`) lists {} record calls, but its values have {states_in_all} \
+                 states in all, and each state is recorded by one call",
+                section.id,
+                section.steps.len()
+            ));
         }
         for (name, record) in &section.values {
             // The final value and every earlier state: a merge writes them all back.

@@ -9,6 +9,7 @@ mod book_browser;
 mod book_build;
 mod book_claims;
 mod book_history;
+mod book_hostile;
 mod book_kinds;
 mod book_markup;
 mod book_numbers;

@@ -11,6 +11,7 @@ mod cli_book;
 mod cli_book_guard;
 mod cli_concurrency;
 mod cli_disturbed;
+mod cli_hostile3;
 mod cli_inputs;
 mod cli_what_if;
 mod cli_what_if_hostile;

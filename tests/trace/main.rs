@@ -9,3 +9,4 @@ mod committed_trace;
 mod formats;
 mod python_interop;
 mod trace_io;
+mod trace_limits;

@@ -133,7 +133,17 @@ pub fn run(
     let baseline = trace::load_named(&own)?;
     // What it would cost, against this machine's memory and peak, before anything is allocated.
     let peak = promised::peak(&choice.device, MathMode::Fp32).map_or(1e10, |p| p.flop_per_sec);
-    for line in what_if::check_cost(&changes, &choice.device, choice.device.memory_bytes(), peak, yes)? {
+    // And this machine's price of an op and a comparison: a deep, narrow model spends its time
+    // there, not in arithmetic.
+    let rates = what_if::Rates::measure()?;
+    for line in what_if::check_cost(
+        &changes,
+        &choice.device,
+        choice.device.memory_bytes(),
+        peak,
+        &rates,
+        yes,
+    )? {
         out.line(format_args!("Estimate: {line}"));
     }
     what_if::check_not_default(&changes, &choice.device)?;

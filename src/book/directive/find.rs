@@ -58,22 +58,55 @@ fn literal_ranges(markdown: &str) -> Vec<Range<usize>> {
     ranges
 }
 
+/// `ranges` sorted and with overlapping ones joined, so one pointer moving forward finds the one
+/// that holds a position.
+fn merged(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    ranges.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
 /// Every directive outside code, in order. `{{#…}}` belongs to mdbook's `links` preprocessor and
 /// `\{{` is an escaped brace pair; both are skipped.
+///
+/// One pass over the chapter: the line number, the line's bounds and the code ranges are carried
+/// forward from one directive to the next, never searched for again from the start (counting
+/// lines from the top at every directive took minutes for a chapter of 100,000 of them).
 pub fn find(markdown: &str) -> Vec<Found> {
-    let literal = literal_ranges(markdown);
-    let in_literal = |at: usize| literal.iter().any(|r| r.contains(&at));
+    let literal = merged(literal_ranges(markdown));
+    let mut next_literal = 0;
     let mut found = Vec::new();
     let mut from = 0;
+    // Newlines are counted up to `counted_to`; `line_start` is where the line holding it starts.
+    let (mut line, mut counted_to, mut line_start) = (1, 0, 0);
+    // The end of the line that holds `line_start`, once looked for.
+    let mut line_end_seen: Option<usize> = None;
     while let Some(offset) = markdown[from..].find("{{") {
         let start = from + offset;
         from = start + 2;
+        let skipped = &markdown[counted_to..start];
+        line += skipped.matches('\n').count();
+        if let Some(last) = skipped.rfind('\n') {
+            line_start = counted_to + last + 1;
+            line_end_seen = None;
+        }
+        counted_to = start;
+        while literal.get(next_literal).is_some_and(|r| r.end <= start) {
+            next_literal += 1;
+        }
+        let in_literal = literal.get(next_literal).is_some_and(|r| r.contains(&start));
         let escaped = markdown[..start].ends_with('\\');
-        if escaped || in_literal(start) || markdown[start + 2..].starts_with('#') {
+        if escaped || in_literal || markdown[start + 2..].starts_with('#') {
             continue;
         }
-        let line_start = markdown[..start].rfind('\n').map_or(0, |i| i + 1);
-        let line_end = markdown[start..].find('\n').map_or(markdown.len(), |i| start + i);
+        let line_end =
+            *line_end_seen.get_or_insert_with(|| markdown[start..].find('\n').map_or(markdown.len(), |i| start + i));
         let (end, parsed) = match markdown[start..line_end].find("}}") {
             Some(close) => {
                 let end = start + close + 2;
@@ -92,7 +125,7 @@ pub fn find(markdown: &str) -> Vec<Found> {
         });
         found.push(Found {
             span: start..end,
-            line: markdown[..start].matches('\n').count() + 1,
+            line,
             line_span: line_start..line_end,
             standalone,
             text: markdown[start..end].to_string(),

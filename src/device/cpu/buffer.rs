@@ -29,6 +29,19 @@ pub fn check_bytes(op: &'static str, bytes: u128) -> Result<()> {
     if bytes > limit {
         return Err(Error::host_memory(op, bytes, available));
     }
+    if let Some(left) = host::address_space_left_bytes()
+        && bytes > u128::from(left)
+    {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "needs {bytes} bytes ({:.3} GiB) of host memory, but this process's address-space limit (`ulimit -v`, \
+                 RLIMIT_AS) leaves it only {left} bytes ({:.3} GiB): use smaller sizes, or raise the limit",
+                bytes as f64 / f64::from(1u32 << 30),
+                left as f64 / f64::from(1u32 << 30)
+            ),
+        ));
+    }
     Ok(())
 }
 

@@ -23,11 +23,15 @@ pub fn cpu_gpu(data: &ChartData) -> Result<String, Cause> {
     let pinned = data.number("h2d_pinned_bytes_per_sec")?;
     let provenance = data.provenance;
     let device = &provenance.device;
-    let gpu_memory = device.memory_bytes.ok_or_else(|| {
-        data.bad(
-            "h2d_pinned_bytes_per_sec",
-            "the trace records no GPU memory size".into(),
-        )
+    // The size is the device's, in the trace's provenance, not a value of the section: the message
+    // names where it is missing.
+    let gpu_memory = device.memory_bytes.ok_or_else(|| Cause::Chart {
+        id: "cpu_gpu".into(),
+        msg: format!(
+            "trace {} records no GPU memory size (`provenance.device.memory_bytes` is missing or null), and the \
+             picture draws the device's memory: record the trace again on the GPU, whose run reads the size",
+            data.path.display()
+        ),
     })?;
     // Runs before the host's memory was recorded say so instead of guessing it.
     let host_memory = match data.names().any(|n| n == "host_memory_bytes") {
