@@ -80,7 +80,8 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
     chart
         .series
         .push(Series::measured("matmul, n = 16 … 1024 or more", sweep));
-    chart.legend = SeriesLabelPosition::LowerRight;
+    // Upper left: the roofs and points rise to the right, and the H100's dashed line starts low.
+    chart.legend = SeriesLabelPosition::UpperLeft;
     line_chart(&chart)
 }
 
