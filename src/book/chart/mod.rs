@@ -43,9 +43,6 @@ pub struct ChartDef {
     pub section: &'static str,
     pub caption: &'static str,
     pub draw: fn(&ChartData) -> Result<String, Cause>,
-    /// Drawn from a GPU's trace in the folder (the first by name that records the section), not
-    /// the page's own: the GPU's chart beside this device's.
-    pub from_gpu: bool,
 }
 
 /// Every chart, by id.
@@ -55,7 +52,6 @@ pub const CHARTS: &[ChartDef] = &[
         section: "tensors_memory",
         caption: "How each floating-point format spends its bits: one sign bit, exponent bits (range), mantissa bits (precision).",
         draw: float_formats::bit_layouts,
-        from_gpu: false,
     },
     ChartDef {
         id: "float_ranges",
@@ -63,7 +59,6 @@ pub const CHARTS: &[ChartDef] = &[
         caption: "Magnitudes each format can hold, on a log scale: solid from the smallest normal number to the largest, \
                   faded where only subnormal numbers (with fewer significant bits) remain.",
         draw: float_formats::dynamic_ranges,
-        from_gpu: false,
     },
     ChartDef {
         id: "matmul_throughput",
@@ -71,7 +66,6 @@ pub const CHARTS: &[ChartDef] = &[
         caption: "Throughput of square matrix multiplications by size, in float32 and bfloat16, with the promised peaks as \
                   horizontal lines.",
         draw: curves::matmul_throughput,
-        from_gpu: false,
     },
     ChartDef {
         id: "roofline",
@@ -80,15 +74,6 @@ pub const CHARTS: &[ChartDef] = &[
                   the bfloat16 peak caps it flat; the points are the five operations and bfloat16 matrix products of \
                   growing size, as timed.",
         draw: roofline::roofline,
-        from_gpu: false,
-    },
-    ChartDef {
-        id: "roofline_gpu",
-        section: "arithmetic_intensity",
-        caption: "The same roofline, measured on a GPU: its memory's copy bandwidth (solid) beside the datasheet's \
-                  (dashed), its bfloat16 peak, and the same operations as timed there.",
-        draw: roofline::roofline,
-        from_gpu: true,
     },
     ChartDef {
         id: "init_std",
@@ -96,21 +81,18 @@ pub const CHARTS: &[ChartDef] = &[
         caption: "Spread of a linear layer's outputs as its input dimension grows, for unit-variance weights and for \
                   weights scaled by 1/√input_dim, with √input_dim for reference.",
         draw: curves::init_std,
-        from_gpu: false,
     },
     ChartDef {
         id: "train_losses",
         section: "train_loop",
         caption: "Loss at every step of the longer runs, for each optimizer and learning rate (same initial weights, same batches).",
         draw: curves::train_losses,
-        from_gpu: false,
     },
     ChartDef {
         id: "mixed_precision_losses",
         section: "mixed_precision_training",
         caption: "The same regression trained in float32, entirely in bfloat16, and in mixed precision (same initial weights, same batches).",
         draw: curves::mixed_precision_losses,
-        from_gpu: false,
     },
     ChartDef {
         id: "tensor_strides",
@@ -118,7 +100,6 @@ pub const CHARTS: &[ChartDef] = &[
         caption: "The matrix as indexed (top) and the flat storage it lives in (bottom). From the highlighted element, \
                   one step right along a row and one step down a column land where the strides say.",
         draw: layouts::tensor_strides,
-        from_gpu: false,
     },
     ChartDef {
         id: "batch_sequence",
@@ -127,7 +108,6 @@ pub const CHARTS: &[ChartDef] = &[
                   position (top), one of them drawn to scale (bottom). The shapes are y's as recorded; the inner size is \
                   the value of every entry of y, a sum of that many products of ones.",
         draw: layouts::batch_sequence,
-        from_gpu: false,
     },
     ChartDef {
         id: "cpu_gpu",
@@ -135,7 +115,6 @@ pub const CHARTS: &[ChartDef] = &[
         caption: "The host and the GPU each have their own memory; data crosses between them over the bus, at the rates \
                   this run measured for a copy from pinned and from ordinary (pageable) host memory.",
         draw: layouts::cpu_gpu,
-        from_gpu: false,
     },
 ];
 
@@ -227,51 +206,12 @@ pub fn find(id: &str) -> Option<&'static ChartDef> {
     CHARTS.iter().find(|c| c.id == id)
 }
 
-/// The first GPU trace in the folder (by name) other than the page's own that records `section`.
-fn gpu_peer(path: &Path, traces: &mut Traces, section: &str) -> Option<(std::path::PathBuf, std::sync::Arc<Trace>)> {
-    let own = super::traces::clean(path);
-    traces.all().ok()?.into_iter().find(|(p, t)| {
-        t.provenance.device.kind != "cpu" && super::traces::clean(p) != own && t.section(section).is_some()
-    })
-}
-
-/// What stands where a GPU's chart would be when the folder holds none.
-fn no_gpu_note(trace: &Trace, any_gpu: bool) -> String {
-    let why = if trace.provenance.device.kind != "cpu" {
-        "This page's run is the GPU's own: its roofline is the chart above."
-    } else if any_gpu {
-        "A GPU's roofline appears here once a GPU trace records this section: the GPU trace in this folder \
-         is older than the section (<code>.ci/gpu-check</code> records it again on an H100 or H200)."
-    } else {
-        "A GPU's roofline appears here once the trace folder holds a GPU trace that records this section \
-         (<code>.ci/gpu-check</code> records one on an H100 or H200)."
-    };
-    format!("<p class=\"lecture-muted lecture-chart-missing\">{why}</p>")
-}
-
 /// The chart as a captioned figure.
 pub fn render(id: &str, path: &Path, trace: &Trace, traces: &mut Traces) -> Result<String, Cause> {
     let def = find(id).ok_or_else(|| Cause::UnknownChart {
         id: id.to_string(),
         known: CHARTS.iter().map(|c| c.id).collect::<Vec<_>>().join(", "),
     })?;
-    let peer;
-    let (path, trace): (&Path, &Trace) = if def.from_gpu {
-        match gpu_peer(path, traces, def.section) {
-            Some(found) => {
-                peer = found;
-                (&peer.0, &peer.1)
-            }
-            None => {
-                let any_gpu = traces
-                    .all()
-                    .is_ok_and(|all| all.iter().any(|(_, t)| t.provenance.device.kind != "cpu"));
-                return Ok(no_gpu_note(trace, any_gpu));
-            }
-        }
-    } else {
-        (path, trace)
-    };
     let section = traces.section(path, trace, def.section)?;
     let data = ChartData {
         path,
