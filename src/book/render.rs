@@ -200,6 +200,11 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
             Ok(device_tag(&trace, &shown, &mark))
         }
         Directive::Devices => devices::render(traces),
+        Directive::Times { top, bottom, trace } => {
+            let path = traces.path(trace.as_deref())?;
+            let trace = traces.load(&path)?;
+            super::times::render(traces, &path, &trace, top, bottom)
+        }
         // The citation pass (`citations.rs`) replaced these before this chapter was rendered.
         Directive::Cite { .. } | Directive::References => Err(Cause::Structure(
             "`cite`/`references` outside the book's citation pass".into(),
@@ -291,7 +296,7 @@ fn device_tag(trace: &Trace, shown: &super::sections::Section, mark: &str) -> St
         "<span class=\"lecture-device\" title=\"{} trace, commit {}\">{}, {}</span>{mark}",
         escape_inline(&trace.provenance.device.slug),
         escape_inline(&short_commit(&shown.record.run.git, false)),
-        escape_inline(&trace.provenance.device.name),
+        escape_inline(&super::device_names::spoken(&trace.provenance.device)),
         escape_inline(day)
     )
 }
