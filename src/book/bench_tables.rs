@@ -42,6 +42,18 @@ fn bad(path: &Path, why: String) -> Cause {
     Cause::BadTrace(format!("benchmark table {}: {why}", path.display()))
 }
 
+/// The table's CPU as a reader says it (its trace name stays on hover).
+fn spoken(model: &str, trace_name: &str) -> String {
+    super::device_names::spoken(&crate::trace::DeviceInfo {
+        kind: "cpu".into(),
+        name: model.into(),
+        slug: trace_name.into(),
+        memory_bytes: None,
+        cuda_unavailable_reason: None,
+        details: Default::default(),
+    })
+}
+
 /// The kinds of table, in the order the chapter shows them.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -99,12 +111,12 @@ fn elementwise_table(path: &Path, t: &Value) -> Result<String, Cause> {
         ));
     }
     Ok(format!(
-        "<p><strong>{}</strong> (<code>{}</code>), {} threads, recorded {}:</p>\
+        "<p><strong title=\"{}\">The {}</strong>, {} threads, recorded {}:</p>\
          <div class=\"lecture-devices\"><table><thead><tr><th>op</th><th>dtype</th><th>fits in</th>\
          <th>our GB/s</th><th>of our baseline</th><th>ours / PyTorch</th></tr></thead>\
          <tbody>{body}</tbody></table></div>",
-        escape(&words("cpu_model")),
         escape(&words("trace_name")),
+        escape(&spoken(&words("cpu_model"), &words("trace_name"))),
         t["threads"].as_u64().map_or("?".into(), |n| n.to_string()),
         escape(&words("recorded_at")),
     ))
@@ -199,12 +211,12 @@ fn matmul_table(path: &Path, t: &Value) -> Result<String, Cause> {
         ));
     }
     Ok(format!(
-        "<p><strong>{}</strong> (<code>{}</code>), {} threads, bfloat16 kernel <code>{}</code>, recorded {}:</p>\
+        "<p><strong title=\"{}\">The {}</strong>, {} threads, bfloat16 kernel <code>{}</code>, recorded {}:</p>\
          <div class=\"lecture-bench\"><table><thead><tr><th>GFLOP/s</th><th>ours f32</th><th>numpy f32</th>\
          <th>ours / numpy</th><th>ours bf16</th><th>PyTorch bf16</th><th>ours / PyTorch</th></tr></thead>\
          <tbody>{body}</tbody></table></div>",
-        escape(&words("cpu_model")),
         escape(&words("trace_name")),
+        escape(&spoken(&words("cpu_model"), &words("trace_name"))),
         t["threads"].as_u64().map_or("?".into(), |n| n.to_string()),
         escape(&words("bf16_isa")),
         escape(&words("recorded_at")),
@@ -241,14 +253,14 @@ pub fn render(lecture_dir: &Path, traces: &[TraceTiming]) -> Result<String, Caus
     let mut out = String::new();
     if !matmul.is_empty() {
         out.push_str(&format!(
-            "\n\n<p>The matrix products against the libraries a PyTorch user runs: <code>bench cpu-matmul \
-             --with-reference --json</code>, kept in <code>trace/bench/</code>, one table per kind of CPU measured. A ratio \
-             above one means ours ran faster, in the same run.</p>{matmul}"
+            "\n\n<p>The matrix products against the libraries a PyTorch user runs, timed by the repository's matrix \
+             benchmark (the <a href=\"reference.html\">Reference</a> says how) and kept beside the traces, one table per kind \
+             of CPU measured. A ratio above one means ours ran faster, in the same run.</p>{matmul}"
         ));
     }
     if !elementwise.is_empty() {
         out.push_str(&format!(
-            "\n\n<p>The memory-bound ops: <code>bench elementwise --with-reference --json</code>, in GB/s (bytes \
+            "\n\n<p>The memory-bound ops, timed by the repository's elementwise benchmark, in GB/s (bytes \
              read and written over the median time) at sizes that fit in L2, in the last-level cache (LLC) and in \
              neither (DRAM). Beside each, its share of our own baseline at the same size: a copy into a fresh tensor \
              for the ops that make one, a read for those that reduce; and our speed over PyTorch's in the same run.</p>{elementwise}"

@@ -31,7 +31,6 @@ use serde_json::Value;
 use super::address::{Address, StateChoice};
 use super::html::escape;
 use super::problem::Cause;
-use super::render::older_code_mark;
 use super::sections::Section;
 use super::traces::Traces;
 use crate::trace::{Kind, Trace, number_from_json};
@@ -113,7 +112,7 @@ pub const CHARTS: &[ChartDef] = &[
         id: "cpu_gpu",
         section: "data_loading",
         caption: "The host and the GPU each have their own memory; data crosses between them over the bus, at the rates \
-                  this run measured for a copy from pinned and from ordinary (pageable) host memory.",
+                  measured for a copy from pinned and from ordinary (pageable) host memory.",
         draw: layouts::cpu_gpu,
     },
 ];
@@ -235,7 +234,11 @@ pub fn render(id: &str, path: &Path, trace: &Trace, traces: &mut Traces) -> Resu
     })?;
     traces.quote(path, def.section, data.timed.get());
     let device = &trace.provenance.device;
-    let mark = section.older_code.as_ref().map_or(String::new(), older_code_mark);
+    // The full mark once per page and section, the dagger after it, as beside values.
+    let mark = match &section.older_code {
+        Some(older) => traces.older_mark(path, def.section, older),
+        None => String::new(),
+    };
     // The reader's words: the device and the day; the trace file and the section id are on hover.
     let day = trace
         .section(def.section)
