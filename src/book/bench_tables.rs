@@ -42,6 +42,18 @@ fn bad(path: &Path, why: String) -> Cause {
     Cause::BadTrace(format!("benchmark table {}: {why}", path.display()))
 }
 
+/// The table's CPU as a reader says it (its trace name stays on hover).
+fn spoken(model: &str, trace_name: &str) -> String {
+    super::device_names::spoken(&crate::trace::DeviceInfo {
+        kind: "cpu".into(),
+        name: model.into(),
+        slug: trace_name.into(),
+        memory_bytes: None,
+        cuda_unavailable_reason: None,
+        details: Default::default(),
+    })
+}
+
 /// The kinds of table, in the order the chapter shows them.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -99,15 +111,84 @@ fn elementwise_table(path: &Path, t: &Value) -> Result<String, Cause> {
         ));
     }
     Ok(format!(
-        "<p><strong>{}</strong> (<code>{}</code>), {} threads, recorded {}:</p>\
+        "<p><strong title=\"{}\">The {}</strong>, {} threads, recorded {}:</p>\
          <div class=\"lecture-devices\"><table><thead><tr><th>op</th><th>dtype</th><th>fits in</th>\
          <th>our GB/s</th><th>of our baseline</th><th>ours / PyTorch</th></tr></thead>\
          <tbody>{body}</tbody></table></div>",
-        escape(&words("cpu_model")),
         escape(&words("trace_name")),
+        escape(&spoken(&words("cpu_model"), &words("trace_name"))),
         t["threads"].as_u64().map_or("?".into(), |n| n.to_string()),
         escape(&words("recorded_at")),
     ))
+}
+
+/// What a trace of the same CPU timed at the lecture's shape, for setting beside its table.
+pub struct TraceTiming {
+    /// The trace's name, as a table's `trace_name` gives it.
+    pub slug: String,
+    /// The product's sizes: B × D by D × K.
+    pub shape: (f64, f64, f64),
+    /// Its float32 product's first quartile, median and third quartile, in seconds.
+    pub quartiles: (f64, f64, f64),
+    /// Whether the trace marks the section as timed on a busy machine.
+    pub disturbed: bool,
+}
+
+/// First quartile, median, third quartile of a timing.
+fn quartiles(timing: &Value) -> Option<(f64, f64, f64)> {
+    let at = |k: &str| timing[k].as_f64().filter(|&s| s > 0.0);
+    Some((at("q1_s")?, at("median_s")?, at("q3_s")?))
+}
+
+/// A table and a trace of one CPU timed the same product: whether they agree is decided here, from
+/// their spreads, so the chapter never sets two disagreeing rates side by side as if they matched.
+fn agreement(t: &Value, traces: &[TraceTiming]) -> String {
+    let name = t["trace_name"].as_str().unwrap_or_default();
+    let Some(trace) = traces.iter().find(|x| x.slug == name) else {
+        return String::new();
+    };
+    let (b, d, k) = trace.shape;
+    let same_shape =
+        |r: &&Value| r["m"].as_f64() == Some(b) && r["k"].as_f64() == Some(d) && r["n"].as_f64() == Some(k);
+    let Some(row) = t["rows"].as_array().and_then(|rows| rows.iter().find(same_shape)) else {
+        return String::new();
+    };
+    let Some(bench) = quartiles(&row["our f32"]["timing"]) else {
+        return String::new();
+    };
+    let flop = 2.0 * b * d * k;
+    let gflops = |q: (f64, f64, f64)| flop / q.1 / 1e9;
+    // The middle half of the samples, as a share of the median: the narrower, the quieter.
+    let width = |q: (f64, f64, f64)| 100.0 * (q.2 - q.0) / q.1;
+    let (tr, shape) = (trace.quartiles, escape(row["shape"].as_str().unwrap_or("?")));
+    let agree = bench.0 <= tr.2 && tr.0 <= bench.2;
+    let head = format!(
+        "At the lecture's shape ({shape}) this table's float32 product ran at {:.1} GFLOP/s and the trace of the same \
+         CPU (the Devices table's column) at {:.1} GFLOP/s",
+        gflops(bench),
+        gflops(tr)
+    );
+    let text = if agree {
+        format!("{head}: they agree within their spreads (the middle halves of their samples overlap).")
+    } else {
+        let quieter = match (trace.disturbed, bench.1 <= tr.1) {
+            (true, _) | (false, true) => "this table's, the faster",
+            (false, false) => "the trace's, the faster",
+        };
+        let busy = if trace.disturbed {
+            " The trace marks that section as timed on a busy machine."
+        } else {
+            ""
+        };
+        format!(
+            "{head}: they disagree beyond their spreads (the middle half of the table's samples spans {:.1} % of \
+             its median, the trace's {:.1} %), so the machine was not equally quiet for both. The quieter run is \
+             {quieter}: other work only slows a product down.{busy}",
+            width(bench),
+            width(tr)
+        )
+    };
+    format!("<p class=\"lecture-bench-agreement\">{text}</p>")
 }
 
 /// One `bench cpu-matmul` table.
@@ -130,20 +211,21 @@ fn matmul_table(path: &Path, t: &Value) -> Result<String, Cause> {
         ));
     }
     Ok(format!(
-        "<p><strong>{}</strong> (<code>{}</code>), {} threads, bfloat16 kernel <code>{}</code>, recorded {}:</p>\
+        "<p><strong title=\"{}\">The {}</strong>, {} threads, bfloat16 kernel <code>{}</code>, recorded {}:</p>\
          <div class=\"lecture-bench\"><table><thead><tr><th>GFLOP/s</th><th>ours f32</th><th>numpy f32</th>\
          <th>ours / numpy</th><th>ours bf16</th><th>PyTorch bf16</th><th>ours / PyTorch</th></tr></thead>\
          <tbody>{body}</tbody></table></div>",
-        escape(&words("cpu_model")),
         escape(&words("trace_name")),
+        escape(&spoken(&words("cpu_model"), &words("trace_name"))),
         t["threads"].as_u64().map_or("?".into(), |n| n.to_string()),
         escape(&words("bf16_isa")),
         escape(&words("recorded_at")),
     ))
 }
 
-/// Every benchmark table beside the traces in `lecture_dir`, in file-name order, or nothing.
-pub fn render(lecture_dir: &Path) -> Result<String, Cause> {
+/// Every benchmark table beside the traces in `lecture_dir`, in file-name order, or nothing; a
+/// matrix product table of a CPU in `traces` says whether the two agree.
+pub fn render(lecture_dir: &Path, traces: &[TraceTiming]) -> Result<String, Cause> {
     let Some(dir) = folder(lecture_dir) else {
         return Ok(String::new());
     };
@@ -161,21 +243,24 @@ pub fn render(lecture_dir: &Path) -> Result<String, Cause> {
             .map_err(|e| bad(&path, e.to_string()))?;
         let t: Value = serde_json::from_str(&text).map_err(|e| bad(&path, e.to_string()))?;
         match kind(&path, &t)? {
-            Kind::Matmul => matmul.push_str(&matmul_table(&path, &t)?),
+            Kind::Matmul => {
+                matmul.push_str(&matmul_table(&path, &t)?);
+                matmul.push_str(&agreement(&t, traces));
+            }
             Kind::Elementwise => elementwise.push_str(&elementwise_table(&path, &t)?),
         }
     }
     let mut out = String::new();
     if !matmul.is_empty() {
         out.push_str(&format!(
-            "\n\n<p>The matrix products against the libraries a PyTorch user runs: <code>bench cpu-matmul \
-             --with-reference --json</code>, kept in <code>trace/bench/</code>, one table per kind of CPU measured. A ratio \
-             above one means ours ran faster, in the same run.</p>{matmul}"
+            "\n\n<p>The matrix products against the libraries a PyTorch user runs, timed by the repository's matrix \
+             benchmark (the <a href=\"reference.html\">Reference</a> says how) and kept beside the traces, one table per kind \
+             of CPU measured. A ratio above one means ours ran faster, in the same run.</p>{matmul}"
         ));
     }
     if !elementwise.is_empty() {
         out.push_str(&format!(
-            "\n\n<p>The memory-bound ops: <code>bench elementwise --with-reference --json</code>, in GB/s (bytes \
+            "\n\n<p>The memory-bound ops, timed by the repository's elementwise benchmark, in GB/s (bytes \
              read and written over the median time) at sizes that fit in L2, in the last-level cache (LLC) and in \
              neither (DRAM). Beside each, its share of our own baseline at the same size: a copy into a fresh tensor \
              for the ops that make one, a read for those that reduce; and our speed over PyTorch's in the same run.</p>{elementwise}"

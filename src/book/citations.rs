@@ -21,6 +21,7 @@ pub fn render_book(
     bib: Option<&Bibliography>,
     bib_path: &Path,
     src: &Path,
+    mut title_of: impl FnMut(&Path) -> Option<String>,
     problems: &mut Vec<Problem>,
 ) {
     // Who cites what, in reading order.
@@ -33,8 +34,10 @@ pub fn render_book(
             if let Ok(Directive::Cite { key }) = found.parsed {
                 let list = cited_in.entry(key).or_default();
                 if !list.iter().any(|c| c.page == page) {
+                    // A chapter of one section is named by the section's title, as its heading
+                    // will be; `SUMMARY.md` lists it by its id.
                     list.push(Citing {
-                        title: chapter.name.clone(),
+                        title: title_of(path).unwrap_or_else(|| chapter.name.clone()),
                         page: page.clone(),
                     });
                 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use plotters::prelude::*;
 use serde_json::Value;
 
+use super::bench_tables::TraceTiming;
 use super::chart::plot::{FG, PALETTE, drawing, scroll_box, svg, text_style};
 use super::directive::{Address, StateChoice};
 use super::format::{Format, format_value};
@@ -54,7 +55,7 @@ const ROWS: &[Row] = &[
         cell: Cell::Value("tensor_operations_flops.mfu", Format::Auto),
     },
     Row {
-        label: "peak it is measured against (float32)",
+        label: "its peak (float32): measured on a CPU, promised on a GPU",
         cell: Cell::Value("tensor_operations_flops.promised_flop_per_sec", Format::Si(None)),
     },
     Row {
@@ -66,7 +67,7 @@ const ROWS: &[Row] = &[
         cell: Cell::Value("tensor_operations_flops.bf16_mfu", Format::Auto),
     },
     Row {
-        label: "peak it is measured against (bfloat16)",
+        label: "its peak (bfloat16): measured on a CPU, promised on a GPU",
         cell: Cell::Value("tensor_operations_flops.bf16_promised_flop_per_sec", Format::Si(None)),
     },
     Row {
@@ -84,9 +85,17 @@ const ROWS: &[Row] = &[
         label: "accelerator intensity (bfloat16 peak over memory bandwidth)",
         cell: Cell::Value("arithmetic_intensity.accelerator_intensity", Format::Auto),
     },
+    // The Gradients chapter's lesson, in its words: time measured, FLOPs counted by the autograd.
     Row {
-        label: "backward pass time over forward (counted FLOPs: 2×)",
+        label: "backward over forward: time (measured)",
         cell: Cell::Value("gradients_flops.measured_backward_to_forward_ratio", Format::Fixed(2)),
+    },
+    Row {
+        label: "backward over forward: FLOPs its autograd ran (counted)",
+        cell: Cell::Ratio(
+            "gradients_flops.counted_backward_flops",
+            "gradients_flops.counted_forward_flops",
+        ),
     },
     Row {
         label: "pinned over pageable host-to-device copies",
@@ -144,15 +153,41 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
             number(traces, c, "tensor_operations_flops.actual_flop_per_sec"),
         );
         if let (Ok(bf16), Ok(fp32)) = (bf16, fp32) {
-            speedups.push((c.trace.provenance.device.slug.clone(), bf16 / fp32));
+            speedups.push((super::device_names::spoken(&c.trace.provenance.device), bf16 / fp32));
         }
     }
+    let timings: Vec<TraceTiming> = columns.iter().filter_map(|c| trace_timing(traces, c)).collect();
     Ok(format!(
         "<div class=\"lecture-devices\"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>\n\n{}\n\n{}{}",
         speedup_chart(&speedups)?,
         verdict(&speedups),
-        super::bench_tables::render(&traces.dir())?
+        super::bench_tables::render(&traces.dir(), &timings)?
     ))
+}
+
+/// What the column's trace timed at the lecture's shape, for its CPU's benchmark table; `None`
+/// when it did not (an older run, no spread recorded).
+fn trace_timing(traces: &mut Traces, c: &Column) -> Option<TraceTiming> {
+    let mut size = |n: &str| number(traces, c, &format!("tensor_operations_flops.{n}")).ok();
+    let shape = (size("B")?, size("D")?, size("K")?);
+    let spread = traces
+        .resolve(
+            &c.path,
+            &c.trace,
+            &address("tensor_operations_flops.actual_time_spread"),
+        )
+        .ok()?;
+    let at = |k: &str| spread.value[k].as_f64();
+    let quartiles = (at("q1_s")?, at("median_s")?, at("q3_s")?);
+    Some(TraceTiming {
+        slug: c.trace.provenance.device.slug.clone(),
+        shape,
+        quartiles,
+        disturbed: c
+            .trace
+            .section("tensor_operations_flops")
+            .is_some_and(|s| s.disturbed.is_some()),
+    })
 }
 
 /// bfloat16 "pays" where it ran more than a quarter faster than float32 (the FLOPs chapter's
@@ -165,7 +200,7 @@ fn verdict(speedups: &[(String, f64)]) -> String {
         speedups
             .iter()
             .filter(|(_, r)| (*r > PAYS) == pays)
-            .map(|(slug, r)| format!("<code>{}</code> ({r:.2}×)", escape(slug)))
+            .map(|(name, r)| format!("the {} ({r:.2}×)", escape(name)))
             .collect()
     };
     let (paid, not) = (list(true), list(false));

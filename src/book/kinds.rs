@@ -16,13 +16,19 @@ pub fn class(record: &ValueRecord) -> &'static str {
 
 /// The kind in words, for a hover.
 pub fn words(record: &ValueRecord) -> &'static str {
-    match record.kind() {
-        Some(Kind::Given) => "given: the lecture chose it",
-        Some(Kind::Computed) => "computed from the lecture's choices: the same on every machine",
-        Some(Kind::Clock) => "measured: a clock decided it",
-        Some(Kind::Device) => "measured: this machine decided it",
-        Some(Kind::Rounding) => "measured: the rounding of the kernel that ran decided it",
-        None => "recorded by older code, which did not say what decided it",
+    record
+        .kind()
+        .map_or("recorded by older code, which did not say what decided it", kind_words)
+}
+
+/// A known kind in words.
+pub fn kind_words(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Given => "given: the lecture chose it",
+        Kind::Computed => "computed from the lecture's choices: the same on every machine",
+        Kind::Clock => "measured: a clock decided it",
+        Kind::Device => "measured: this machine decided it",
+        Kind::Rounding => "measured: the rounding of the kernel that ran decided it",
     }
 }
 

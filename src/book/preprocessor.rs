@@ -120,6 +120,7 @@ impl Preprocessor for LecturePreprocessor {
             bib.as_ref(),
             &settings.bibliography,
             &ctx.config.book.src,
+            |path| titles::section_title(&mut traces, path),
             &mut problems,
         );
         book.for_each_mut(|item| {

@@ -200,6 +200,11 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
             Ok(device_tag(&trace, &shown, &mark))
         }
         Directive::Devices => devices::render(traces),
+        Directive::Times { top, bottom, trace } => {
+            let path = traces.path(trace.as_deref())?;
+            let trace = traces.load(&path)?;
+            super::times::render(traces, &path, &trace, top, bottom)
+        }
         // The citation pass (`citations.rs`) replaced these before this chapter was rendered.
         Directive::Cite { .. } | Directive::References => Err(Cause::Structure(
             "`cite`/`references` outside the book's citation pass".into(),
@@ -262,8 +267,13 @@ pub(super) fn value(
     };
     // What decided it: measured, computed or given, styled and said on hover.
     let class = format!("lecture-value {}{shape}", super::kinds::class(found.record));
+    // Older code's line is a line of its own commit: today's file may have moved or gone.
+    let commit = found
+        .older_code
+        .as_ref()
+        .map_or(String::new(), |o| format!(" in commit {}", o.commit));
     let title = format!(
-        "{} · {address} · {} trace · {}:{}",
+        "{} · {address} · {} trace · {}:{}{commit}",
         super::kinds::words(found.record),
         trace.provenance.device.slug,
         found.section.source_file,
@@ -291,7 +301,7 @@ fn device_tag(trace: &Trace, shown: &super::sections::Section, mark: &str) -> St
         "<span class=\"lecture-device\" title=\"{} trace, commit {}\">{}, {}</span>{mark}",
         escape_inline(&trace.provenance.device.slug),
         escape_inline(&short_commit(&shown.record.run.git, false)),
-        escape_inline(&trace.provenance.device.name),
+        escape_inline(&super::device_names::spoken(&trace.provenance.device)),
         escape_inline(day)
     )
 }
@@ -311,10 +321,13 @@ pub fn older_code_dagger(older: &OlderCode) -> String {
     )
 }
 
+/// The full mark links to the one place that explains it, so a reader who meets it first on any
+/// page can find out what it means.
 fn mark_html(text: &str) -> String {
     format!(
-        "<span class=\"lecture-older-code\" title=\"the section's code changed after this trace recorded it; \
-         only the device that wrote the trace can record it again\">{}</span>",
+        "<a class=\"lecture-older-code\" href=\"how_this_book_is_made.html#where-the-numbers-come-from\" \
+         title=\"the section's code changed after this trace recorded it; only the device that wrote the trace can \
+         record it again\">{}</a>",
         escape_inline(text)
     )
 }
@@ -341,7 +354,8 @@ fn compare(traces: &mut Traces, address: &Address, format: Format, unit: Option<
         ));
     }
     Ok(format!(
-        "<div class=\"lecture-compare\"><table><thead><tr><th>Trace</th><th>Device</th><th>Value of <code>{}</code></th><th>Recorded</th></tr></thead><tbody>{rows}</tbody></table></div>",
+        "<div class=\"lecture-compare\"><table><thead><tr><th>Trace</th><th>Device</th><th title=\"{}\">Recorded value</th><th>Recorded</th></tr></thead><tbody>{rows}</tbody></table></div>",
+        // The key is for whoever edits the chapter (on hover); the prose above says what it is.
         escape(&address.to_string())
     ))
 }

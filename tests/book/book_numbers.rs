@@ -79,11 +79,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ),
     (
         "mixed_precision_training.md",
-        "more than twice float32's",
-        "the same claim's bound, for the other branch",
-    ),
-    (
-        "mixed_precision_training.md",
         "Whether the two bfloat16 runs",
         "pure bfloat16 and mixed: the two runs named before",
     ),

@@ -360,13 +360,13 @@ fn the_devices_chapter_shows_each_benchmark_table_with_ratios_from_its_medians()
             "our f32": {"timing": {"median_s": f32_s}}, "np f32": {"timing": {"median_s": np_s}},
             "our bf16": {"timing": {"median_s": f32_s / 2.0}}})
     };
-    let table = serde_json::json!({"threads": 2, "bf16_isa": "avx512_bf16", "cpu_model": "Some CPU",
+    let table = serde_json::json!({"threads": 2, "bf16_isa": "avx512_bf16", "cpu_model": "Some Chip",
         "trace_name": "cpu-some", "recorded_at": "2026-12-02T00:00:00Z", "rows": [row(1e-4, 2e-4)]});
     std::fs::write(bench.join("cpu-some.json"), table.to_string()).expect("table");
     let html = ws.build_chapter(&cpu, "{{devices}}\n").expect("builds");
     // 2·256³ FLOP in 0.1 ms is 335.5 GFLOP/s; numpy took twice as long.
     for expect in [
-        "<strong>Some CPU</strong>",
+        "<strong title=\"cpu-some\">The Some Chip</strong>",
         "<td>335.5</td><td>167.8</td><td>2.00×</td>",
         "<td>671.1</td><td>not timed</td><td>–</td>",
     ] {
@@ -387,7 +387,7 @@ fn the_devices_chapter_shows_elementwise_tables_beside_the_matmul_ones() {
     let cpu = ws.write_trace("cpu", fresh_trace());
     let bench = ws.dir.path().join("trace/bench");
     std::fs::create_dir_all(&bench).expect("bench folder");
-    let matmul = serde_json::json!({"threads": 2, "bf16_isa": "avx512_bf16", "cpu_model": "Some CPU",
+    let matmul = serde_json::json!({"threads": 2, "bf16_isa": "avx512_bf16", "cpu_model": "Some Chip",
         "trace_name": "cpu-some", "recorded_at": "2026-12-02T00:00:00Z", "rows": [
             {"shape": "256³", "m": 256, "k": 256, "n": 256, "our f32": {"timing": {"median_s": 1e-4}}}]});
     std::fs::write(bench.join("cpu-some.json"), matmul.to_string()).expect("matmul table");
@@ -400,7 +400,7 @@ fn the_devices_chapter_shows_elementwise_tables_beside_the_matmul_ones() {
     let sum = serde_json::json!({"op": "sum", "dtype": "bfloat16", "level": "DRAM", "n": 1,
         "bytes": 4_000_000, "ours": timing(1e-3),
         "baseline": {"kind": "read", "bytes": 4_000_000, "timing": {"median_s": 1e-3}}, "torch": null});
-    let elementwise = serde_json::json!({"kind": "elementwise", "threads": 2, "cpu_model": "Some CPU",
+    let elementwise = serde_json::json!({"kind": "elementwise", "threads": 2, "cpu_model": "Some Chip",
         "trace_name": "cpu-some", "recorded_at": "2026-12-03T00:00:00Z", "rows": [relu, sum]});
     std::fs::write(bench.join("cpu-some-elementwise.json"), elementwise.to_string()).expect("table");
     let html = ws.build_chapter(&cpu, "{{devices}}\n").expect("builds");

@@ -205,7 +205,7 @@ fn batch_shapes_that_contradict_the_trace_or_are_missing_fail_naming_the_value()
     );
 }
 
-/// Equal promised peaks (one CPU loop for both dtypes) share one line and one label; different
+/// Equal peaks (one CPU loop for both dtypes) share one line and one label; different
 /// ones keep a line each. Two lines at one height printed their labels over each other.
 #[test]
 fn equal_peaks_share_one_labelled_line() {
@@ -217,12 +217,12 @@ fn equal_peaks_share_one_labelled_line() {
         v["bf16"]["flop_per_sec"] = json!(bf16);
         figure_texts(&t, "matmul_throughput")
             .into_iter()
-            .filter(|text| text.starts_with("promised"))
+            .filter(|text| text.starts_with("peak "))
             .collect::<Vec<_>>()
     };
-    assert_eq!(peaks(2e11, 2e11), ["promised fp32 = bf16"]);
-    assert_eq!(peaks(2e11, 2.001e11), ["promised fp32 = bf16"]);
+    assert_eq!(peaks(2e11, 2e11), ["peak fp32 = bf16"]);
+    assert_eq!(peaks(2e11, 2.001e11), ["peak fp32 = bf16"]);
     let mut apart = peaks(2e11, 8e11);
     apart.sort();
-    assert_eq!(apart, ["promised bf16", "promised fp32"]);
+    assert_eq!(apart, ["peak bf16", "peak fp32"]);
 }

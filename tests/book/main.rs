@@ -23,4 +23,5 @@ mod chapter_titles;
 mod chart_bounds;
 mod chart_layouts;
 mod number_formats;
+mod prose_names;
 mod pytorch_panels;

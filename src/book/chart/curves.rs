@@ -53,7 +53,7 @@ fn loss_chart(series: Vec<Series>) -> Result<String, Cause> {
 }
 
 /// `tensor_operations_flops.throughput_sweep`: FLOP/s of square matmuls by size and dtype, with
-/// the promised peaks of `sweep_peaks` as lines.
+/// the peaks of `sweep_peaks` (measured on a CPU, promised by a GPU's datasheet) as lines.
 pub fn matmul_throughput(data: &ChartData) -> Result<String, Cause> {
     let mut series: Vec<Series> = Vec::new();
     for i in 0..len(data, "throughput_sweep")? {
@@ -92,7 +92,7 @@ pub fn matmul_throughput(data: &ChartData) -> Result<String, Cause> {
             match chart.references.iter_mut().find(same) {
                 Some(r) => r.label.push_str(&format!(" = {}", s.name)),
                 None => chart.references.push(Reference {
-                    label: format!("promised {}", s.name),
+                    label: format!("peak {}", s.name),
                     y: peak,
                 }),
             }

@@ -31,10 +31,9 @@ use serde_json::Value;
 use super::address::{Address, StateChoice};
 use super::html::escape;
 use super::problem::Cause;
-use super::render::older_code_mark;
 use super::sections::Section;
 use super::traces::Traces;
-use crate::trace::{Trace, number_from_json};
+use crate::trace::{Kind, Trace, number_from_json};
 
 /// A chart the book can draw.
 pub struct ChartDef {
@@ -63,8 +62,8 @@ pub const CHARTS: &[ChartDef] = &[
     ChartDef {
         id: "matmul_throughput",
         section: "tensor_operations_flops",
-        caption: "Throughput of square matrix multiplications by size, in float32 and bfloat16, with the promised peaks as \
-                  horizontal lines.",
+        caption: "Throughput of square matrix multiplications by size, in float32 and bfloat16, with the peaks \
+                  (measured on a CPU, the datasheet's promise on a GPU) as horizontal lines.",
         draw: curves::matmul_throughput,
     },
     ChartDef {
@@ -113,7 +112,7 @@ pub const CHARTS: &[ChartDef] = &[
         id: "cpu_gpu",
         section: "data_loading",
         caption: "The host and the GPU each have their own memory; data crosses between them over the bus, at the rates \
-                  this run measured for a copy from pinned and from ordinary (pageable) host memory.",
+                  measured for a copy from pinned and from ordinary (pageable) host memory.",
         draw: layouts::cpu_gpu,
     },
 ];
@@ -135,6 +134,8 @@ pub struct ChartData<'t> {
     pub provenance: &'t crate::trace::Provenance,
     /// Set when the chart read a value a clock decided (the page's provenance box needs to know).
     pub timed: Cell<bool>,
+    /// Set when the chart read a value a machine decided: only then does its caption name one.
+    pub measured: Cell<bool>,
 }
 
 impl ChartData<'_> {
@@ -151,6 +152,10 @@ impl ChartData<'_> {
         let found = self.section.resolve(self.path, &address)?;
         if found.record.timed() {
             self.timed.set(true);
+        }
+        // A value of unknown kind (older code) may have been measured: say where, to be safe.
+        if !matches!(found.record.kind(), Some(Kind::Given | Kind::Computed)) {
+            self.measured.set(true);
         }
         Ok(found.value)
     }
@@ -218,6 +223,7 @@ pub fn render(id: &str, path: &Path, trace: &Trace, traces: &mut Traces) -> Resu
         section: &section,
         provenance: &trace.provenance,
         timed: Cell::new(false),
+        measured: Cell::new(false),
     };
     let svg = (def.draw)(&data).map_err(|cause| match cause {
         Cause::Chart { msg, .. } => Cause::Chart {
@@ -228,7 +234,11 @@ pub fn render(id: &str, path: &Path, trace: &Trace, traces: &mut Traces) -> Resu
     })?;
     traces.quote(path, def.section, data.timed.get());
     let device = &trace.provenance.device;
-    let mark = section.older_code.as_ref().map_or(String::new(), older_code_mark);
+    // The full mark once per page and section, the dagger after it, as beside values.
+    let mark = match &section.older_code {
+        Some(older) => traces.older_mark(path, def.section, older),
+        None => String::new(),
+    };
     // The reader's words: the device and the day; the trace file and the section id are on hover.
     let day = trace
         .section(def.section)
@@ -239,14 +249,22 @@ pub fn render(id: &str, path: &Path, trace: &Trace, traces: &mut Traces) -> Resu
     } else {
         format!(", {day}")
     };
+    // A chart drawn from the lecture's choices alone (a format's bits) is the same on every machine,
+    // so naming one would suggest it decided the picture.
+    let recorded = if data.measured.get() {
+        format!(
+            " <span class=\"lecture-muted\" title=\"section {} of the {} trace\">Recorded on the {}{}.</span>",
+            escape(def.section),
+            escape(&device.slug),
+            escape(&super::device_names::spoken(device)),
+            escape(&on_day),
+        )
+    } else {
+        String::new()
+    };
     Ok(format!(
-        "<figure class=\"lecture-chart\" id=\"chart-{id}\">{}<figcaption>{} <span class=\"lecture-muted\" \
-         title=\"section {} of the {} trace\">Recorded on {}{}.</span>{mark}</figcaption></figure>",
+        "<figure class=\"lecture-chart\" id=\"chart-{id}\">{}<figcaption>{}{recorded}{mark}</figcaption></figure>",
         plot::scroll_box(&svg),
         escape(def.caption),
-        escape(def.section),
-        escape(&device.slug),
-        escape(&device.name),
-        escape(&on_day),
     ))
 }

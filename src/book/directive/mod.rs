@@ -57,6 +57,13 @@ pub enum Directive {
     Else,
     /// `{{end}}`
     End,
+    /// `{{times SECTION.NAME SECTION.NAME [trace=SLUG]}}`: how many times the first value is the
+    /// second, in words ("about 95 times"; see `times.rs`).
+    Times {
+        top: Address,
+        bottom: Address,
+        trace: Option<String>,
+    },
     /// `{{cite KEY}}`: a link to an entry of the bibliography (see `bibliography`).
     Cite { key: String },
     /// `{{references}}`: every entry of the bibliography.
@@ -71,6 +78,7 @@ impl Directive {
         !matches!(
             self,
             Directive::Value { .. }
+                | Directive::Times { .. }
                 | Directive::Device { .. }
                 | Directive::Cite { .. }
                 | Directive::If { .. }
@@ -85,7 +93,7 @@ impl Directive {
 /// The directive forms, for messages.
 pub const SYNTAX: &str = "{{value SECTION.NAME[.PATH] [state=first|last|K] [format=F] [unit=U] [trace=SLUG]}}, {{code SECTION}}, \
      {{chart ID}}, {{provenance}}, {{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}, \
-     {{table SECTION.NAME[.PATH]}}, {{device SECTION [trace=SLUG]}}, {{devices}}, {{if CLAIM}} … {{else if CLAIM}} … {{else}} … {{end}}, {{assert CLAIM}} \
+     {{table SECTION.NAME[.PATH]}}, {{times SECTION.NAME SECTION.NAME [trace=SLUG]}}, {{device SECTION [trace=SLUG]}}, {{devices}}, {{if CLAIM}} … {{else if CLAIM}} … {{else}} … {{end}}, {{assert CLAIM}} \
      (CLAIM: `a.b > c.d`, `a.b < 2 * c.d`, `ratio(a.b, c.d) in [0.8, 1.25]`, `reldiff(a.b, c.d) < 0.05`, \
      `has a.b`, a recorded boolean `a.b`, joined with and/or/not), {{cite KEY}}, {{references}}";
 
@@ -173,6 +181,14 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
                 trace,
             }
         }
+        ("times", [top, bottom]) => {
+            allow(false, true)?;
+            Directive::Times {
+                top: parse_address(top)?,
+                bottom: parse_address(bottom)?,
+                trace,
+            }
+        }
         ("devices", []) => {
             allow(false, false)?;
             Directive::Devices
@@ -210,7 +226,7 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
         }
         (
             "value" | "compare" | "table" | "code" | "chart" | "provenance" | "device" | "devices" | "else" | "end"
-            | "cite" | "references",
+            | "cite" | "references" | "times",
             args,
         ) => {
             return Err(format!("`{kind}` got {} argument(s) ({})", args.len(), args.join(" ")));
