@@ -14,7 +14,7 @@ use std::mem::MaybeUninit;
 
 use super::kernels::{CHUNK, Level, PARALLEL_MIN, fill_fresh};
 use super::lane::Lane;
-use super::reduce::{SUM_BLOCK, block_sum_of, per_block_range};
+use super::reduce::{LANES, SUM_BLOCK, block_sum_of, fold_halves, per_block_range};
 use crate::device::cpu::team::Split;
 
 /// `Σ a[i]·b[i]` over one block (`a.len() == b.len() <= SUM_BLOCK`), in the fixed order above.
@@ -47,6 +47,63 @@ fn block_dot_at<A: Lane, B: Lane>(level: Level, a: &[A], b: &[B]) -> f32 {
     }
 }
 
+/// Four rows' dot products with one f32 vector over one block (`x.len() <= SUM_BLOCK`, each row
+/// as long), each row in the fixed order above: the bits of four `block_dot` calls. Four rows at
+/// once read four streams (more loads in flight from DRAM) and load each piece of `x` once.
+#[inline(always)]
+fn block_dot4<A: Lane>(rows: [&[A]; 4], x: &[f32]) -> [f32; 4] {
+    let mut lanes = [[0f32; LANES]; 4];
+    let full = x.len() / LANES * LANES;
+    for start in (0..full).step_by(LANES) {
+        let xv = &x[start..start + LANES];
+        for (lane, row) in lanes.iter_mut().zip(rows) {
+            for ((l, &a), &b) in lane.iter_mut().zip(&row[start..start + LANES]).zip(xv) {
+                *l += a.lane_f32() * b;
+            }
+        }
+    }
+    for (lane, row) in lanes.iter_mut().zip(rows) {
+        for ((l, &a), &b) in lane.iter_mut().zip(&row[full..]).zip(&x[full..]) {
+            *l += a.lane_f32() * b;
+        }
+    }
+    lanes.map(fold_halves)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn block_dot4_avx512<A: Lane>(rows: [&[A]; 4], x: &[f32]) -> [f32; 4] {
+    block_dot4(rows, x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn block_dot4_avx2<A: Lane>(rows: [&[A]; 4], x: &[f32]) -> [f32; 4] {
+    block_dot4(rows, x)
+}
+
+/// Four consecutive rows (`a.len() == 4·x.len()`), block by block in order, as four `row_dot`s.
+fn rows_dot4<A: Lane>(level: Level, a: &[A], x: &[f32]) -> [f32; 4] {
+    let k = x.len();
+    let mut totals = [0f32; 4];
+    for start in (0..k).step_by(SUM_BLOCK) {
+        let end = (start + SUM_BLOCK).min(k);
+        let rows: [&[A]; 4] = std::array::from_fn(|r| &a[r * k + start..r * k + end]);
+        let blocks = match level {
+            // SAFETY (both): `Level::current` only returns a level this CPU has.
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx512 => unsafe { block_dot4_avx512(rows, &x[start..end]) },
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx2 => unsafe { block_dot4_avx2(rows, &x[start..end]) },
+            _ => block_dot4(rows, &x[start..end]),
+        };
+        for (t, b) in totals.iter_mut().zip(blocks) {
+            *t += b;
+        }
+    }
+    totals
+}
+
 /// One row's dot product on this thread, block by block in order.
 fn row_dot<A: Lane, B: Lane>(level: Level, a: &[A], b: &[B]) -> f32 {
     a.chunks(SUM_BLOCK)
@@ -76,13 +133,26 @@ pub(crate) fn matvec<T: Lane>(level: Level, a: &[T], x: &[T], k: usize, round: f
     let mut wide = vec![0f32; k];
     T::widen(x, &mut wide);
     let x = &wide[..];
+    // One contiguous share of the rows per thread: two long streams, which the prefetchers
+    // follow, rather than short claims that interleave (claims of `CHUNK` read DRAM at 0.6 of
+    // PyTorch's speed here).
+    let threads = rayon::current_num_threads().max(1);
     let split = Split {
         parallel_min: PARALLEL_MIN.div_ceil(k),
-        chunk: CHUNK.div_ceil(k),
+        chunk: CHUNK.div_ceil(k).max(m.div_ceil(threads)),
     };
     fill_fresh(m, split, &|rows, part: &mut [MaybeUninit<T>]| {
-        for (d, i) in part.iter_mut().zip(rows) {
+        let mut fours = part.chunks_exact_mut(4);
+        let mut i = rows.start;
+        for d in &mut fours {
+            for (d, v) in d.iter_mut().zip(rows_dot4(level, &a[i * k..(i + 4) * k], x)) {
+                d.write(round(v));
+            }
+            i += 4;
+        }
+        for d in fours.into_remainder() {
             d.write(round(row_dot(level, &a[i * k..(i + 1) * k], x)));
+            i += 1;
         }
     })
 }
