@@ -67,7 +67,7 @@ fn counts_stay_whole_and_products_in_range_or_nothing_is_written() {
         ),
         (
             "motivating_questions.model_parameters=1e300",
-            &["`1e300` is not a number > 0, at most 2⁵³"],
+            &["`1e300` is too large", "takes a whole number from 1 to 2⁵³"],
         ),
         // A product out of range: refused when written, naming the value, with nothing left.
         (
@@ -216,7 +216,7 @@ fn a_diverged_training_gives_a_book_that_says_so() {
     // A rate whose fivefold would overflow is refused before anything runs.
     assert_clean_failure(
         &what_if_run(&dir, &["mixed_precision_training.lr=1e308"], true),
-        &["`1e308` is not a number > 0, at most 2⁵³"],
+        &["`1e308` is too large", "takes a number > 0, at most 2⁵³"],
     );
     every_trace_loads(&dir);
 }
