@@ -292,7 +292,7 @@ fn what_if_list_keeps_a_hostile_name_on_its_line() {
 /// One random what-if within the declared ranges, at a small size: a given and a value.
 fn small_given() -> impl Strategy<Value = String> {
     let whole = |key: &'static str, high: u64| (1..=high).prop_map(move |v| format!("{key}={v}"));
-    let rate = |key: &'static str| (-300.0f64..15.0).prop_map(move |e| format!("{key}={}", 10f64.powf(e)));
+    let rate = |key: &'static str| (-300.0f64..15.0).prop_map(move |e| format!("{key}={:e}", 10f64.powf(e)));
     prop_oneof![
         whole("motivating_questions.model_parameters", 1 << 53),
         whole("motivating_questions.num_tokens", 1 << 53),
