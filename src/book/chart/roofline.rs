@@ -30,7 +30,12 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
     // The x range covers every point and every roof's bend, with a factor of two to spare.
     let levels = roof_levels(data)?;
     let xs = points.iter().map(|p| p.1).chain(sweep.iter().map(|p| p.0));
-    let knees = levels.iter().map(|(_, bw)| peak / bw);
+    // The H100's datasheet roofline is drawn too (dashed): its values are read once, here.
+    let (h100_peak, h100_bw) = (data.number("h100_flop_per_sec")?, data.number("h100_bytes_per_sec")?);
+    let knees = levels
+        .iter()
+        .map(|(_, bw)| peak / bw)
+        .chain(std::iter::once(h100_peak / h100_bw));
     let knees = knees.chain(
         ["h100_flop_per_sec", "h100_bytes_per_sec"]
             .map(|name| data.number(name))
@@ -69,7 +74,6 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
             ..Series::measured("roof: datasheet memory", roof(peak, bw, (lo, hi)))
         });
     }
-    let (h100_peak, h100_bw) = (data.number("h100_flop_per_sec")?, data.number("h100_bytes_per_sec")?);
     chart.series.push(Series {
         reference: true,
         ..Series::measured("H100 datasheet roofline", roof(h100_peak, h100_bw, (lo, hi)))
