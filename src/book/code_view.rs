@@ -47,11 +47,12 @@ pub fn render(trace: &Trace, section: &Section) -> String {
     }
     let device = &trace.provenance.device;
     let mut html = format!(
-        "<div class=\"lecture-code\"><div class=\"lecture-code-head\"><span>{} · <code>{}</code></span><span>values from the {} trace ({})</span></div>",
+        "<div class=\"lecture-code\"><div class=\"lecture-code-head\"><span>{} · <code>{}</code></span><span data-trace=\"{}\" title=\"{}\">values measured on the {}</span></div>",
         escape(&record.source_file),
         escape(&record.id),
         escape(&device.slug),
-        escape(&device.name),
+        escape(&format!("{}: the {}.json trace", device.name, device.slug)),
+        escape(&super::device_names::spoken(device)),
     );
     if let Some(older) = &section.older_code {
         // Another device's trace from before the code changed: today's code is shown, and a value
@@ -103,7 +104,7 @@ pub fn render(trace: &Trace, section: &Section) -> String {
         html.push_str("</div>");
     }
     if let Some(pytorch) = &section.pytorch {
-        html.push_str(&pytorch_panel(pytorch, &placed.slots));
+        html.push_str(&pytorch_panel(pytorch, &placed.slots, device.kind == "cuda"));
     }
     html.push_str(&super::what_if::what_if_box(record));
     // What stepping needs (`book/theme/lecture-steps.js`), as the `html` module's notes say a
@@ -226,15 +227,25 @@ fn values_cell(slots: &[Slot], ids: &[usize], steppable: bool) -> String {
     cell
 }
 
+/// The line a panel is shown with first, so that what a reader copies runs as it is: `record` is
+/// what `run_panels.py` swaps for one that also compares the value with the trace.
+pub const PANEL_PRELUDE: &str =
+    "def record(name, value): return value  # run_panels.py's record also checks value against this run";
+
 /// The PyTorch that does the same steps, folded under the code: each line that names a recorded
-/// value (`record("name", …)` or a trailing `# -> name`) shows this run's value beside it.
-fn pytorch_panel(source: &str, slots: &[Slot]) -> String {
+/// value (`record("name", …)` or a trailing `# -> name`) shows this run's value beside it, unless
+/// the name is marked for the other kind of device (`panel_names_on`).
+fn pytorch_panel(source: &str, slots: &[Slot], gpu: bool) -> String {
     let mut html = String::from(
         "<details class=\"lecture-pytorch\"><summary>PyTorch: the same steps</summary><div class=\"lecture-code-grid\">",
     );
+    html.push_str(&format!(
+        "<span class=\"lecture-ln\"></span><code class=\"lang-python lecture-wide\">{}</code>",
+        escape(PANEL_PRELUDE)
+    ));
     for (i, line) in source.lines().enumerate() {
         html.push_str(&format!("<span class=\"lecture-ln\">{}</span>", i + 1));
-        let ids: Vec<usize> = panel_names(line)
+        let ids: Vec<usize> = panel_names_on(line, gpu)
             .iter()
             .filter_map(|name| slots.iter().rposition(|s| s.name == *name))
             .collect();
@@ -276,6 +287,27 @@ pub fn panel_names(line: &str) -> Vec<&str> {
         );
     }
     names
+}
+
+/// The names of `panel_names` that this run's value may stand beside: a comment's name followed by
+/// `(on a GPU)` or `(on a CPU)` is what the line makes on that kind of device only (on the other,
+/// the Python makes something else, or nothing, and the run's value would not be its value).
+pub fn panel_names_on(line: &str, gpu: bool) -> Vec<&str> {
+    let other = if gpu { "(on a CPU)" } else { "(on a GPU)" };
+    let comment = line.find("# -> ").map(|at| &line[at + "# -> ".len()..]);
+    panel_names(line)
+        .into_iter()
+        .filter(|name| {
+            let marked = comment.is_some_and(|c| {
+                c.split(',').any(|item| {
+                    let item = item.trim();
+                    item.strip_prefix(name)
+                        .is_some_and(|rest| rest.trim_start().starts_with(other))
+                })
+            });
+            !marked
+        })
+        .collect()
 }
 
 /// A value as it reads beside code: scalars formatted by unit, tensors and lists with short

@@ -106,11 +106,13 @@ pub fn render(path: &Path, trace: &Trace, quotes: &[Quote]) -> String {
         let text = format_value(&serde_json::Value::from(b), Unit::Bytes, Format::Auto).unwrap_or_default();
         format!(", {text} of memory")
     });
+    // The device as a reader says it; its slug (the file's name) stays in code.
     let device = format!(
-        "The <code>{}</code> trace, recorded on {} ({}{memory})",
-        escape(&p.device.slug),
+        "Recorded on the {} ({}, {}{memory}; the <code>{}</code> trace)",
+        escape(&super::device_names::spoken(&p.device)),
         escape(&p.device.name),
         escape(&p.device.kind),
+        escape(&p.device.slug),
     );
     let (runs, any_quoted) = runs(path, trace, quotes);
     let origin = match runs.as_slice() {

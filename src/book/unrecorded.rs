@@ -17,7 +17,7 @@ use super::traces::Traces;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unrecorded {
     pub trace: PathBuf,
-    /// The trace's device, as its provenance names it.
+    /// The trace's device, as a reader says it (`device_names`).
     pub device: String,
     /// `SECTION.NAME[.PATH]`, or the section alone when the run recorded none of it.
     pub key: String,
@@ -34,7 +34,7 @@ impl Unrecorded {
     /// The placeholder, inline (it may stand in a sentence, so it is escaped for markdown too).
     pub fn placeholder(&self) -> String {
         format!(
-            "<span class=\"lecture-unrecorded\" title=\"{} · {} trace: this run of older code did not record it; only that \
+            "<span class=\"lecture-unrecorded\" title=\"{} · the {}'s trace: this run of older code did not record it; only that \
              device can record the trace again\">{}</span>",
             escape_inline(&self.key),
             escape_inline(&self.device),
@@ -45,7 +45,7 @@ impl Unrecorded {
     /// What stands where a claim that needs the value would have chosen a passage.
     pub fn undecided(&self) -> String {
         format!(
-            "<span class=\"lecture-unrecorded\">(a passage here depends on <code>{}</code>, which the {} trace's run of \
+            "<span class=\"lecture-unrecorded\">(a passage here depends on <code>{}</code>, which the {}'s run of \
              commit {} did not record)</span>",
             escape_inline(&self.key),
             escape_inline(&self.device),
@@ -85,7 +85,7 @@ pub fn unrecorded(traces: &mut Traces, cause: &Cause) -> Option<Unrecorded> {
     };
     Some(Unrecorded {
         trace: trace.clone(),
-        device: loaded.provenance.device.name.clone(),
+        device: super::device_names::spoken(&loaded.provenance.device),
         key,
         commit: short_commit(&run.git, false),
     })
@@ -126,7 +126,7 @@ pub fn list(missing: &[Unrecorded]) -> Option<String> {
             commits.dedup();
             let keys: Vec<String> = of.iter().map(|m| format!("<code>{}</code>", escape(&m.key))).collect();
             format!(
-                "<li>The {} trace (<code>{}</code>, run of commit {}): {}</li>",
+                "<li>The {}'s trace (<code>{}</code>, run of commit {}): {}</li>",
                 escape(&of[0].device),
                 escape(&path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()),
                 escape(&commits.join(", ")),

@@ -8,7 +8,7 @@
 use std::process::Command;
 
 use cs336::lecture::SECTIONS;
-use cs336_book::code_view::panel_names;
+use cs336_book::code_view::{PANEL_PRELUDE, panel_names, panel_names_on};
 
 use crate::common;
 
@@ -19,7 +19,8 @@ fn every_recorded_value_is_named_in_its_sections_pytorch_panel() {
     let trace = common::fresh_trace();
     let mut missing = Vec::new();
     for def in SECTIONS {
-        let named: Vec<&str> = def.pytorch.lines().flat_map(panel_names).collect();
+        // The fresh run is a CPU's: a name marked `(on a GPU)` does not count for it.
+        let named: Vec<&str> = def.pytorch.lines().flat_map(|l| panel_names_on(l, false)).collect();
         assert!(
             def.pytorch.lines().count() > 3,
             "{}'s PyTorch panel is next to empty",
@@ -48,6 +49,43 @@ fn a_panel_line_names_what_it_records_and_its_comment_lists() {
     );
     assert_eq!(panel_names("y = x @ w  # -> y (random weights)"), ["y"]);
     assert!(panel_names("# a comment with an arrow -> but no names").is_empty());
+}
+
+#[test]
+fn a_name_marked_for_one_kind_of_device_is_shown_only_on_that_kind() {
+    let line = "mfu = a / b  # -> mfu (on a GPU), mfu_n, peak (on a CPU), spread (random)";
+    assert_eq!(panel_names(line), ["mfu", "mfu_n", "peak", "spread"]);
+    assert_eq!(panel_names_on(line, true), ["mfu", "mfu_n", "spread"]);
+    assert_eq!(panel_names_on(line, false), ["mfu_n", "peak", "spread"]);
+    // A record() call is what the line makes everywhere.
+    assert_eq!(panel_names_on("record(\"x\", 1)  # -> y (on a GPU)", false), ["x"]);
+}
+
+/// A panel's Python that gives nothing (or something else) on a CPU must not stand beside a CPU
+/// run's value: the FLOPs section's datasheet lines are marked for a GPU.
+#[test]
+fn a_cpu_run_shows_no_measured_peak_beside_a_datasheet_line() {
+    let def = SECTIONS
+        .iter()
+        .find(|d| d.id == "tensor_operations_flops")
+        .expect("the FLOPs section");
+    let datasheet: Vec<&str> = def
+        .pytorch
+        .lines()
+        .filter(|l| l.contains("promised[") || l.contains("promised.get("))
+        .collect();
+    assert!(!datasheet.is_empty(), "the panel reads the datasheet's figures");
+    let cpu = common::fresh_trace()
+        .section(def.id)
+        .expect("a fresh run records every section");
+    for line in datasheet {
+        let shown: Vec<&str> = panel_names_on(line, false)
+            .into_iter()
+            .filter(|n| cpu.values.contains_key(*n))
+            .collect();
+        assert!(shown.is_empty(), "a CPU run's {shown:?} would stand beside `{line}`");
+    }
+    assert!(PANEL_PRELUDE.starts_with("def record(name, value): return value"));
 }
 
 #[test]

@@ -14,7 +14,11 @@ record("h100_accelerator_intensity", h100_flop_per_sec / h100_bytes_per_sec)
 
 # This device's two rates: its bf16 peak (a datasheet's on a GPU; the Rust times an FMA loop on a
 # CPU) and its memory's speed, from copying a buffer far larger than any cache.
-peak_flop_per_sec = 989.5e12 if device == "cuda" else None  # -> peak_flop_per_sec, peak_source
+if device == "cuda":
+    peak_flop_per_sec = 989.5e12  # -> peak_flop_per_sec (on a GPU), peak_source (on a GPU)
+else:
+    peak_flop_per_sec = None  # PyTorch has no peak loop; the Rust times its own:
+    # -> peak_flop_per_sec (on a CPU), peak_source (on a CPU), accelerator_intensity (on a CPU)
 big = torch.empty(64 * 1024 * 1024, device=device)  # 256 MB; the Rust also measures L2 and the LLC
 big.fill_(1.0)  # its pages touched before timing
 start = time.perf_counter()
@@ -22,7 +26,7 @@ copied = big.clone()
 (torch.cuda.synchronize if device == "cuda" else (lambda: None))()
 memory_bytes_per_sec = 2 * big.numel() * 4 / (time.perf_counter() - start)  # -> memory_roofs, memory_bytes_per_sec
 if peak_flop_per_sec:
-    accelerator_intensity = peak_flop_per_sec / memory_bytes_per_sec  # -> accelerator_intensity
+    accelerator_intensity = peak_flop_per_sec / memory_bytes_per_sec  # -> accelerator_intensity (on a GPU)
 
 element_bytes = record("element_bytes", torch.tensor([], dtype=torch.bfloat16).element_size())
 n = record("n", 1024 * 1024)  # elements of each vector

@@ -74,18 +74,24 @@ spreads = time_in_turns(products, reps=10 if device == "cuda" else 50)
 actual_time_spread = spreads[0]  # -> actual_time_spread
 actual_time = actual_time_spread[2].item()  # -> actual_time
 actual_flop_per_sec = actual_num_flops / actual_time  # -> actual_flop_per_sec
-promised_flop_per_sec = promised.get("fp32")  # -> promised_flop_per_sec
-promised_peak_source = "datasheet" if promised else None  # -> promised_peak_source
-promised_peak_loop = None  # -> promised_peak_loop (the Rust's FMA loop on a CPU)
-mfu = actual_flop_per_sec / promised_flop_per_sec if promised else None  # -> mfu
-
 bf16_actual_time_spread = spreads[1]  # -> bf16_actual_time_spread
 bf16_actual_time = bf16_actual_time_spread[2].item()  # -> bf16_actual_time
 bf16_actual_flop_per_sec = actual_num_flops / bf16_actual_time  # -> bf16_actual_flop_per_sec
-bf16_promised_flop_per_sec = promised.get("bf16")  # -> bf16_promised_flop_per_sec
-bf16_promised_peak_source = "datasheet" if promised else None  # -> bf16_promised_peak_source
-bf16_promised_peak_loop = None  # -> bf16_promised_peak_loop (the Rust's bf16 dot-product loop on a CPU)
-bf16_mfu = bf16_actual_flop_per_sec / bf16_promised_flop_per_sec if promised else None  # -> bf16_mfu
+
+if device == "cuda":
+    # MFU: achieved over the datasheet's dense figure.
+    promised_flop_per_sec = promised["fp32"]  # -> promised_flop_per_sec (on a GPU)
+    promised_peak_source = "datasheet"  # -> promised_peak_source (on a GPU)
+    mfu = actual_flop_per_sec / promised_flop_per_sec  # -> mfu (on a GPU)
+    bf16_promised_flop_per_sec = promised["bf16"]  # -> bf16_promised_flop_per_sec (on a GPU)
+    bf16_promised_peak_source = "datasheet"  # -> bf16_promised_peak_source (on a GPU)
+    bf16_mfu = bf16_actual_flop_per_sec / bf16_promised_flop_per_sec  # -> bf16_mfu (on a GPU)
+else:
+    # A CPU has no datasheet figure, and PyTorch no peak loop: the Rust times its own FMA loop
+    # (float32) and bf16 dot-product loop (the appendix on the CPU's peak) and divides by those.
+    # -> promised_flop_per_sec (on a CPU), promised_peak_source (on a CPU), promised_peak_loop, mfu (on a CPU)
+    # -> bf16_promised_flop_per_sec (on a CPU), bf16_promised_peak_source (on a CPU), bf16_promised_peak_loop, bf16_mfu (on a CPU)
+    pass
 
 if device == "cuda":
     # PyTorch's float32 is cuBLAS's default: the row above.
@@ -141,6 +147,7 @@ for n in sizes:
     for mode, spread in zip(modes, time_in_turns(list(modes.values()), reps=5)):
         flops = 2 * n**3
         median_s = spread[2].item()
-        mfu_n = flops / median_s / promised[mode] if promised else None
+        mfu_n = flops / median_s / promised[mode] if promised else None  # a CPU: the Rust's, against its loops
         throughput_sweep.append({"dtype": mode, "n": n, "flops": flops, "median_s": median_s, "flop_per_sec": flops / median_s, "mfu": mfu_n})  # -> throughput_sweep
-sweep_peaks = promised  # -> sweep_peaks
+sweep_peaks = promised  # -> sweep_peaks (on a GPU)
+# -> sweep_peaks (on a CPU: the Rust's measured peaks, which PyTorch has no counterpart for)

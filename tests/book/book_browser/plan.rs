@@ -132,7 +132,7 @@ pub(crate) fn planned_views(html: &Path, trace: &Trace, other: Option<&Trace>) -
             let head = view.split("<code>").nth(1).and_then(|s| s.split("</code>").next());
             let id = head.expect("a code view names its section");
             let (source, is_other) = match other {
-                Some(o) if view.contains(&format!("values from the {} trace", o.provenance.device.slug)) => (o, true),
+                Some(o) if view.contains(&format!("data-trace=\"{}\"", o.provenance.device.slug)) => (o, true),
                 _ => (trace, false),
             };
             let record = source.section(id).expect("section in trace");
