@@ -14,7 +14,7 @@ use std::mem::MaybeUninit;
 
 use super::kernels::{CHUNK, Level, PARALLEL_MIN, fill_fresh};
 use super::lane::Lane;
-use super::reduce::{LANES, SUM_BLOCK, block_sum_of, fold_halves, per_block_range};
+use super::reduce::{LANES, SUM_BLOCK, add_tail, block_sum_of, fold_halves, per_block_range};
 use crate::device::cpu::team::Split;
 
 /// `Σ a[i]·b[i]` over one block (`a.len() == b.len() <= SUM_BLOCK`), in the fixed order above.
@@ -62,10 +62,16 @@ fn block_dot4<A: Lane>(rows: [&[A]; 4], x: &[f32]) -> [f32; 4] {
             }
         }
     }
-    for (lane, row) in lanes.iter_mut().zip(rows) {
-        for ((l, &a), &b) in lane.iter_mut().zip(&row[full..]).zip(&x[full..]) {
+    // The short last run goes into its own lanes, added after (`reduce::add_tail`): indexed by a
+    // loop count, it would keep `lanes` in memory for the whole block.
+    let mut tails = [[0f32; LANES]; 4];
+    for (tail, row) in tails.iter_mut().zip(rows) {
+        for ((l, &a), &b) in tail.iter_mut().zip(&row[full..]).zip(&x[full..]) {
             *l += a.lane_f32() * b;
         }
+    }
+    for (lane, tail) in lanes.iter_mut().zip(&tails) {
+        add_tail(lane, tail);
     }
     lanes.map(fold_halves)
 }
