@@ -240,7 +240,7 @@ fn pytorch_panel(source: &str, slots: &[Slot], gpu: bool) -> String {
         "<details class=\"lecture-pytorch\"><summary>PyTorch: the same steps</summary><div class=\"lecture-code-grid\">",
     );
     html.push_str(&format!(
-        "<span class=\"lecture-ln\"></span><code class=\"lang-python lecture-wide\">{}</code>",
+        "<span class=\"lecture-ln lecture-prelude\"></span><code class=\"lang-python lecture-wide\">{}</code>",
         escape(PANEL_PRELUDE)
     ));
     for (i, line) in source.lines().enumerate() {
