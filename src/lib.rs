@@ -1,6 +1,13 @@
 //! Stanford CS336 Lecture 2 ("PyTorch, resource accounting") as an executable lecture: a small
 //! tensor library that counts its bytes and FLOPs, the lecture's sections as functions that run
 //! and record what they measured, and a book that shows only recorded numbers.
+//!
+//! # Where things live
+//!
+// The map is one file, kept in the book's folder so that the Reference chapter includes it with
+// mdBook's `{{#include}}` without reaching outside the book; `tests/architecture.rs` checks that
+// every path it names exists.
+#![doc = include_str!("../book/src/code_map.md")]
 
 pub mod autograd;
 pub mod base;

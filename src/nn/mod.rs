@@ -85,7 +85,7 @@ impl Linear {
     }
 }
 
-/// The lecture's deep linear network: `num_layers` D×D layers, then a D×1 head, squeezed to [B].
+/// The lecture's deep linear network: `num_layers` D×D layers, then a D×1 head, squeezed to `[B]`.
 #[derive(Debug, Clone)]
 pub struct Cruncher {
     pub dim: usize,
@@ -131,7 +131,7 @@ impl Cruncher {
         Ok(())
     }
 
-    /// x: [B, D] → [B].
+    /// x: `[B, D]` → `[B]`.
     pub fn forward(&self, x: &Var) -> Result<Var> {
         self.check_input(x)?;
         let mut h = x.clone();

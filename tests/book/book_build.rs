@@ -68,6 +68,17 @@ fn the_book_shows_the_traces_values_code_and_charts() {
     let pages = pages(&ws.out_dir());
     let page = |name: &str| pages.get(name).unwrap_or_else(|| panic!("page {name} built"));
 
+    // The Reference shows the map of the code from the one file the crate's front page shows too
+    // (`book/src/code_map.md`): mdBook's include is expanded, and paths only the map names are there.
+    let reference = page("reference.html");
+    assert!(
+        !reference.contains("{{#include"),
+        "the map's include is left as written"
+    );
+    for path in ["src/lecture/recorder/record.rs", "src/book/chart/mod.rs"] {
+        assert!(reference.contains(path), "the Reference's map lacks `{path}`");
+    }
+
     // Values appear exactly as formatted from the trace.
     let memory = page("tensors_memory.html");
     for (name, format) in [

@@ -128,8 +128,9 @@ fn no_page_names_a_slug_a_trace_key_or_a_file_path_in_its_prose() {
         let name = entry.file_name().to_string_lossy().to_string();
         let Some(stem) = name.strip_suffix(".md") else { continue };
         // The Reference and how the book is made are for whoever edits the repository: their
-        // prose names commands, files and keys on purpose.
-        if matches!(stem, "SUMMARY" | "reference" | "how_this_book_is_made") {
+        // prose names commands, files and keys on purpose. The map of the code is part of the
+        // Reference (included there, and no page of its own).
+        if matches!(stem, "SUMMARY" | "reference" | "how_this_book_is_made" | "code_map") {
             continue;
         }
         let html = std::fs::read_to_string(ws.out_dir().join(format!("{stem}.html"))).expect("a built page");

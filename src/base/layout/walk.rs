@@ -3,8 +3,8 @@
 
 use super::Layout;
 
-/// Merges dimensions that can be walked as one in every operand (stride[d] == stride[d+1] ×
-/// shape[d+1]) and drops size-1 dimensions. The logical row-major order of the elements, and so
+/// Merges dimensions that can be walked as one in every operand (`stride[d] == stride[d+1] ×
+/// shape[d+1]`) and drops size-1 dimensions. The logical row-major order of the elements, and so
 /// every element's storage position, is unchanged; a walk over the result just does less index
 /// arithmetic.
 pub fn collapse(shape: &[usize], strides: &[&[usize]]) -> (Vec<usize>, Vec<Vec<usize>>) {
