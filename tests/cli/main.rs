@@ -9,6 +9,7 @@ mod cli;
 mod cli_bench_elementwise;
 mod cli_book;
 mod cli_book_guard;
+mod cli_book_includes;
 mod cli_concurrency;
 mod cli_disturbed;
 mod cli_hostile3;
