@@ -13,6 +13,7 @@ mod cli_book_includes;
 mod cli_concurrency;
 mod cli_disturbed;
 mod cli_hostile3;
+mod cli_hostile4;
 mod cli_inputs;
 mod cli_what_if;
 mod cli_what_if_hostile;
