@@ -57,3 +57,19 @@ fn a_given_its_section_cannot_compute_with_is_refused_before_anything_runs() {
         what_if::parse(&[set.to_string()]).unwrap_or_else(|e| panic!("{set}: {e}"));
     }
 }
+
+/// A range narrowed to what its section can compute with still holds the lecture's own value
+/// (the narrowed givens' defaults do not depend on the device).
+#[test]
+fn every_default_lies_in_its_given_s_range() {
+    for (section, given) in cs336::lecture::givens::all() {
+        let typed = what_if::typed(&(given.default)(&cs336::device::Device::Cpu));
+        assert!(
+            given.read(&typed).is_ok(),
+            "{}.{} = {typed} is not {}",
+            section.id,
+            given.name,
+            given.range_words()
+        );
+    }
+}
