@@ -10,6 +10,7 @@ pub mod elementwise_report;
 pub mod overhead;
 pub mod reference;
 pub mod train_step;
+pub mod train_step_cost;
 
 /// A matrix product m×k · k×n.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -73,7 +73,7 @@ pub struct Report {
 }
 
 /// About 1.5 s per value (at least 5 samples, at most 50), one call per turn.
-fn options() -> Budget {
+pub(super) fn options() -> Budget {
     Budget {
         warmup: 2,
         min_samples: 5,

@@ -82,6 +82,10 @@ struct TrainStep {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Run even where it is estimated to take more than a few minutes (as `lecture --yes` for a
+    /// what-if).
+    #[arg(long)]
+    yes: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -223,6 +227,18 @@ fn train_step(cli: TrainStep) -> anyhow::Result<()> {
         .into(),
         ..Config::default()
     };
+    // What it would cost, before anything is made: a deep, narrow model spends its time in each
+    // op's fixed cost, priced here as the what-ifs price it.
+    let peak = cs336::device::promised::peak(&config.device, cs336::device::promised::MathMode::Fp32)
+        .map_or(1e10, |p| p.flop_per_sec);
+    let rates = cs336::lecture::what_if::Rates::measure()?;
+    let estimate = config.check_time(peak, &rates, cli.yes)?;
+    // On stderr: `--json` keeps stdout for the report alone.
+    cs336::console::warn(format_args!(
+        "Estimate: at least {:.1} s ({})",
+        estimate.seconds,
+        estimate.describe(peak, &rates)
+    ));
     let r = train_step::run(&config)?;
     if cli.json {
         outln!("{}", serde_json::to_string_pretty(&r)?)?;

@@ -2,7 +2,9 @@
 //! under the book's `src` folder and its `theme` folder whole and without a check: a named pipe in
 //! place of a chapter makes it wait forever (holding the book's lock), and a device such as
 //! `/dev/zero` makes it read until memory runs out. So every entry there must be a folder or a
-//! regular file, and no file may be larger than a book's file can sensibly be.
+//! regular file, and no file may be larger than a book's file can sensibly be. What it reads
+//! beyond them, chapters named outside `src` and files pulled in by `{{#include}}`, is checked by
+//! [`super::includes`].
 
 use std::path::{Path, PathBuf};
 
@@ -27,7 +29,7 @@ pub struct BadInput {
     pub msg: String,
 }
 
-fn bad(path: &Path, msg: impl Into<String>) -> BadInput {
+pub(crate) fn bad(path: &Path, msg: impl Into<String>) -> BadInput {
     BadInput {
         path: path.to_path_buf(),
         msg: msg.into(),
@@ -51,17 +53,18 @@ pub fn check(book_root: &Path) -> Result<(), BadInput> {
         .map_err(|e| bad(book_root, format!("cannot be resolved: {e}")))?;
     inside(&config_path, &home)?;
     let mut seen = 0;
-    for folder in [book_root.join(src), book_root.join("theme")] {
+    for folder in [book_root.join(&src), book_root.join("theme")] {
         if folder.exists() {
             inside(&folder, &home)?;
             walk(&folder, &home, 0, &mut seen)?;
         }
     }
-    Ok(())
+    // What mdbook reads beyond that folder: chapters named outside it, and included files.
+    super::includes::check(&book_root.join(&src), &home)
 }
 
 /// `path`, links followed, lies inside `home` (the book's folder, resolved).
-fn inside(path: &Path, home: &Path) -> Result<(), BadInput> {
+pub(crate) fn inside(path: &Path, home: &Path) -> Result<(), BadInput> {
     let resolved = path
         .canonicalize()
         .map_err(|e| bad(path, format!("cannot be resolved: {e}")))?;

@@ -96,6 +96,7 @@ mod devices;
 pub mod directive;
 pub mod format;
 pub mod html;
+pub mod includes;
 pub mod inputs;
 pub mod kinds;
 pub mod out_folder;

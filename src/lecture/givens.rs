@@ -31,8 +31,14 @@ pub struct Count;
 /// bound keeps what a section makes of a few of them finite (6·N·D of two counts, five times a
 /// learning rate); every quantity the lecture chooses is far below it.
 pub struct Positive;
-/// A share: above zero, at most one (an MFU).
+/// A share of a peak, from 0.1 % to all of it (an MFU). Not from zero: the FLOPs a day that
+/// `motivating_questions` makes of it (the peak × MFU × GPUs × 86,400 s) are a FLOP count, whole
+/// in the trace, and a float is whole for certain only from 2⁵³ up. At 0.1 % of an H100's peak on
+/// one GPU they are 8.5e16, past it; near 1e-4 they fall below it, and `mfu=1e-20` made 0.87 FLOP.
 pub struct Fraction;
+
+/// The smallest share a [`Fraction`] takes.
+pub const MIN_FRACTION: f64 = 0.001;
 
 /// A number as typed, `_` between digits allowed.
 fn number(text: &str) -> Result<f64, String> {
@@ -106,7 +112,8 @@ macro_rules! real_range {
 
 real_range!(Positive, "a number > 0, at most 2⁵³ (about 9.0e15)", |x| x > 0.0
     && x <= MAX_COUNT);
-real_range!(Fraction, "a fraction in (0, 1]", |x| x > 0.0 && x <= 1.0);
+real_range!(Fraction, "a fraction from 0.001 to 1", |x| (MIN_FRACTION..=1.0)
+    .contains(&x));
 
 /// `parse`, into the trace's form: what `GivenDef::parse` holds.
 pub fn parse_json<R: Range>(text: &str) -> Result<Value, String> {
@@ -128,6 +135,27 @@ pub struct GivenDef {
     pub default: fn(&Device) -> Value,
 }
 
+/// A given whose section asks more of it than its range type and unit say: its range, in words
+/// and as a test. Kept here rather than in the section's `given!`, which is part of the section's
+/// code: every trace holds a hash of that code, and a change there would make every recorded run
+/// of the section stale, the GPU's too.
+pub struct Narrower {
+    pub section: &'static str,
+    pub name: &'static str,
+    pub words: &'static str,
+    pub holds: fn(f64) -> bool,
+}
+
+/// Every [`Narrower`].
+pub const NARROWERS: [Narrower; 1] = [Narrower {
+    // num_parameters = memory_num_gpus × h100_bytes / 16 bytes a parameter is a count, whole in
+    // the trace only when the bytes are a multiple of 16 (`h100_bytes=1` made 0.5 parameters).
+    section: "motivating_questions",
+    name: "h100_bytes",
+    words: "a whole number of bytes from 16 to 2⁵³ (about 9.0e15), a multiple of 16",
+    holds: |x| (16.0..=MAX_COUNT).contains(&x) && x % 16.0 == 0.0,
+}];
+
 impl GivenDef {
     /// Whether its unit counts things (a count, bytes, FLOP) while its type admits fractions:
     /// then only the whole numbers of its type's range are its range.
@@ -135,18 +163,37 @@ impl GivenDef {
         matches!(self.unit, Some(Unit::Count | Unit::Bytes | Unit::Flop)) && self.range != Count::WORDS
     }
 
-    /// Its range in words (`lecture givens`, messages, and what the trace records).
-    pub fn range_words(&self) -> &'static str {
-        if self.narrowed() { COUNTED_WORDS } else { self.range }
+    /// What its section asks of it beyond its type and unit, if anything.
+    fn narrower(&self) -> Option<&'static Narrower> {
+        let section = section_of(self)?;
+        NARROWERS
+            .iter()
+            .find(|n| n.name == self.name && n.section == section.id)
     }
 
-    /// Reads a value as a person types it, into the trace's form: within its type's range, and
-    /// whole when its unit counts things (the trace's reader would refuse any other).
+    /// Its range in words (`lecture givens`, messages, and what the trace records).
+    pub fn range_words(&self) -> &'static str {
+        match self.narrower() {
+            Some(n) => n.words,
+            None if self.narrowed() => COUNTED_WORDS,
+            None => self.range,
+        }
+    }
+
+    /// Reads a value as a person types it, into the trace's form: within its type's range, whole
+    /// when its unit counts things, and within what its section asks of it ([`NARROWERS`]): a
+    /// value the section cannot record (the trace's reader would refuse it) is refused here, before
+    /// anything runs.
     pub fn read(&self, text: &str) -> Result<Value, String> {
         let value = (self.parse)(text)?;
-        let whole = value
-            .as_f64()
-            .is_some_and(|x| x.fract() == 0.0 && (1.0..=MAX_COUNT).contains(&x));
+        let x = value.as_f64();
+        if let Some(n) = self.narrower() {
+            if !x.is_some_and(n.holds) {
+                return Err(format!("`{text}` is not {}", n.words));
+            }
+            return Ok(value);
+        }
+        let whole = x.is_some_and(|x| x.fract() == 0.0 && (1.0..=MAX_COUNT).contains(&x));
         if self.narrowed() && !whole {
             return Err(format!("`{text}` is not {COUNTED_WORDS}"));
         }

@@ -9,6 +9,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::schema::{SCHEMA_VERSION, Trace};
+use super::stream;
 use super::strict::{self, Strict};
 use super::validate;
 use crate::atomic_file;
@@ -77,15 +78,12 @@ enum Looks {
 }
 
 fn looks(path: &Path) -> Looks {
-    let value = read_bounded(path)
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
-    match value {
+    // Streamed, not built into a tree: a reader of a folder asks this of every file in it.
+    let version = read_bounded(path).ok().and_then(|text| stream::schema_version(&text));
+    match version {
         None => Looks::Unreadable,
-        Some(v) => match v.get("schema_version") {
-            None => Looks::NotATrace,
-            Some(version) => Looks::Trace(version.as_u64()),
-        },
+        Some(None) => Looks::NotATrace,
+        Some(Some(version)) => Looks::Trace(version.as_u64()),
     }
 }
 
@@ -223,6 +221,9 @@ fn parse(path: &Path, text: &str) -> Result<Trace> {
             "not valid JSON: it starts with a byte order mark (U+FEFF), which JSON does not allow; save it without one",
         ));
     }
+    // Before the text is built into a tree, which for a list of millions of states takes longer
+    // than any reader should wait to be told that no run writes one.
+    stream::lists_within_limits(text).map_err(|e| trace_err(path, e))?;
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| trace_err(path, format!("not valid JSON: {e}")))?;
     match value.get("schema_version") {

@@ -18,6 +18,7 @@ pub mod json;
 pub mod name;
 pub mod schema;
 pub mod source;
+pub mod stream;
 pub mod strict;
 pub mod validate;
 pub mod walk;

@@ -216,7 +216,7 @@ pub struct ValueRecord {
 pub struct GivenInfo {
     /// The value the lecture chose (on this device).
     pub default: serde_json::Value,
-    /// The values that make sense, in words: "a whole number ≥ 1", "a fraction in (0, 1]".
+    /// The values that make sense, in words: "a whole number ≥ 1", "a fraction from 0.001 to 1".
     pub range: String,
     pub help: String,
 }

@@ -15,16 +15,16 @@ use cs336::book::out_folder::{MARKER, MARKER_TEXT};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
-type Snapshot = Vec<(PathBuf, String, Vec<u8>, Option<SystemTime>)>;
+pub(crate) type Snapshot = Vec<(PathBuf, String, Vec<u8>, Option<SystemTime>)>;
 
 /// A temporary `home/` holding `crate/`: the parts of this crate the book reads (its book, code
 /// and committed traces), nothing that a build wrote.
-struct Copy {
+pub(crate) struct Copy {
     dir: tempfile::TempDir,
 }
 
 impl Copy {
-    fn new() -> Copy {
+    pub(crate) fn new() -> Copy {
         let dir = tempfile::tempdir().expect("tempdir");
         let from = Path::new(common::ROOT);
         let to = dir.path().join("home/crate");
@@ -52,15 +52,15 @@ impl Copy {
         Copy { dir }
     }
 
-    fn home(&self) -> PathBuf {
+    pub(crate) fn home(&self) -> PathBuf {
         self.dir.path().join("home")
     }
 
-    fn root(&self) -> PathBuf {
+    pub(crate) fn root(&self) -> PathBuf {
         self.home().join("crate")
     }
 
-    fn book(&self) -> PathBuf {
+    pub(crate) fn book(&self) -> PathBuf {
         self.root().join("book")
     }
 
@@ -83,7 +83,7 @@ impl Copy {
     }
 
     /// `lecture book` with the copy as its crate root and `home/` as the home folder.
-    fn book_command(&self, build_dir_env: Option<&Path>) -> Output {
+    pub(crate) fn book_command(&self, build_dir_env: Option<&Path>) -> Output {
         let mut cmd = lecture_cmd(&["book"], build_dir_env);
         cmd.env("CARGO_MANIFEST_DIR", self.root()).env("HOME", self.home());
         if build_dir_env.is_none() {
@@ -93,7 +93,7 @@ impl Copy {
     }
 
     /// Every entry under the temporary folder: the kind, a file's bytes and time, a link's target.
-    fn snapshot(&self) -> Snapshot {
+    pub(crate) fn snapshot(&self) -> Snapshot {
         let mut all = Vec::new();
         let mut stack = vec![self.dir.path().to_path_buf()];
         while let Some(dir) = stack.pop() {

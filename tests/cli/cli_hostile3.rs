@@ -81,7 +81,7 @@ fn a_count_too_large_says_the_largest_and_a_long_value_is_cut() {
     );
 }
 
-fn bench(args: &[&str], address_space_kib: Option<u64>) -> Output {
+pub(crate) fn bench(args: &[&str], address_space_kib: Option<u64>) -> Output {
     let mut cmd = match address_space_kib {
         // `ulimit -v` as a person sets it, in a shell that then runs the bench.
         Some(kib) => {

@@ -65,7 +65,7 @@ fn givens_are_listed_with_their_defaults_ranges_and_help() {
         );
     }
     assert!(
-        out.contains("a whole number ≥ 1") && out.contains("a fraction in (0, 1]"),
+        out.contains("a whole number ≥ 1") && out.contains("a fraction from 0.001 to 1"),
         "{out}"
     );
     assert!(out.contains("default 7e10"), "a default as typed: {out}");
@@ -91,7 +91,7 @@ fn bad_what_ifs_are_refused_before_anything_runs() {
         ),
         (
             &["--set", "motivating_questions.mfu=1.5"],
-            &["`1.5` is not a fraction in (0, 1]"],
+            &["`1.5` is not a fraction from 0.001 to 1"],
         ),
         (
             &["--set", "tensor_operations_flops.B"],

@@ -127,7 +127,9 @@ proptest! {
         // Counts are whole (a trace holds no other): parameters, tokens and bytes too.
         params in 1_000_000u64..10_000_000_000_000, tokens in 1_000_000u64..100_000_000_000_000,
         mfu in 0.01f64..=1.0, gpus in 1usize..100_000, memory_gpus in 1usize..1024,
-        gpu_bytes in 1_000_000_000u64..1_000_000_000_000,
+        // An H100's bytes in sixteens: the range of `h100_bytes` (they are divided into
+        // 16-byte parameters, a whole count).
+        gpu_sixteenths in 62_500_000u64..62_500_000_000,
         b in 1usize..24, d in 1usize..48, layers in 1usize..9, segment in 1usize..10,
         lr in 0.001f64..0.2,
         input_dim in 1usize..600, output_dim in 1usize..20, width in 1usize..12, depth in 1usize..4,
@@ -139,7 +141,7 @@ proptest! {
             format!("motivating_questions.mfu={mfu}"),
             format!("motivating_questions.num_gpus={gpus}"),
             format!("motivating_questions.memory_num_gpus={memory_gpus}"),
-            format!("motivating_questions.h100_bytes={gpu_bytes}"),
+            format!("motivating_questions.h100_bytes={}", 16 * gpu_sixteenths),
             format!("activation_memory.batch_size={b}"),
             format!("activation_memory.d={d}"),
             format!("activation_memory.num_layers={layers}"),
