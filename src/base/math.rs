@@ -28,17 +28,7 @@ pub fn exp(x: f32) -> f32 {
     // Past 89 the result is +inf, below -104 it rounds to 0; clamping keeps `n` in range and
     // NaN stays NaN (`clamp` returns it).
     let x = x.clamp(-104.0, 89.0);
-    // Round to the nearest integer by the 1.5·2²³ trick: one add and one subtract, which
-    // vectorise where `round` may not.
-    const ROUND: f32 = 12_582_912.0;
-    let shifted = x.mul_add(LOG2_E, ROUND);
-    let n = shifted - ROUND;
-    // ln 2 in two parts (Cody and Waite), so that `n·ln 2` is subtracted without losing `r`.
-    const LN2_HI: f32 = 0.693_145_75;
-    // The low part from f64: `f32::consts::LN_2` is itself rounded, by 2e-9, which `n` up to 128
-    // would carry into `r`.
-    const LN2_LO: f32 = (std::f64::consts::LN_2 - LN2_HI as f64) as f32;
-    let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, x));
+    let (n, r) = reduce(x);
     // eʳ by its Taylor series to r⁷ (the next term is below 6e-9 for |r| ≤ 0.35), by Horner's rule.
     let p = horner(
         r,
@@ -53,11 +43,27 @@ pub fn exp(x: f32) -> f32 {
             1.0 / 5040.0,
         ],
     );
-    // `n` as an integer from the bits the trick left in the mantissa: `n as i32` saturates, and
-    // its NaN and range checks kept the whole loop from vectorising (four times slower).
-    let n = shifted.to_bits() as i32 - ROUND.to_bits() as i32;
     let half = n >> 1;
     p * pow2(half) * pow2(n - half)
+}
+
+/// `x = n·ln 2 + r` with |r| ≤ ln 2 / 2, for |x| below about 2²²: `n` as an integer and `r`.
+#[inline(always)]
+fn reduce(x: f32) -> (i32, f32) {
+    // Round to the nearest integer by the 1.5·2²³ trick: one add and one subtract, which
+    // vectorise where `round` may not.
+    const ROUND: f32 = 12_582_912.0;
+    let shifted = x.mul_add(LOG2_E, ROUND);
+    let n = shifted - ROUND;
+    // ln 2 in two parts (Cody and Waite), so that `n·ln 2` is subtracted without losing `r`.
+    const LN2_HI: f32 = 0.693_145_75;
+    // The low part from f64: `f32::consts::LN_2` is itself rounded, by 2e-9, which `n` up to 128
+    // would carry into `r`.
+    const LN2_LO: f32 = (std::f64::consts::LN_2 - LN2_HI as f64) as f32;
+    let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, x));
+    // `n` as an integer from the bits the trick left in the mantissa: `n as i32` saturates, and
+    // its NaN and range checks kept the whole loop from vectorising (four times slower).
+    (shifted.to_bits() as i32 - ROUND.to_bits() as i32, r)
 }
 
 /// `2ⁿ` for -126 ≤ n ≤ 127, from its bits.
@@ -103,14 +109,9 @@ pub fn erf_abs(x: f32) -> f32 {
 fn exp_tail(x: f32) -> f32 {
     // One `vmaxps`: a NaN becomes -87 here, and `t` carries it into the result instead.
     let x = if x > -87.0 { x } else { -87.0 };
-    const ROUND: f32 = 12_582_912.0;
-    let shifted = x.mul_add(LOG2_E, ROUND);
-    let n = shifted - ROUND;
-    const LN2_HI: f32 = 0.693_145_75;
-    const LN2_LO: f32 = (std::f64::consts::LN_2 - LN2_HI as f64) as f32;
-    let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, x));
+    let (n, r) = reduce(x);
     let p = horner(r, &[1.0, 1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0]);
-    p * pow2(shifted.to_bits() as i32 - ROUND.to_bits() as i32)
+    p * pow2(n)
 }
 
 /// The error function, also accurate relative to itself near 0: [`erf_abs`] from |x| = 1/2, and
