@@ -67,7 +67,8 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     let counter = FlopCounter::start();
     let loss = forward(&Var::constant(x.clone()))?;
     let counted = counter.finish();
-    record!(cx, computed counted_forward_flops = matmul_flops(&counted), flop)?;
+    let counted_forward_flops = matmul_flops(&counted);
+    record!(cx, computed counted_forward_flops, flop)?;
     // The elementwise square and the mean add one FLOP per element of h2: small next to matmuls.
     record!(cx, computed counted_forward_flops_all_ops = counted.forward, flop)?;
 
@@ -94,9 +95,10 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     loss.backward()?;
     let counted = counter.finish();
     // x is data: nothing asked for its gradient, so the last matmul is never run.
-    record!(cx, computed counted_backward_flops = matmul_flops(&counted), flop)?;
+    let counted_backward_flops = matmul_flops(&counted);
+    record!(cx, computed counted_backward_flops, flop)?;
     record!(cx, computed counted_backward_flops_all_ops = counted.backward, flop)?;
-    let backward_flops_skipped = num_backward_flops as u64 - matmul_flops(&counted);
+    let backward_flops_skipped = num_backward_flops as u64 - counted_backward_flops;
     record!(cx, computed backward_flops_skipped, flop)?;
     let skipped_explanation = "x needs no gradient, so backward skips x.grad = h1.grad @ w1ᵀ (2·B·D·D FLOPs)";
     record!(cx, given skipped_explanation)?;
@@ -115,7 +117,7 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     let clock = Clock::for_device(&cx.device);
     let mut forward_pass = timing::contender(clock.clone(), || forward(&Var::constant(x.clone())).map(drop));
     let mut backward_pass = timing::contender_with_setup(
-        clock,
+        clock.clone(),
         || {
             // Fresh gradients each time, so no accumulation (an extra add) is timed.
             w1.zero_grad();
@@ -124,14 +126,39 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
         },
         |loss: Var| loss.backward(),
     );
-    let times = timing::in_turns(Budget::lecture(), &mut [&mut forward_pass, &mut backward_pass])?;
-    let (forward_time, backward_time) = (times[0], times[1]);
+    // Where backward's time goes: the products its autograd runs (`matmul_backward`: `g @ bᵀ`
+    // and `aᵀ @ g`, on transposed views), run on plain tensors outside any graph, in the same
+    // turns. What backward takes beyond them is the autograd's own work (walking the graph, the
+    // square's and mean's gradients, filling `.grad`); their rate against forward's says what the
+    // hardware makes of the transposed operands. Any tensors of the gradients' shapes will do: h1
+    // stands for h1.grad, h1 @ w2 for h2.grad.
+    let h1 = x.matmul(w1.value())?;
+    let h2 = h1.matmul(w2.value())?;
+    let mut backward_products = timing::contender(clock, || {
+        h1.t()?.matmul(&h2)?; // w2.grad = h1ᵀ @ h2.grad
+        h2.matmul(&w2.value().t()?)?; // h1.grad = h2.grad @ w2ᵀ
+        x.t()?.matmul(&h1).map(drop) // w1.grad = xᵀ @ h1.grad
+    });
+    let times = timing::in_turns(
+        Budget::lecture(),
+        &mut [&mut forward_pass, &mut backward_pass, &mut backward_products],
+    )?;
+    let (forward_time, backward_time, backward_products_time) = (times[0], times[1], times[2]);
     record!(cx, clock forward_time = forward_time.median_s, seconds)?;
     record!(cx, clock forward_time_spread = forward_time.to_json())?;
     record!(cx, clock backward_time = backward_time.median_s, seconds)?;
     record!(cx, clock backward_time_spread = backward_time.to_json())?;
     let measured_backward_to_forward_ratio = backward_time.median_s / forward_time.median_s;
     record!(cx, clock measured_backward_to_forward_ratio, ratio)?;
+    record!(cx, clock backward_products_time = backward_products_time.median_s, seconds)?;
+    record!(cx, clock backward_products_time_spread = backward_products_time.to_json())?;
+    let backward_products_share = backward_products_time.median_s / backward_time.median_s;
+    record!(cx, clock backward_products_share, ratio)?;
+    // Matrix products' FLOPs over each time (forward's square and mean are a few more).
+    let forward_flop_per_sec = counted_forward_flops as f64 / forward_time.median_s;
+    record!(cx, clock forward_flop_per_sec, flop_per_sec)?;
+    let backward_products_flop_per_sec = counted_backward_flops as f64 / backward_products_time.median_s;
+    record!(cx, clock backward_products_flop_per_sec, flop_per_sec)?;
     Ok(())
 }
 

@@ -63,7 +63,11 @@ record("counted_backward_flops_x_requires_grad", counter.get_total_flops())
 # time, built untimed, and fresh gradients (no accumulation timed). The Rust times for a fixed
 # budget with warm-up; here a few untimed rounds, then a fixed number.
 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-forward_times, backward_times = [], []
+# Beside them, the products backward runs, on plain tensors outside any graph (the same
+# transposed views; h1 and h1 @ w2 stand for the gradients, which have their shapes).
+h1 = (x @ w1).detach()
+h2 = h1 @ w2.detach()
+forward_times, backward_times, products_times = [], [], []
 for i in range(13):
     sync()
     start = time.perf_counter()
@@ -77,9 +81,20 @@ for i in range(13):
     loss.backward()
     sync()
     backward_times.append(time.perf_counter() - start)
+    sync()
+    start = time.perf_counter()
+    h1.T @ h2, h2 @ w2.detach().T, x.T @ h1  # w2.grad, h1.grad, w1.grad
+    sync()
+    products_times.append(time.perf_counter() - start)
 quartiles = torch.tensor([0.0, 0.25, 0.5, 0.75, 1.0], dtype=torch.float64)
 forward_time_spread = torch.tensor(forward_times[3:], dtype=torch.float64).quantile(quartiles)  # -> forward_time_spread
 forward_time = forward_time_spread[2].item()  # -> forward_time
 backward_time_spread = torch.tensor(backward_times[3:], dtype=torch.float64).quantile(quartiles)  # -> backward_time_spread
 backward_time = backward_time_spread[2].item()  # -> backward_time
 measured_backward_to_forward_ratio = backward_time / forward_time  # -> measured_backward_to_forward_ratio
+backward_products_time_spread = torch.tensor(products_times[3:], dtype=torch.float64).quantile(quartiles)  # -> backward_products_time_spread
+backward_products_time = backward_products_time_spread[2].item()  # -> backward_products_time
+backward_products_share = backward_products_time / backward_time  # -> backward_products_share
+# Matrix products' FLOPs (the counters' above) over each time.
+forward_flop_per_sec = (2 * B * D * D + 2 * B * D * K) / forward_time  # -> forward_flop_per_sec
+backward_products_flop_per_sec = (2 * B * D * K * 2 + 2 * B * D * D) / backward_products_time  # -> backward_products_flop_per_sec
