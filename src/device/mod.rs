@@ -167,3 +167,68 @@ pub fn synchronize(device: &Device) -> Result<()> {
 pub fn memory_allocated(device: &Device) -> Option<usize> {
     device.cuda().map(|c| c.memory_stats().allocated)
 }
+
+/// Live tensor bytes on a device and their high-water mark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryUse {
+    /// Bytes live tensors hold now.
+    pub allocated: usize,
+    /// The most they held at once since the last [`reset_peak_memory`].
+    pub peak: usize,
+}
+
+/// What `device`'s allocator counts: on a GPU the CUDA pool's live bytes (every thread's); on
+/// the CPU the bytes of live tensors this thread made (`cpu::live` says why per thread).
+pub fn memory_use(device: &Device) -> MemoryUse {
+    match device {
+        Device::Cpu => {
+            let s = cpu::live::stats();
+            MemoryUse {
+                allocated: s.allocated,
+                peak: s.peak,
+            }
+        }
+        Device::Cuda(c) => {
+            let s = c.memory_stats();
+            MemoryUse {
+                allocated: s.allocated,
+                peak: s.peak,
+            }
+        }
+    }
+}
+
+/// Starts `device`'s high-water mark again at what is live now
+/// (`torch.cuda.reset_peak_memory_stats`).
+pub fn reset_peak_memory(device: &Device) {
+    match device {
+        Device::Cpu => cpu::live::reset_peak(),
+        Device::Cuda(c) => c.reset_peak_memory(),
+    }
+}
+
+/// The high-water mark of a closure's run: what was live when it started and the most that was
+/// live at once while it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeakMemory {
+    pub before: usize,
+    pub peak: usize,
+}
+
+impl PeakMemory {
+    /// The most the closure added on top of what was live before it (its own high-water mark).
+    pub fn added(&self) -> usize {
+        self.peak.saturating_sub(self.before)
+    }
+}
+
+/// Runs `f` and reads the most tensor memory `device` held while it ran, as the lecture's
+/// `get_max_memory_usage` does with `torch.cuda.max_memory_allocated`. The counts are taken when
+/// memory is allocated and freed on the host, so a GPU's queued work need not have finished.
+pub fn max_memory<T>(device: &Device, f: impl FnOnce() -> Result<T>) -> Result<(T, PeakMemory)> {
+    reset_peak_memory(device);
+    let before = memory_use(device).allocated;
+    let out = f()?;
+    let peak = memory_use(device).peak;
+    Ok((out, PeakMemory { before, peak }))
+}

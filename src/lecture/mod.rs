@@ -3,11 +3,13 @@
 //! table of its sections and their titles, `SECTIONS` lists them all in lecture order, and `run`
 //! turns a run into a trace.
 
+mod accumulation;
 mod activations;
 mod arithmetic_intensity;
 mod checkpointing;
 mod compute;
 mod data_loading;
+mod deep_network;
 mod einops;
 pub mod givens;
 mod gradients;
@@ -89,11 +91,13 @@ lecture_files!(
     einops,
     compute,
     arithmetic_intensity,
+    deep_network,
     gradients,
     models,
     randomness,
     data_loading,
     optimizer,
+    accumulation,
     activations,
     train_loop,
     checkpointing,

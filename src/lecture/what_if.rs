@@ -260,6 +260,28 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
                 trace_bytes: 0.0,
             })
         }
+        "deep_network" => {
+            let (d, layers, b) = (get("d"), get("num_layers"), get("batch_size"));
+            // The weights, the batch and each block's product and ReLU output.
+            Some(Cost {
+                bytes: 4.0 * (layers * d * d + b * d * (2.0 * layers + 1.0)),
+                flops: (2.0 * d + 1.0) * b * d * layers,
+                trace_bytes: 2.0 * b * d * TRACE_BYTES_PER_NUMBER,
+            })
+        }
+        "gradient_accumulation" => {
+            let (b, d, layers, k) = (get("batch_size"), get("d"), get("num_layers"), get("max_micro_batches"));
+            // The model and its copies (one per k, each with gradients), the batch and its
+            // targets, and the full batch's activations. Each way of taking the step runs once
+            // measured and, timed in turns for 0.1 s each, about ten more times; a step is
+            // 6·B·D²·L FLOPs whatever k is.
+            let ways = k.log2().floor() + 1.0;
+            Some(Cost {
+                bytes: 4.0 * (2.0 * (2.0 * ways + 1.0) * layers * d * d + 2.0 * b * d + 2.0 * b * d * layers),
+                flops: ways * 11.0 * 6.0 * b * d * d * layers,
+                trace_bytes: 0.0,
+            })
+        }
         "module_parameters" => {
             let (i, o) = (get("input_dim"), get("output_dim"));
             // Four weight matrices (float32, one more as float64 to count its tails) and x.

@@ -60,6 +60,19 @@ pub fn overhead(id: &str, get: &dyn Fn(&str) -> f64) -> Overhead {
                     + (layers / segment).ceil() * 2.0 * segment * per_layer,
             }
         }
+        "deep_network" => Overhead {
+            ops: 12.0 * (get("num_layers") + 1.0),
+            comparisons: 0.0,
+        },
+        "gradient_accumulation" => {
+            // Per way of taking the step (k = 1, 2, 4, …), about eleven steps of k micro-batches,
+            // each a forward and backward of about eight ops a block, and a model copy.
+            let (layers, k) = (get("num_layers"), get("max_micro_batches"));
+            Overhead {
+                ops: 11.0 * 2.0 * k * 8.0 * (layers + 1.0) + 100.0,
+                comparisons: 0.0,
+            }
+        }
         // Fixed sizes, or napkin math: a few hundred ops at most.
         _ => Overhead {
             ops: 1000.0,

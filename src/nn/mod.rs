@@ -2,8 +2,10 @@
 //! of D×D linear layers and a D×1 head). Parameters are `Var` leaves that require grad; their
 //! tensors are updated in place by the optimizers.
 
+mod deep;
 mod init;
 
+pub use deep::{Block, DeepNetwork};
 pub use init::{Init, TRUNCATION_SIGMAS};
 
 use crate::autograd::Var;

@@ -9,6 +9,7 @@ use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::base::DType;
 use crate::device::Device;
 use crate::device::cpu::CpuBuffer;
+use crate::device::cpu::live::{self, Counted};
 use crate::device::cuda::CudaBuffer;
 
 /// Where a storage's bytes live.
@@ -46,15 +47,24 @@ pub struct Storage {
     dtype: DType,
     device: Device,
     data: RwLock<Buffer>,
+    /// A CPU buffer's bytes on the host's count of live tensor bytes, until this storage is
+    /// dropped (a GPU buffer is counted by the CUDA allocator instead). Buffers never change size
+    /// in place, so the bytes counted at the start stay right.
+    _counted: Option<Counted>,
 }
 
 impl Storage {
     pub fn new(buffer: Buffer, device: Device) -> Arc<Storage> {
         let dtype = buffer.dtype();
+        let counted = match &buffer {
+            Buffer::Cpu(b) => Some(live::count(b.len() * dtype.size_in_bytes())),
+            Buffer::Cuda(_) => None,
+        };
         Arc::new(Storage {
             dtype,
             device,
             data: RwLock::new(buffer),
+            _counted: counted,
         })
     }
 

@@ -283,3 +283,32 @@ fn the_roofline_chapter_decides_what_bounds_relu_from_the_run() {
     assert!(after.contains("on this run it was compute-bound"), "{after}");
     assert!(!after.contains("it is memory-bound , as the lecture says"), "{after}");
 }
+
+/// The gradient accumulation chapter says whether the peak fell with the number of micro-batches
+/// from the run: a trace whose peak did not fall must not say that it did, and one whose
+/// activations did not shrink must say that too.
+#[test]
+fn the_accumulation_chapter_says_whether_the_peak_fell_from_the_run() {
+    let ws = Workspace::new();
+    let md = chapter("gradient_accumulation.md");
+    with_bibliography(&ws);
+    let mut trace = committed();
+    let id = "gradient_accumulation";
+    let k = section_mut(&mut trace, id).values["max_micro_batches"].value.clone();
+    let accumulated = section_mut(&mut trace, id).values["accumulated_peak"].value.clone();
+    // The peak fell by the number of micro-batches, and so did the activations.
+    set(&mut trace, id, "peak_ratio", k.clone());
+    set(&mut trace, id, "activation_ratio", k);
+    let fell = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), &md).expect("builds"));
+    assert!(fell.contains("That is about the number of micro-batches"), "{fell}");
+    assert!(fell.contains("the number of micro-batches, as it should"), "{fell}");
+    assert!(!fell.contains("The peak did not fall"), "{fell}");
+    // The same peak for the full batch and the most micro-batches: the prose must change.
+    set(&mut trace, id, "full_batch_peak", accumulated);
+    set(&mut trace, id, "peak_ratio", 1.0.into());
+    set(&mut trace, id, "activation_ratio", 1.0.into());
+    let flat = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), &md).expect("builds"));
+    assert!(flat.contains("The peak did not fall"), "{flat}");
+    assert!(!flat.contains("That is about the number of micro-batches"), "{flat}");
+    assert!(flat.contains("something in the forward pass does not shrink"), "{flat}");
+}

@@ -47,3 +47,30 @@ fn the_allocator_counts_exactly_and_out_of_memory_is_a_clear_error() {
         "a failed allocation counts nothing"
     );
 }
+
+/// The pool's high-water mark, to exact counts: two tensors made one after the other peak at the
+/// larger, made together at their sum, and `max_memory` reads a closure's own mark.
+#[test]
+fn the_allocator_keeps_its_high_water_mark() {
+    let Some((dev, _g)) = gpu() else { return };
+    let ((), apart) = device::max_memory(&dev, || {
+        drop(Tensor::zeros_on(&[1000], DType::F32, &dev)?);
+        drop(Tensor::zeros_on(&[500], DType::F32, &dev)?);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(apart.added(), 4000);
+    let (kept, together) = device::max_memory(&dev, || {
+        let a = Tensor::zeros_on(&[1000], DType::F32, &dev)?;
+        let b = Tensor::zeros_on(&[500], DType::BF16, &dev)?;
+        drop(a);
+        Ok(b)
+    })
+    .unwrap();
+    assert_eq!(together.added(), 4000 + 1000);
+    assert_eq!(device::memory_use(&dev).allocated - together.before, 1000);
+    drop(kept);
+    device::reset_peak_memory(&dev);
+    let now = device::memory_use(&dev);
+    assert_eq!(now.peak, now.allocated, "a reset starts the mark at what is live");
+}

@@ -9,6 +9,7 @@ mod autograd;
 mod bad_inputs;
 mod bf16_matmul;
 mod cpu_isa;
+mod high_water;
 mod kernels_compile;
 mod models_optim;
 mod tensor_errors;

@@ -3,6 +3,7 @@
 //! trace's sections recorded by older code are set aside, and the run says so). Exact where the
 //! value is knowable: rates are FLOPs over time and MFUs rates over peaks to the bit.
 
+mod accumulation;
 mod data_optimizer;
 mod gradients_models;
 mod speed;
@@ -64,6 +65,7 @@ fn states(v: &Values, name: &str) -> Vec<Value> {
         .collect()
 }
 
+use accumulation::*;
 use data_optimizer::*;
 use gradients_models::*;
 use speed::*;
@@ -99,11 +101,13 @@ checked_sections!(
     tensor_operations_flops => check_tensor_operations_flops,
     gradients_basics => |v: &Values, _cpu: bool| check_gradients_basics(v),
     gradients_flops => check_gradients_flops,
+    deep_network => |v: &Values, _cpu: bool| check_deep_network(v),
     module_parameters => |v: &Values, _cpu: bool| check_module_parameters(v),
     custom_model => |v: &Values, _cpu: bool| check_custom_model(v),
     note_about_randomness => |v: &Values, _cpu: bool| check_note_about_randomness(v),
     data_loading => check_data_loading,
     optimizer => |v: &Values, _cpu: bool| check_optimizer(v),
+    gradient_accumulation => |v: &Values, _cpu: bool| check_gradient_accumulation(v),
     train_loop => |v: &Values, _cpu: bool| check_train_loop(v),
     checkpointing => |v: &Values, _cpu: bool| check_checkpointing(v),
     mixed_precision_training => |v: &Values, _cpu: bool| check_mixed_precision_training(v),
@@ -123,6 +127,7 @@ fn seed_reproducibility() {
     for id in [
         "module_parameters",
         "custom_model",
+        "deep_network",
         "optimizer",
         "train_loop",
         "checkpointing",

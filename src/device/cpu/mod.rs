@@ -9,6 +9,7 @@ pub(crate) mod elementwise;
 pub mod fma_loops;
 pub mod heap;
 pub mod isa;
+pub mod live;
 mod matmul;
 pub mod measured_peak;
 mod team;

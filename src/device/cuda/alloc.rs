@@ -56,10 +56,13 @@ pub fn release_unused(ctx: &CudaContext) -> Result<()> {
         .map_err(|e| super::driver_error("cuMemPoolTrimTo", e))
 }
 
-/// Live bytes, shared by every allocation of one backend.
+/// Live bytes, shared by every allocation of one backend, and their high-water mark.
 #[derive(Debug, Default)]
 pub struct Allocator {
     live: AtomicUsize,
+    /// The most `live` has been since the last [`Allocator::reset_peak`]
+    /// (`torch.cuda.max_memory_allocated`).
+    peak: AtomicUsize,
 }
 
 /// A snapshot of the counter.
@@ -67,17 +70,26 @@ pub struct Allocator {
 pub struct MemoryStats {
     /// Bytes held by live allocations (exactly what was asked for; no rounding).
     pub allocated: usize,
+    /// The most `allocated` has been since the last reset (or the backend's start).
+    pub peak: usize,
 }
 
 impl Allocator {
     pub fn stats(&self) -> MemoryStats {
         MemoryStats {
             allocated: self.live.load(Ordering::SeqCst),
+            peak: self.peak.load(Ordering::SeqCst),
         }
     }
 
+    /// Starts a new high-water mark at what is live now (`torch.cuda.reset_peak_memory_stats`).
+    pub fn reset_peak(&self) {
+        self.peak.store(self.live.load(Ordering::SeqCst), Ordering::SeqCst);
+    }
+
     fn add(&self, bytes: usize) {
-        self.live.fetch_add(bytes, Ordering::SeqCst);
+        let now = self.live.fetch_add(bytes, Ordering::SeqCst) + bytes;
+        self.peak.fetch_max(now, Ordering::SeqCst);
     }
 
     fn sub(&self, bytes: usize) {
@@ -248,6 +260,34 @@ impl CudaBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The mark follows the most ever live, and a reset starts it again at what is live now
+    /// (counted without a GPU: the count is plain bookkeeping).
+    #[test]
+    fn the_high_water_mark_keeps_the_most_live() {
+        let a = Allocator::default();
+        a.add(100);
+        a.add(50);
+        a.sub(100);
+        assert_eq!(
+            a.stats(),
+            MemoryStats {
+                allocated: 50,
+                peak: 150
+            }
+        );
+        a.reset_peak();
+        assert_eq!(a.stats().peak, 50);
+        a.add(30);
+        a.sub(30);
+        assert_eq!(
+            a.stats(),
+            MemoryStats {
+                allocated: 50,
+                peak: 80
+            }
+        );
+    }
 
     #[test]
     fn the_pool_keeps_every_freed_byte() {

@@ -280,9 +280,14 @@ impl CudaBackend {
         self.stream.synchronize().map_err(|e| driver_error("synchronising", e))
     }
 
-    /// The bytes the allocator counts as live.
+    /// The bytes the allocator counts as live, and their high-water mark.
     pub fn memory_stats(&self) -> MemoryStats {
         self.alloc.stats()
+    }
+
+    /// Starts the allocator's high-water mark again at what is live now.
+    pub fn reset_peak_memory(&self) {
+        self.alloc.reset_peak()
     }
 
     /// The driver's view: (free, total) bytes of device memory, after the queued work (and so
