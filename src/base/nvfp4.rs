@@ -201,15 +201,17 @@ mod tests {
 
     #[test]
     fn values_round_to_the_nearest_code_ties_to_even() {
-        // amax 6 makes every scale exactly 1 (in value units): the block is rounded as plain
-        // E2M1. 2.5 is a tie between 2 and 3 (to the even mantissa: 2), 5 between 4 and 6 (4),
-        // 0.25 between 0 and 0.5 (0), 2.6 nearer 3.
-        let mut x = vec![6.0, 2.5, 5.0, 0.25, 2.6, -1.75, -0.7, 1.2];
+        // amax 5.25 makes the tensor scale 5.25 / (6 · 448) = 2⁻⁹, exact in float32, and the
+        // block's scale 448 · 2⁻⁹ = 0.875 exactly: the values are 0.875 times E2M1 inputs, so each
+        // tie is a true tie. 2.5 is one between 2 and 3 (to the even mantissa: 2), 5 between 4
+        // and 6 (4), 0.25 between 0 and 0.5 (0), −1.75 between −1.5 and −2 (−2); 2.6 is nearer 3.
+        let unit = 0.875;
+        let mut x: Vec<f64> = [6.0, 2.5, 5.0, 0.25, 2.6, -1.75, -0.7, 1.2].iter().map(|v| v * unit).collect();
         x.resize(16, 0.0);
         let q = quantize(&x).expect("16 values");
-        let scale = q.block_scale(0);
-        assert!((scale - 1.0).abs() < 1e-6, "scale {scale}");
-        let d: Vec<f64> = q.dequantize().iter().map(|v| v / scale).collect();
+        assert_eq!(q.tensor_scale, 2f32.powi(-9));
+        assert_eq!(q.block_scale(0), unit);
+        let d: Vec<f64> = q.dequantize().iter().map(|v| v / unit).collect();
         assert_eq!(&d[..8], &[6.0, 2.0, 4.0, 0.0, 3.0, -2.0, -0.5, 1.0]);
     }
 

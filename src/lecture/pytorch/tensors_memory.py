@@ -52,7 +52,7 @@ formats = [torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, to
 record("bit_layouts", [
     {"name": str(d).removeprefix("torch."), "sign": 1, "exponent": info(d)["exponent_bits"], "mantissa": info(d)["mantissa_bits"]}
     for d in formats
-])
+] + [{"name": "float4_e2m1fn", "sign": 1, "exponent": 2, "mantissa": 1}])  # fp4: no finfo in torch (below)
 
 # fp4 (Blackwell, NVFP4): E2M1. PyTorch 2.15 has the storage dtype, two values a byte, but no
 # finfo for it and, on the CPU, no cast into or out of it ("copy_kernel" is not implemented), so
