@@ -45,7 +45,7 @@ impl Nvfp4 {
     /// The E2M1 code of value `i`.
     fn code(&self, i: usize) -> u8 {
         let byte = self.codes[i / 2];
-        if i % 2 == 0 { byte & 0x0f } else { byte >> 4 }
+        if i.is_multiple_of(2) { byte & 0x0f } else { byte >> 4 }
     }
 
     /// The decoded scale of block `b` (E4M3 value times the tensor scale).
@@ -75,7 +75,7 @@ pub fn quantize(values: &[f64]) -> Result<Nvfp4> {
     if values.is_empty() {
         return Err(refuse("no values to quantise".into()));
     }
-    if values.len() % BLOCK != 0 {
+    if !values.len().is_multiple_of(BLOCK) {
         return Err(refuse(format!(
             "{} values are not a whole number of blocks of {BLOCK} (the last block would hold {}); pad to {}",
             values.len(),
@@ -113,7 +113,7 @@ pub fn quantize(values: &[f64]) -> Result<Nvfp4> {
             };
             let code = FP4_E2M1.encode(q).unwrap_or(0) as u8;
             let i = b * BLOCK + j;
-            codes[i / 2] |= if i % 2 == 0 { code } else { code << 4 };
+            codes[i / 2] |= if i.is_multiple_of(2) { code } else { code << 4 };
         }
     }
     Ok(Nvfp4 {
@@ -206,7 +206,10 @@ mod tests {
         // tie is a true tie. 2.5 is one between 2 and 3 (to the even mantissa: 2), 5 between 4
         // and 6 (4), 0.25 between 0 and 0.5 (0), −1.75 between −1.5 and −2 (−2); 2.6 is nearer 3.
         let unit = 0.875;
-        let mut x: Vec<f64> = [6.0, 2.5, 5.0, 0.25, 2.6, -1.75, -0.7, 1.2].iter().map(|v| v * unit).collect();
+        let mut x: Vec<f64> = [6.0, 2.5, 5.0, 0.25, 2.6, -1.75, -0.7, 1.2]
+            .iter()
+            .map(|v| v * unit)
+            .collect();
         x.resize(16, 0.0);
         let q = quantize(&x).expect("16 values");
         assert_eq!(q.tensor_scale, 2f32.powi(-9));

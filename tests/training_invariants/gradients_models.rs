@@ -51,7 +51,12 @@ pub(crate) fn check_gradients_flops(v: &Values, cpu: bool) {
             let (diff, size) = (num(v, name), num(v, scale));
             assert!(size > 0.0 && diff <= size * 1e-6, "{name} = {diff} against {size}");
         }
-        for name in ["h1_grad_autograd", "h1_grad_by_hand", "w2_grad_autograd", "w2_grad_by_hand"] {
+        for name in [
+            "h1_grad_autograd",
+            "h1_grad_by_hand",
+            "w2_grad_autograd",
+            "w2_grad_by_hand",
+        ] {
             assert_eq!(floats(val(v, name)).len(), 8, "{name}: a 2×4 corner");
         }
     }
