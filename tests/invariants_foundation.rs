@@ -43,6 +43,26 @@ fn motivating_questions() {
             "{from}: num_parameters = 8·h100_bytes / bytes_per_parameter"
         );
         assert_eq!(num(s, "num_parameters"), 4e10, "{from}: num_parameters");
+        // The 2026 answer: bf16 parameters and gradients, float32 moments, 12 bytes; the largest
+        // whole model that fits.
+        if s.values.contains_key("mixed_bytes_per_parameter") {
+            assert_eq!(num(s, "param_grad_bytes"), 2.0, "{from}: param_grad_bytes");
+            assert_eq!(
+                num(s, "mixed_bytes_per_parameter"),
+                12.0,
+                "{from}: mixed_bytes_per_parameter"
+            );
+            assert_eq!(
+                num(s, "mixed_num_parameters"),
+                (8.0 * num(s, "h100_bytes") / 12.0).floor(),
+                "{from}: mixed_num_parameters = floor(8·h100_bytes / 12)"
+            );
+            assert_eq!(
+                num(s, "mixed_num_parameters"),
+                53_333_333_333.0,
+                "{from}: mixed_num_parameters"
+            );
+        }
         // The same memory question for the device the run was on.
         let here = num(s, "this_device_bytes");
         assert_eq!(
@@ -72,6 +92,18 @@ fn tensors_basics() {
             "{from}: {randn:?}"
         );
         assert_eq!(num(s, "x_empty_nbytes"), 128.0);
+        // 2026's ranks 1 to 4, the last a Transformer's (B, S, H, D).
+        if s.values.contains_key("rank4_shape") {
+            for (rank, name) in ["rank1_rank", "rank2_rank", "rank3_rank", "rank4_rank"]
+                .iter()
+                .enumerate()
+            {
+                assert_eq!(num(s, name), rank as f64 + 1.0, "{from}: {name}");
+            }
+            assert_eq!(val(s, "rank4_shape"), &json!([32, 16, 16, 64]), "{from}: rank4_shape");
+            assert_eq!(num(s, "rank4_numel"), 32.0 * 16.0 * 16.0 * 64.0, "{from}: rank4_numel");
+            assert_eq!(num(s, "deepseek_v3_2_parameters"), 685e9, "{from}: DeepSeek v3.2");
+        }
         // Truncated normal samples lie inside their bounds.
         let (a, b) = (num(s, "trunc_normal_a"), num(s, "trunc_normal_b"));
         let samples = flat(val(s, "x_trunc_normal"));
@@ -90,6 +122,33 @@ fn tensors_basics() {
 #[test]
 fn tensors_memory() {
     for_each_trace("tensors_memory", |from, _, s| {
+        // fp4 E2M1: the 15 values of the specification (OCP MX, NVFP4), derived from the layout.
+        if s.values.contains_key("fp4_values") {
+            let spec = [
+                -6.0, -4.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
+            ];
+            assert_eq!(flat(val(s, "fp4_values")), spec, "{from}: fp4_values");
+            assert_eq!(
+                flat(val(s, "fp4_rounded")),
+                [0.0, 1.0, 1.0, 2.0, 2.0, 3.0, 4.0, 4.0, 6.0, -0.5],
+                "{from}: fp4_rounded (ties to even, saturating at 6)"
+            );
+            // 1024 weights: 4 bits each, an 8-bit scale per 16, one 32-bit scale.
+            assert_eq!(val(s, "trained_layer_shape"), &json!([32, 32]), "{from}");
+            assert_eq!(num(s, "nvfp4_bits_per_parameter"), 4.0 + 0.5 + 32.0 / 1024.0, "{from}");
+            assert_eq!(num(s, "fp8_bits_per_parameter"), 8.0 + 32.0 / 1024.0, "{from}");
+            assert_eq!(num(s, "bf16_bits_per_parameter"), 16.0, "{from}");
+            // Fewer bits, more error, within what each format's step allows for Gaussian-like
+            // weights: bf16 about 2⁻⁹ relative, E4M3 about 2⁻⁵, NVFP4 about a tenth.
+            let (fp4, fp8, bf16) = (
+                num(s, "nvfp4_relative_error"),
+                num(s, "fp8_relative_error"),
+                num(s, "bf16_relative_error"),
+            );
+            assert!(0.0 < bf16 && bf16 < 0.005, "{from}: bf16 error {bf16}");
+            assert!(bf16 < fp8 && fp8 < 0.05, "{from}: fp8 error {fp8}");
+            assert!(fp8 < fp4 && fp4 < 0.2, "{from}: nvfp4 error {fp4}");
+        }
         assert_eq!(num(s, "numel"), 32.0, "{from}");
         assert_eq!(num(s, "element_size"), 4.0, "{from}");
         assert_eq!(num(s, "bytes"), 128.0, "{from}");
@@ -128,7 +187,13 @@ fn tensors_memory() {
                     + l["mantissa"].as_u64().unwrap_or(0)
             })
             .collect();
-        assert_eq!(bits, vec![32, 16, 16, 8, 8], "{from}");
+        // fp4 E2M1 joined the list in 2026's edition; older traces end at fp8.
+        let expected: &[u64] = if s.values.contains_key("fp4_values") {
+            &[32, 16, 16, 8, 8, 4]
+        } else {
+            &[32, 16, 16, 8, 8]
+        };
+        assert_eq!(bits, expected, "{from}");
     });
 }
 
@@ -295,6 +360,12 @@ fn tensor_operations_flops_napkin() {
         );
         let total = num(s, "total_flops");
         assert!((total - 4.79e21).abs() < 0.01e21, "{from}: total_flops = {total}");
+        // 2026's additions: the two weeks computed as two, and the B200's dense peaks.
+        if s.values.contains_key("two_weeks_total_flops") {
+            assert_eq!(num(s, "two_weeks_total_flops"), 2.0 * total, "{from}: two weeks");
+            assert_eq!(num(s, "b200_fp32_flop_per_sec"), 75e12, "{from}: B200 fp32");
+            assert_eq!(num(s, "b200_flop_per_sec"), 4.5e15 / 2.0, "{from}: B200 bf16 dense");
+        }
     });
 }
 

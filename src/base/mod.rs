@@ -10,6 +10,7 @@ pub(crate) mod dtype;
 pub mod formats;
 pub mod layout;
 pub mod math;
+pub mod nvfp4;
 pub mod op;
 
 pub(crate) use dtype::{DType, Element};

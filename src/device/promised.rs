@@ -85,6 +85,18 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         source: "NVIDIA H200 datasheet (SXM)",
     },
     DatasheetPeak {
+        // The figures the 2026 lecture quotes (fp32 75e12, bf16 4.5e15 with sparsity, so half
+        // of it dense). tf32 is the datasheet's 2.2e15 with sparsity, halved; the memory is HBM3e.
+        name_contains: &["b200"],
+        device: "B200",
+        fp32: 75e12,
+        tf32: 2.2e15 / 2.0,
+        bf16: 4.5e15 / 2.0,
+        fp16: 4.5e15 / 2.0,
+        memory_bytes_per_sec: 8e12,
+        source: "NVIDIA Blackwell B200 datasheet",
+    },
+    DatasheetPeak {
         name_contains: &["a100"],
         device: "A100",
         fp32: 19.5e12,
@@ -238,6 +250,10 @@ mod tests {
         assert_eq!(datasheet_for("NVIDIA H200").map(|p| p.bf16), Some(989.5e12));
         assert!(datasheet_for("AMD EPYC 9R14").is_none());
         assert_eq!(datasheet_for("NVIDIA L40S").map(|p| p.device), Some("L40S"));
+        assert_eq!(
+            datasheet_for("NVIDIA B200").map(|p| (p.fp32, p.bf16)),
+            Some((75e12, 2.25e15))
+        );
         assert_eq!(datasheet_for("NVIDIA L40").map(|p| p.device), Some("L40"));
         assert_eq!(datasheet_for("NVIDIA L4").map(|p| p.device), Some("L4"));
         assert!(promised_by_name("Mystery Accelerator 9000", MathMode::Bf16).is_err());

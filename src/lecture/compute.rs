@@ -28,14 +28,21 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, given a100_flop_per_sec, flop_per_sec)?;
     let h100_flop_per_sec = promised::H100_SXM_BF16_DENSE;
     record!(cx, given h100_flop_per_sec, flop_per_sec)?;
+    // The B200 (2026's table), dense: its float32 rate and its bf16 tensor-core rate.
+    let b200 = promised::datasheet_for("B200");
+    record!(cx, given b200_fp32_flop_per_sec = b200.map_or(f64::NAN, |p| p.fp32), flop_per_sec)?;
+    record!(cx, given b200_flop_per_sec = b200.map_or(f64::NAN, |p| p.bf16), flop_per_sec)?;
 
-    // 8 H100s running flat out for one week (the original calls it two weeks but computes one).
+    // 8 H100s running flat out for one week (2025 called this two weeks but computed one), and
+    // for the two weeks 2026 computes.
     let num_h100s = 8;
     record!(cx, given num_h100s)?;
     let one_week_seconds = 60.0 * 60.0 * 24.0 * 7.0;
     record!(cx, computed one_week_seconds, seconds)?;
     let total_flops = num_h100s as f64 * one_week_seconds * h100_flop_per_sec;
     record!(cx, computed total_flops, flop)?;
+    let two_weeks_total_flops = num_h100s as f64 * 2.0 * one_week_seconds * h100_flop_per_sec;
+    record!(cx, computed two_weeks_total_flops, flop)?;
 
     // A linear model y = x @ w: B points of dimension D mapped to K outputs.
     let b = given!(cx, B: Count = device => linear_model_sizes(device).0, count, "rows of x: data points")?;

@@ -147,14 +147,25 @@ pub struct Narrower {
 }
 
 /// Every [`Narrower`].
-pub const NARROWERS: [Narrower; 1] = [Narrower {
-    // num_parameters = memory_num_gpus × h100_bytes / 16 bytes a parameter is a count, whole in
-    // the trace only when the bytes are a multiple of 16 (`h100_bytes=1` made 0.5 parameters).
-    section: "motivating_questions",
-    name: "h100_bytes",
-    words: "a whole number of bytes from 16 to 2⁵³ (about 9.0e15), a multiple of 16",
-    holds: |x| (16.0..=MAX_COUNT).contains(&x) && x % 16.0 == 0.0,
-}];
+pub const NARROWERS: [Narrower; 2] = [
+    Narrower {
+        // num_parameters = memory_num_gpus × h100_bytes / 16 bytes a parameter is a count, whole
+        // in the trace only when the bytes are a multiple of 16 (`h100_bytes=1` made 0.5
+        // parameters).
+        section: "motivating_questions",
+        name: "h100_bytes",
+        words: "a whole number of bytes from 16 to 2⁵³ (about 9.0e15), a multiple of 16",
+        holds: |x| (16.0..=MAX_COUNT).contains(&x) && x % 16.0 == 0.0,
+    },
+    Narrower {
+        // The bytes of a float format a parameter and its gradient can be kept in: fp8, bf16 or
+        // fp16, fp32, fp64.
+        section: "motivating_questions",
+        name: "param_grad_bytes",
+        words: "the bytes of a float format: 1, 2, 4 or 8",
+        holds: |x| [1.0, 2.0, 4.0, 8.0].contains(&x),
+    },
+];
 
 impl GivenDef {
     /// Whether its unit counts things (a count, bytes, FLOP) while its type admits fractions:

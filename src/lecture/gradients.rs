@@ -33,6 +33,12 @@ pub fn gradients_basics(cx: &mut SectionCtx) -> Result<()> {
     Ok(())
 }
 
+/// The largest |a − b| over every element (the library has max and min, not abs).
+fn largest_difference(a: &Tensor, b: &Tensor) -> Result<f64> {
+    let d = a.sub(b)?;
+    Ok(d.max_all()?.item()?.max(-d.min_all()?.item()?))
+}
+
 fn matmul_flops(count: &FlopCount) -> u64 {
     count.by_op.get("matmul").copied().unwrap_or(0)
 }
@@ -110,6 +116,35 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     let counter = FlopCounter::start();
     loss.backward()?;
     record!(cx, computed counted_backward_flops_x_requires_grad = matmul_flops(&counter.finish()), flop)?;
+
+    // The chain rule by hand against autograd (2026's check), on the second layer h2 = h1 @ w2:
+    // h1.grad = h2.grad @ w2ᵀ and w2.grad = h1ᵀ @ h2.grad, from the h2.grad backward kept.
+    w2.zero_grad();
+    let h1 = Var::constant(x.clone()).matmul(&w1)?;
+    h1.retain_grad();
+    let h2 = h1.matmul(&w2)?;
+    h2.retain_grad();
+    h2.pow_scalar(2.0)?.mean_all()?.backward()?;
+    let (Some(h1_grad), Some(h2_grad), Some(w2_grad)) = (h1.grad(), h2.grad(), w2.grad()) else {
+        return Err(crate::error::Error::InvalidArgument {
+            op: "gradients_flops",
+            msg: "backward left h1, h2 or w2 without a gradient".into(),
+        });
+    };
+    let h1_grad_by_hand = h2_grad.matmul(&w2.value().t()?)?;
+    let w2_grad_by_hand = h1.value().t()?.matmul(&h2_grad)?;
+    // A corner of each (the whole is B×D and D×K), so the two can be read side by side.
+    let corner = |t: &Tensor| t.narrow(0, 0, 2)?.narrow(1, 0, 4)?.contiguous();
+    record!(cx, rounding h1_grad_autograd = &corner(&h1_grad)?)?;
+    record!(cx, rounding h1_grad_by_hand = &corner(&h1_grad_by_hand)?)?;
+    record!(cx, rounding w2_grad_autograd = &corner(&w2_grad)?)?;
+    record!(cx, rounding w2_grad_by_hand = &corner(&w2_grad_by_hand)?)?;
+    record!(cx, rounding h1_grad_max_difference = largest_difference(&h1_grad, &h1_grad_by_hand)?)?;
+    record!(cx, rounding w2_grad_max_difference = largest_difference(&w2_grad, &w2_grad_by_hand)?)?;
+    // How large the gradients are, for the differences to be read against.
+    record!(cx, rounding h1_grad_max_abs = largest_difference(&h1_grad, &h1_grad.mul_scalar(0.0)?)?)?;
+    record!(cx, rounding w2_grad_max_abs = largest_difference(&w2_grad, &w2_grad.mul_scalar(0.0)?)?)?;
+    drop((h1, h2, h1_grad, h2_grad, w2_grad, h1_grad_by_hand, w2_grad_by_hand));
 
     // Time both passes in turns, so a busy moment slows both (the backward needs a fresh graph
     // each time, built untimed). A pass that outlasts the time budget still gets the minimum

@@ -2,15 +2,40 @@
 
 use serde_json::json;
 
+use super::trainer::{Batches, LinearData, Precision, train};
 use super::{SectionCtx, record, sections};
-use crate::device::cuda;
+use crate::device::{Device, cuda};
 use crate::error::Result;
+use crate::nn::Cruncher;
+use crate::optim::Sgd;
 use crate::tensor::formats::{self, FloatFormat};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{DType, Tensor, nvfp4};
 
 /// Tensors are the basic building block: parameters, gradients, optimizer state, data and
 /// activations are all tensors. Here are the ways to make one.
 pub fn tensors_basics(cx: &mut SectionCtx) -> Result<()> {
+    // What tensors hold, at scale: every parameter of DeepSeek v3.2 (685B on its Hugging Face
+    // page: the 671B of the model and the 14B of its multi-token prediction module).
+    record!(cx, given deepseek_v3_2_parameters = 685e9, count)?;
+
+    // A tensor's rank is its number of dimensions: a vector, a matrix, and beyond.
+    let x = Tensor::zeros(&[4], DType::F32)?; // rank 1: a vector
+    record!(cx, computed rank1_rank = x.ndim())?;
+    let x = Tensor::zeros(&[4, 8], DType::F32)?; // rank 2: a matrix
+    record!(cx, computed rank2_rank = x.ndim())?;
+    let x = Tensor::zeros(&[4, 8, 2], DType::F32)?;
+    record!(cx, computed rank3_rank = x.ndim())?;
+    // A Transformer's attention holds rank 4: batch, sequence, heads, dimension per head.
+    let (batch, seq, heads, head_dim) = (32, 16, 16, 64);
+    record!(cx, given batch)?;
+    record!(cx, given seq)?;
+    record!(cx, given heads)?;
+    record!(cx, given head_dim)?;
+    let x = Tensor::zeros(&[batch, seq, heads, head_dim], DType::F32)?;
+    record!(cx, computed rank4_shape = x.shape())?;
+    record!(cx, computed rank4_rank = x.ndim())?;
+    record!(cx, computed rank4_numel = x.numel(), count)?;
+
     let x = Tensor::from_data(&[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], DType::F32)?;
     record!(cx, given x_from_data = &x)?;
     record!(cx, computed x_from_data_shape = x.shape())?;
@@ -95,7 +120,55 @@ pub fn tensors_memory(cx: &mut SectionCtx) -> Result<()> {
         .map(|f| json!({"name": f.name, "sign": 1, "exponent": f.exponent_bits, "mantissa": f.mantissa_bits}))
         .collect();
     record!(cx, given bit_layouts = serde_json::Value::Array(layouts))?;
+
+    // fp4 (Blackwell, NVFP4): E2M1 has 15 values, listed here from its 16 bit patterns.
+    record!(cx, computed fp4_e2m1_info = info_json(&formats::FP4_E2M1))?;
+    let fp4_values = formats::FP4_E2M1.finite_values().unwrap_or_default();
+    record!(cx, computed fp4_values)?;
+    // Rounding into it: to the nearest value, a tie to the even mantissa, past 6 to 6.
+    let fp4_rounding_inputs = vec![0.25, 0.75, 1.25, 1.75, 2.5, 2.6, 3.5, 5.0, 7.0, -0.3];
+    record!(cx, given fp4_rounding_inputs = fp4_rounding_inputs.clone())?;
+    let fp4_rounded: Vec<f64> = fp4_rounding_inputs
+        .iter()
+        .map(|&x| formats::round_to_format(x, &formats::FP4_E2M1))
+        .collect();
+    record!(cx, computed fp4_rounded)?;
+    // NVFP4 makes them usable with two scales: an E4M3 one per block of 16, a float32 one per
+    // tensor. Put to work on a real tensor: the first layer of the Cruncher the mixed-precision
+    // chapter trains, trained the same way (float32, SGD), as a weight a checkpoint would keep.
+    let trained = trained_cruncher_layer(cx)?;
+    record!(cx, computed trained_layer_shape = trained.shape())?;
+    let w = trained.to_vec_f64()?;
+    record!(cx, given nvfp4_block = nvfp4::BLOCK)?;
+    let q = nvfp4::quantize(&w)?;
+    record!(cx, computed nvfp4_bits_per_parameter = q.bits_per_value())?;
+    record!(cx, computed nvfp4_relative_error = nvfp4::relative_error(&w, &q.dequantize()))?;
+    // fp8 E4M3 with one float32 scale for the tensor, and bf16 as it is (no scale).
+    let (fp8, _) = nvfp4::per_tensor_round_trip(&w, &formats::FP8_E4M3)?;
+    let fp8_bits_per_parameter = (formats::FP8_E4M3.bits() as usize * w.len() + 32) as f64 / w.len() as f64;
+    record!(cx, computed fp8_bits_per_parameter)?;
+    record!(cx, computed fp8_relative_error = nvfp4::relative_error(&w, &fp8))?;
+    let bf16: Vec<f64> = trained.to_dtype(DType::BF16)?.to_vec_f64()?;
+    record!(cx, computed bf16_bits_per_parameter = (8 * DType::BF16.size_in_bytes()) as f64)?;
+    record!(cx, computed bf16_relative_error = nvfp4::relative_error(&w, &bf16))?;
     Ok(())
+}
+
+/// The mixed-precision chapter's model (32 wide, two layers) trained as it trains it in float32:
+/// 300 SGD steps at 0.01 on batches of 32 from a random linear function. Its first layer's weight.
+fn trained_cruncher_layer(cx: &mut SectionCtx) -> Result<Tensor> {
+    let (d, num_layers, batch_size, steps, lr) = (32, 2, 32, 300, 0.01);
+    let true_w = Tensor::randn(&[d], DType::F32, &mut cx.rng)?.div_scalar((d as f64).sqrt())?;
+    let data = LinearData {
+        true_w,
+        device: Device::Cpu,
+        batch_size,
+    };
+    let model = Cruncher::new(d, num_layers, &mut cx.rng.fork())?;
+    let mut optimizer = Sgd::new(&model, lr)?;
+    let mut batches = Batches::copy_of(&cx.rng.fork());
+    train(&model, &mut optimizer, &data, &mut batches, 0..steps, Precision::Fp32)?;
+    Ok(model.layers[0].weight.value().clone())
 }
 
 /// Tensors start in CPU memory; using a GPU means copying them into its memory, and the

@@ -29,7 +29,7 @@ pub fn motivating_questions(cx: &mut SectionCtx) -> Result<()> {
     let days = total_flops / flops_per_day;
     record!(cx, computed days)?;
 
-    // Memory: parameters, gradients and AdamW's two moments, all float32.
+    // Memory: parameters, gradients and AdamW's two moments, all float32 (the 2025 answer).
     let memory_num_gpus = given!(cx, memory_num_gpus: Count = 8, count, "H100s whose memory holds the training state")?;
     let h100_bytes = given!(cx, h100_bytes: Positive = 80e9, bytes, "memory of one H100")?;
     let bytes_per_float32 = 4;
@@ -38,6 +38,14 @@ pub fn motivating_questions(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed bytes_per_parameter, bytes)?;
     let num_parameters = (memory_num_gpus as f64 * h100_bytes) / bytes_per_parameter as f64;
     record!(cx, computed num_parameters, count)?;
+    // The 2026 answer: parameters and gradients in a narrower format (bf16 by default), AdamW's
+    // moments still float32 because they average over many steps. The largest whole model fits.
+    let param_grad_bytes =
+        given!(cx, param_grad_bytes: Count = 2, bytes, "bytes of one parameter and of one gradient")?;
+    let mixed_bytes_per_parameter = param_grad_bytes + param_grad_bytes + (bytes_per_float32 + bytes_per_float32);
+    record!(cx, computed mixed_bytes_per_parameter, bytes)?;
+    let mixed_num_parameters = ((memory_num_gpus as f64 * h100_bytes) / mixed_bytes_per_parameter as f64).floor();
+    record!(cx, computed mixed_num_parameters, count)?;
     // Turned round, for the first question's model: the memory its training state needs, and
     // how many of these GPUs that fills.
     let training_state_bytes = bytes_per_parameter as f64 * model_parameters;

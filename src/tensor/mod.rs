@@ -21,6 +21,7 @@ use std::sync::Arc;
 // What a tensor user needs from the layers below, under the names the lecture uses.
 pub use crate::base::dtype::{DType, Element};
 pub use crate::base::formats;
+pub use crate::base::nvfp4;
 pub use crate::base::{BinaryOp, Layout, ReduceOp, UnaryOp};
 pub use crate::device::cpu::{BufferElement, CpuBuffer};
 pub use inplace::{ADAGRAD_FLOPS_PER_ELEMENT, SGD_FLOPS_PER_ELEMENT};

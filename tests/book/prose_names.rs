@@ -21,6 +21,9 @@ const NOT_PROSE_CLASSES: &[&str] = &[
     "lecture-code",
     "lecture-provenance",
     "lecture-pytorch",
+    // A source's web address on the References page, printed as it is linked: an address whose
+    // query names a file (`?show_file_info=….json`) is not prose naming a file of ours.
+    "lecture-url",
     "sidebar",
     "lecture-text",
 ];

@@ -40,6 +40,11 @@ fn a_given_its_section_cannot_compute_with_is_refused_before_anything_runs() {
         ("motivating_questions.h100_bytes=24", "a multiple of 16"),
         ("motivating_questions.mfu=1e-20", "a fraction from 0.001 to 1"),
         ("motivating_questions.mfu=0.0009", "a fraction from 0.001 to 1"),
+        // Bytes of a parameter that no float format has.
+        (
+            "motivating_questions.param_grad_bytes=3",
+            "the bytes of a float format: 1, 2, 4 or 8",
+        ),
     ] {
         let o = run_lecture(&["--trace-dir", d, "--device", "cpu", "--set", set], None, QUICK);
         let err = assert_clean_failure(&o, &[set, "is not", range, "takes"]);

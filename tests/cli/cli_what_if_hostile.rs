@@ -325,6 +325,7 @@ fn small_given() -> impl Strategy<Value = String> {
         whole("motivating_questions.num_gpus", 1, top),
         whole("motivating_questions.memory_num_gpus", 1, top),
         whole_in(1, top / 16).prop_map(|v| format!("motivating_questions.h100_bytes={}", 16 * v)),
+        prop_oneof![Just(1), Just(4), Just(8)].prop_map(|b| format!("motivating_questions.param_grad_bytes={b}")),
         whole("custom_model.d", 1, 16),
         whole("custom_model.num_layers", 1, 4),
         whole("custom_model.batch_size", 1, 8),

@@ -341,12 +341,12 @@ fn tables_match_independent_constants() {
         let one = values.iter().position(|&(_, v)| v == 1.0).unwrap();
         assert_eq!(fmt.info().eps, values[one + 1].1 - 1.0);
     }
-    // Resolution (torch.finfo / numpy): 1e-6, 1e-3, 1e-2, and 1 for both fp8 formats.
+    // Resolution (torch.finfo / numpy): 1e-6, 1e-3, 1e-2, and 1 for both fp8 formats and fp4.
     for fmt in ALL_FORMATS {
         assert_eq!(fmt.info().resolution, numpy_resolution(fmt.info().eps), "{}", fmt.name);
     }
     let res: Vec<f64> = ALL_FORMATS.iter().map(|f| f.info().resolution).collect();
-    assert_eq!(res, vec![1e-6, 1e-3, 1e-2, 1.0, 1.0]);
+    assert_eq!(res, vec![1e-6, 1e-3, 1e-2, 1.0, 1.0, 1.0]);
     // The lecture's two underflow examples.
     assert_eq!(round_to_format(1e-8, &FLOAT16), 0.0);
     assert_eq!(round_to_format(1e-8, &BFLOAT16), 1.0011717677116394e-08);

@@ -42,6 +42,24 @@ pub(crate) fn check_gradients_flops(v: &Values, cpu: bool) {
     );
     assert_eq!(num(v, "backward_flops_skipped"), 2.0 * b * d * d);
     assert_eq!(num(v, "counted_backward_flops_x_requires_grad"), 2.0 * forward);
+    // 2026's check: the hand-derived h1.grad and w2.grad against autograd's, within rounding.
+    if v.contains_key("h1_grad_max_difference") {
+        for (name, scale) in [
+            ("h1_grad_max_difference", "h1_grad_max_abs"),
+            ("w2_grad_max_difference", "w2_grad_max_abs"),
+        ] {
+            let (diff, size) = (num(v, name), num(v, scale));
+            assert!(size > 0.0 && diff <= size * 1e-6, "{name} = {diff} against {size}");
+        }
+        for name in [
+            "h1_grad_autograd",
+            "h1_grad_by_hand",
+            "w2_grad_autograd",
+            "w2_grad_by_hand",
+        ] {
+            assert_eq!(floats(val(v, name)).len(), 8, "{name}: a 2×4 corner");
+        }
+    }
     if cpu {
         assert_eq!((b, d, k), (1024.0, 256.0, 64.0), "the CPU's sizes");
     } else {

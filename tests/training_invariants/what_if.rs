@@ -50,6 +50,15 @@ fn napkin_holds(s: &SectionRecord) {
         16.0,
         "AdamW in float32: 16 bytes per parameter"
     );
+    // The 2026 answer: parameters and gradients in the given format, the two moments in float32.
+    let mixed = 2.0 * num(s, "param_grad_bytes") + 8.0;
+    assert_eq!(num(s, "mixed_bytes_per_parameter"), mixed, "2·param_grad_bytes + 8");
+    let fits = (num(s, "memory_num_gpus") * num(s, "h100_bytes") / mixed).floor();
+    assert_eq!(
+        num(s, "mixed_num_parameters"),
+        fits,
+        "mixed_num_parameters = ⌊memory / bytes⌋"
+    );
 }
 
 /// What backward keeps and what checkpointing trades, for the drawn sizes.
@@ -130,6 +139,8 @@ proptest! {
         // An H100's bytes in sixteens: the range of `h100_bytes` (they are divided into
         // 16-byte parameters, a whole count).
         gpu_sixteenths in 62_500_000u64..62_500_000_000,
+        // The format of parameters and gradients, in bytes: fp8, bf16, fp32 or fp64.
+        param_grad_log2 in 0u32..4,
         b in 1usize..24, d in 1usize..48, layers in 1usize..9, segment in 1usize..10,
         lr in 0.001f64..0.2,
         input_dim in 1usize..600, output_dim in 1usize..20, width in 1usize..12, depth in 1usize..4,
@@ -142,6 +153,7 @@ proptest! {
             format!("motivating_questions.num_gpus={gpus}"),
             format!("motivating_questions.memory_num_gpus={memory_gpus}"),
             format!("motivating_questions.h100_bytes={}", 16 * gpu_sixteenths),
+            format!("motivating_questions.param_grad_bytes={}", 1u32 << param_grad_log2),
             format!("activation_memory.batch_size={b}"),
             format!("activation_memory.d={d}"),
             format!("activation_memory.num_layers={layers}"),

@@ -59,6 +59,26 @@ with FlopCounterMode(display=False) as counter:
     loss.backward()
 record("counted_backward_flops_x_requires_grad", counter.get_total_flops())
 
+# The chain rule by hand against autograd, on the second layer h2 = h1 @ w2.
+w2.grad = None
+h1 = x @ w1
+h1.retain_grad()
+h2 = h1 @ w2
+h2.retain_grad()
+(h2**2).mean().backward()
+h1_grad_by_hand = h2.grad @ w2.detach().T
+w2_grad_by_hand = h1.detach().T @ h2.grad
+assert torch.allclose(h1.grad, h1_grad_by_hand) and torch.allclose(w2.grad, w2_grad_by_hand)
+# Random data (torch's draws): named, not compared.
+h1_grad_autograd = h1.grad[:2, :4]  # -> h1_grad_autograd  (a corner of each)
+h1_grad_by_hand = h1_grad_by_hand[:2, :4]  # -> h1_grad_by_hand
+w2_grad_autograd = w2.grad[:2, :4]  # -> w2_grad_autograd
+w2_grad_by_hand = w2_grad_by_hand[:2, :4]  # -> w2_grad_by_hand
+h1_grad_max_difference = (h1.grad - (h2.grad @ w2.detach().T)).abs().max().item()  # -> h1_grad_max_difference
+w2_grad_max_difference = (w2.grad - (h1.detach().T @ h2.grad)).abs().max().item()  # -> w2_grad_max_difference
+h1_grad_max_abs = h1.grad.abs().max().item()  # -> h1_grad_max_abs
+w2_grad_max_abs = w2.grad.abs().max().item()  # -> w2_grad_max_abs
+
 # Time both passes in turns, so a busy moment slows both; the backward needs a fresh graph each
 # time, built untimed, and fresh gradients (no accumulation timed). The Rust times for a fixed
 # budget with warm-up; here a few untimed rounds, then a fixed number.

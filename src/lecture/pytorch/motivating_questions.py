@@ -20,12 +20,16 @@ num_gpus = record("num_gpus", 1024)
 flops_per_day = record("flops_per_day", h100_flop_per_sec * mfu * num_gpus * 60 * 60 * 24)
 days = record("days", total_flops / flops_per_day)
 
-# Memory: parameters, gradients and AdamW's two moments, all float32.
+# Memory: parameters, gradients and AdamW's two moments, all float32 (the 2025 answer).
 memory_num_gpus = record("memory_num_gpus", 8)
 h100_bytes = record("h100_bytes", 80e9)
 bytes_per_float32 = record("bytes_per_float32", torch.tensor(0.0, dtype=torch.float32).element_size())
 bytes_per_parameter = record("bytes_per_parameter", bytes_per_float32 + bytes_per_float32 + (bytes_per_float32 + bytes_per_float32))
 num_parameters = record("num_parameters", (memory_num_gpus * h100_bytes) / bytes_per_parameter)
+# The 2026 answer: bf16 parameters and gradients, AdamW's moments still float32.
+param_grad_bytes = record("param_grad_bytes", torch.tensor(0.0, dtype=torch.bfloat16).element_size())
+mixed_bytes_per_parameter = record("mixed_bytes_per_parameter", param_grad_bytes + param_grad_bytes + (bytes_per_float32 + bytes_per_float32))
+record("mixed_num_parameters", math.floor((memory_num_gpus * h100_bytes) / mixed_bytes_per_parameter))
 # Turned round: the first question's model needs this much memory for its training state.
 training_state_bytes = record("training_state_bytes", bytes_per_parameter * model_parameters)
 record("gpus_for_training_state", math.ceil(training_state_bytes / h100_bytes))

@@ -14,11 +14,15 @@ record("eu_ai_act_threshold_flops", 1e25)  # the EU AI Act's "systemic risk" lin
 # Speeds, from datasheets (dense bf16): A100 and H100 SXM.
 a100_flop_per_sec = record("a100_flop_per_sec", 312e12)
 h100_flop_per_sec = record("h100_flop_per_sec", 989.5e12)
+# The B200 (NVIDIA's Blackwell datasheet): float32, and bf16 dense (half the sparse 4.5e15).
+record("b200_fp32_flop_per_sec", 75e12)
+record("b200_flop_per_sec", 4.5e15 / 2)
 
-# 8 H100s running flat out for one week.
+# 8 H100s running flat out for one week, and for two.
 num_h100s = record("num_h100s", 8)
 one_week_seconds = record("one_week_seconds", 60 * 60 * 24 * 7)
 total_flops = record("total_flops", num_h100s * one_week_seconds * h100_flop_per_sec)
+record("two_weeks_total_flops", num_h100s * 2 * one_week_seconds * h100_flop_per_sec)
 
 # A linear model y = x @ w: B points of dimension D mapped to K outputs. The lecture's sizes on a
 # GPU; on a CPU, sizes that keep the run short.

@@ -1,6 +1,20 @@
 # Ways to make a tensor: from data, filled with a constant, random, uninitialised, truncated normal.
 import torch
 
+# What tensors hold, at scale: every parameter of DeepSeek v3.2 (its Hugging Face page: 685B).
+record("deepseek_v3_2_parameters", 685e9)
+
+# A tensor's rank is its number of dimensions.
+record("rank1_rank", torch.zeros(4).dim())  # a vector
+record("rank2_rank", torch.zeros(4, 8).dim())  # a matrix
+record("rank3_rank", torch.zeros(4, 8, 2).dim())
+# A Transformer's attention holds rank 4: batch, sequence, heads, dimension per head.
+batch, seq, heads, head_dim = record("batch", 32), record("seq", 16), record("heads", 16), record("head_dim", 64)
+x = torch.zeros(batch, seq, heads, head_dim)
+record("rank4_shape", x.shape)
+record("rank4_rank", x.dim())
+record("rank4_numel", x.numel())
+
 x = record("x_from_data", torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
 record("x_from_data_shape", x.shape)
 filled_shape = record("filled_shape", (4, 8))

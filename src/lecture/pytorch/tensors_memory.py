@@ -52,4 +52,68 @@ formats = [torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, to
 record("bit_layouts", [
     {"name": str(d).removeprefix("torch."), "sign": 1, "exponent": info(d)["exponent_bits"], "mantissa": info(d)["mantissa_bits"]}
     for d in formats
-])
+] + [{"name": "float4_e2m1fn", "sign": 1, "exponent": 2, "mantissa": 1}])  # fp4: no finfo in torch (below)
+
+# fp4 (Blackwell, NVFP4): E2M1. PyTorch 2.15 has the storage dtype, two values a byte, but no
+# finfo for it and, on the CPU, no cast into or out of it ("copy_kernel" is not implemented), so
+# the values are decoded here from the bit layout, and the cast is tried where it exists.
+assert torch.float4_e2m1fn_x2.itemsize == 1  # two 4-bit values in one byte
+
+
+def e2m1(code):
+    sign = -1.0 if code & 0b1000 else 1.0
+    exponent, mantissa = (code >> 1) & 0b11, code & 1
+    if exponent == 0:  # subnormal: 0 or 0.5
+        return sign * mantissa * 0.5
+    return sign * (1 + mantissa / 2) * 2.0 ** (exponent - 1)
+
+
+record("fp4_e2m1_info", {
+    "bits": 4, "exponent_bits": 2, "mantissa_bits": 1, "eps": 0.5, "min": -6.0, "max": 6.0,
+    "smallest_normal": 1.0, "smallest_subnormal": 0.5, "resolution": 1.0,
+})
+fp4_values = record("fp4_values", sorted({e2m1(c) + 0.0 for c in range(16)}))  # + 0.0: -0 is 0
+codes = torch.arange(16, dtype=torch.uint8)
+packed = (codes[1::2] << 4 | codes[::2]).view(torch.float4_e2m1fn_x2)  # PyTorch's own packing
+try:
+    from_torch = packed.to(torch.float32)  # where PyTorch can cast (recent GPUs)
+except (RuntimeError, NotImplementedError):
+    from_torch = None  # this CPU: the dtype holds bytes and nothing else
+if from_torch is not None:
+    assert sorted({v + 0.0 for v in from_torch.flatten().tolist()}) == fp4_values
+table = torch.tensor(fp4_values)
+fp4_rounding_inputs = record("fp4_rounding_inputs", [0.25, 0.75, 1.25, 1.75, 2.5, 2.6, 3.5, 5.0, 7.0, -0.3])
+
+
+def round_e2m1(x):
+    """Nearest E2M1 value, a tie to the even code (mantissa 0), saturating at ±6: torch ops."""
+    x = torch.as_tensor(x).clamp(-6.0, 6.0)
+    distance = (x[:, None] - table[None, :]).abs()
+    nearest = distance == distance.min(dim=1, keepdim=True).values
+    even = torch.tensor([[v in (0.0, 1.0, 2.0, 4.0, -1.0, -2.0, -4.0) for v in fp4_values]])
+    pick = torch.where(nearest.sum(1, keepdim=True) > 1, nearest & even, nearest)
+    return table[pick.int().argmax(1)]
+
+
+record("fp4_rounded", round_e2m1(torch.tensor(fp4_rounding_inputs)))
+
+# NVFP4 on a trained layer: 32x32 weights (the Rust trains the Cruncher; torch's draws differ, so
+# the errors are named, not compared). Per block of 16: E4M3 scale of amax / 6 in units of a
+# float32 tensor scale amax / (6 * 448).
+w = torch.randn(32, 32) / 32**0.5
+record("trained_layer_shape", w.shape)
+nvfp4_block = record("nvfp4_block", 16)
+blocks = w.reshape(-1, nvfp4_block)
+tensor_scale = torch.tensor(blocks.abs().max().item() / (6.0 * 448.0), dtype=torch.float32)
+block_scale = (blocks.abs().amax(1, keepdim=True) / 6.0 / tensor_scale).to(torch.float8_e4m3fn).float()
+scale = block_scale * tensor_scale
+dequantized = round_e2m1((blocks / scale).reshape(-1)).reshape(blocks.shape) * scale
+packed_bytes = w.numel() // 2 + blocks.shape[0] * torch.float8_e4m3fn.itemsize + tensor_scale.element_size()
+record("nvfp4_bits_per_parameter", 8 * packed_bytes / w.numel())
+nvfp4_relative_error = ((dequantized - blocks).norm() / blocks.norm()).item()  # -> nvfp4_relative_error
+fp8_scale = w.abs().max() / 448.0
+fp8 = (w / fp8_scale).to(torch.float8_e4m3fn).float() * fp8_scale
+record("fp8_bits_per_parameter", (8 * w.numel() + 32) / w.numel())
+fp8_relative_error = ((fp8 - w).norm() / w.norm()).item()  # -> fp8_relative_error
+record("bf16_bits_per_parameter", 8 * torch.bfloat16.itemsize)
+bf16_relative_error = ((w.bfloat16().float() - w).norm() / w.norm()).item()  # -> bf16_relative_error
