@@ -125,7 +125,7 @@ mod tests {
 
     #[test]
     fn dollars_are_math_outside_code_only() {
-        let md = "Cost $6 N D$ FLOPs.\n\n`$HOME` and\n\n```sh\necho $x$\n```\n\nPrices $5 and $6, \\$x$ \
+        let md = "Cost $6 N D$ FLOPs.\n\n`$HOME` and\n\n```sh\necho $x$\n```\n\nPrices $5 and $6 today, \\$x \
                   <!-- $y$ -->\n\n$$\\frac{a}{b}$$\nand $ z$ too.\n";
         let found = find(md);
         let texts: Vec<&str> = found.iter().map(|f| &md[f.inner.clone()]).collect();

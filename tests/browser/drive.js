@@ -195,13 +195,13 @@ function measure() {
 }
 
 // What a reader pointing at the page meets: for every chart, how many hover targets it has and,
-// for its first target scrolled into view, the element under the pointer at the target's centre
+// for its last target (drawn last, so on top of any point it coincides with) scrolled into view, the element under the pointer at the target's centre
 // (document.elementFromPoint, as a mouse would find it) with that element's <title>; for every
 // MathML formula, its text, whether it is a block, and its rendered box.
 function probe() {
     const charts = Array.from(document.querySelectorAll('figure.lecture-chart')).map(figure => {
         const targets = figure.querySelectorAll('.lecture-chart-hover > *');
-        const first = targets[0];
+        const first = targets[targets.length - 1];
         let hit = null;
         let box = null;
         if (first) {
@@ -228,6 +228,7 @@ function probe() {
             block: m.getAttribute('display') === 'block',
             box: [r.width, r.height],
             in_code: m.closest('code, pre') !== null,
+            values: Array.from(m.querySelectorAll('.lecture-value')).map(v => v.textContent),
         };
     });
     return { charts: charts, math: math };
@@ -287,8 +288,14 @@ async function run(browser, origin, scenario, report) {
         } else if ('probe' in action) {
             report.probes[action.probe] = await page.evaluate(probe);
         } else if ('hover' in action) {
-            await page.$eval(action.hover, el => el.scrollIntoView({ block: 'center', inline: 'center' }));
-            await page.hover(action.hover);
+            // The mouse at the element's centre: a horizontal line's box has no height, which
+            // puppeteer's own hover refuses as "not clickable".
+            const [x, y] = await page.$eval(action.hover, el => {
+                el.scrollIntoView({ block: 'center', inline: 'center' });
+                const r = el.getBoundingClientRect();
+                return [r.left + r.width / 2, r.top + r.height / 2];
+            });
+            await page.mouse.move(x, y);
         } else {
             throw new Error(`unknown action ${JSON.stringify(action)}`);
         }

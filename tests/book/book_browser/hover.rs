@@ -1,6 +1,6 @@
 //! What a reader meets by pointing and reading: every chart answers a hover (each point and bar
-//! has a `<title>` with its value, unit and trace key, and the element under the pointer at a
-//! target's centre is that target), and every typeset formula renders as MathML with a box of
+//! has a `<title>` with its value, unit and trace key, and the element under the pointer at the
+//! centre of the target drawn last is that target), and every typeset formula renders as MathML with a box of
 //! its own, at a desktop's width and a phone's.
 
 use super::*;
@@ -29,6 +29,8 @@ struct MathProbe {
     #[serde(rename = "box")]
     size: [f64; 2],
     in_code: bool,
+    /// The trace's values shown inside it.
+    values: Vec<String>,
 }
 
 /// The pages of the built book that draw a chart or typeset a formula.
@@ -58,11 +60,11 @@ fn every_chart_answers_a_hover_and_every_formula_has_a_box() {
             let stem = page.trim_end_matches(".html");
             let mut actions = vec![json!({ "probe": format!("{page} {w}") })];
             // A point of the chart pointed at, and the first formula, for a person to look at.
-            actions.extend(
-                screenshot(&format!("hover-{stem}-{w}.png")).map(
-                    |shot| json!([{ "hover": "figure.lecture-chart .lecture-chart-hover > :nth-child(2)" }, shot]),
-                ),
-            );
+            let charted = std::fs::read_to_string(html.join(page)).is_ok_and(|t| t.contains("lecture-chart-hover"));
+            actions.extend(screenshot(&format!("hover-{stem}-{w}.png")).map(|shot| match charted {
+                true => json!([{ "hover": "figure.lecture-chart .lecture-chart-hover > :last-child" }, shot]),
+                false => json!([{ "hover": "main math" }, shot]),
+            }));
             let actions: Vec<Value> = actions
                 .into_iter()
                 .flat_map(|a| match a {
@@ -77,7 +79,7 @@ fn every_chart_answers_a_hover_and_every_formula_has_a_box() {
     }
     let probes = drive_report(&tools, &html, &Value::Array(plan)).probes;
     let mut charts_seen = BTreeSet::new();
-    let mut formulas = 0;
+    let (mut formulas, mut with_values) = (0, 0);
     let mut found = Vec::new();
     for (label, probe) in &probes {
         for chart in &probe.charts {
@@ -103,19 +105,21 @@ fn every_chart_answers_a_hover_and_every_formula_has_a_box() {
             }
             if chart.hit_title.as_deref() != Some(title.as_str()) {
                 found.push(format!(
-                    "{label} {}: the pointer at the first target's centre finds {:?}, not {title:?}",
+                    "{label} {}: the pointer at the last target's centre finds {:?}, not {title:?}",
                     chart.id, chart.hit_title
                 ));
             }
-            if !chart.size.is_some_and(|[w, h]| w > 0.0 && h > 0.0) {
+            // A horizontal line's box is as thin as its geometry (the stroke is not counted).
+            if !chart.size.is_some_and(|[w, h]| w > 0.0 || h > 0.0) {
                 found.push(format!(
-                    "{label} {}: the first target has no box ({:?})",
+                    "{label} {}: the last target has no box ({:?})",
                     chart.id, chart.size
                 ));
             }
         }
         for m in &probe.math {
             formulas += 1;
+            with_values += usize::from(!m.values.is_empty() && m.values.iter().all(|v| !v.trim().is_empty()));
             if !(m.size[0] > 0.0 && m.size[1] > 0.0) || m.in_code {
                 found.push(format!(
                     "{label}: formula {:?} (block {}) renders {:?}, in code {}",
@@ -135,6 +139,11 @@ fn every_chart_answers_a_hover_and_every_formula_has_a_box() {
         );
     }
     assert!(charts_seen.contains("chart-bf16-speedup-by-device"), "{charts_seen:?}");
+    // The lecture's formulas, some with the trace's numbers inside them, at both widths.
+    assert!(
+        formulas >= 2 * 8 && with_values >= 2 * 4,
+        "{formulas} formulas, {with_values} with values"
+    );
     let _ = writeln!(
         std::io::stderr().lock(),
         "browser: {} charts answered a hover, {formulas} formulas rendered, on {} pages at 1200 and 390 px",
