@@ -138,7 +138,7 @@ mod tests {
     fn typesets_mathml_with_values_in_place() {
         let value = "<mtext class=\"lecture-value\">2.30 GiB</mtext>".to_string();
         let latex = format!("M = {} \\cdot x_i", placeholder(0));
-        let html = typeset(&latex, false, &[value.clone()]).expect("typesets");
+        let html = typeset(&latex, false, std::slice::from_ref(&value)).expect("typesets");
         assert!(html.starts_with("<math") && html.ends_with("</math>"), "{html}");
         assert!(html.contains(&value), "{html}");
         assert!(html.contains("<msub>"), "{html}");

@@ -97,7 +97,7 @@ fn every_chart_answers_a_hover_and_every_formula_has_a_box() {
             let title = chart.first_title.clone().unwrap_or_default();
             // Value and unit on the first line, the trace key on the second, naming the section.
             let section = def.map_or("tensor_operations_flops", |d| d.section);
-            if !title.contains(": ") || !title.contains(&format!("\ntrace: ")) || !title.contains(section) {
+            if !title.contains(": ") || !title.contains("\ntrace: ") || !title.contains(section) {
                 found.push(format!(
                     "{label} {}: hover text {title:?} lacks a value or its key in {section}",
                     chart.id
