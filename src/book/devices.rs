@@ -12,6 +12,7 @@ use plotters::prelude::*;
 use serde_json::Value;
 
 use super::bench_tables::TraceTiming;
+use super::chart::hover::{Hover, Shape};
 use super::chart::plot::{FG, PALETTE, drawing, scroll_box, svg, text_style};
 use super::directive::{Address, StateChoice};
 use super::format::{Format, format_value};
@@ -355,7 +356,7 @@ fn speedup_chart(speedups: &[(String, f64)]) -> Result<String, Cause> {
         }
     };
     let label = "bfloat16's speed over float32 at the lecture's shape, per device.";
-    let chart = svg(760, 80 + 48 * n as u32, label, |root| {
+    let chart = svg(760, 80 + 48 * n as u32, label, |root, hovers| {
         let mut chart = drawing(
             ChartBuilder::on(root)
                 .margin(14)
@@ -377,13 +378,24 @@ fn speedup_chart(speedups: &[(String, f64)]) -> Result<String, Cause> {
                 .light_line_style(FG.mix(0.0))
                 .draw(),
         )?;
-        for (i, (_, ratio)) in finite.iter().enumerate() {
+        for (i, (name, ratio)) in finite.iter().enumerate() {
             let y = (n - 1 - i) as f64;
             let color = if *ratio >= 1.0 { PALETTE[2] } else { PALETTE[1] };
             drawing(chart.draw_series(std::iter::once(Rectangle::new(
                 [(0.0, y - 0.3), (*ratio, y + 0.3)],
                 color.filled(),
             ))))?;
+            hovers.push(Hover {
+                shape: Shape::Bar {
+                    from: chart.backend_coord(&(0.0, y - 0.3)),
+                    to: chart.backend_coord(&(*ratio, y + 0.3)),
+                },
+                title: format!(
+                    "the {name}: bfloat16 FLOP/s over float32 FLOP/s: {ratio:.2}× (ratio)\ntrace: \
+                     tensor_operations_flops.bf16_actual_flop_per_sec / tensor_operations_flops.actual_flop_per_sec, \
+                     in the {name}'s trace"
+                ),
+            });
             drawing(chart.draw_series(std::iter::once(Text::new(
                 format!("{ratio:.2}×"),
                 (*ratio, y),

@@ -99,6 +99,7 @@ pub mod html;
 pub mod includes;
 pub mod inputs;
 pub mod kinds;
+pub mod math;
 pub mod out_folder;
 pub mod preprocessor;
 pub mod problem;

@@ -13,6 +13,7 @@ use super::devices;
 use super::directive::{self, Address, Directive, Found};
 use super::format::{Format, format_value};
 use super::html::{escape, escape_inline};
+use super::math;
 use super::problem::Cause;
 use super::provenance::{self, short_commit};
 use super::sections::OlderCode;
@@ -35,8 +36,29 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
     let mut provenance_boxes: Vec<(Found, Option<String>)> = Vec::new();
     traces.take_quotes();
     traces.take_unrecorded();
+    // Formulas, and the values rendered inside each (by their directive's span).
+    let formulas = math::find(markdown);
+    let mut in_formulas: Vec<Vec<(Range<usize>, Option<String>)>> = vec![Vec::new(); formulas.len()];
+    let formula_of = |span: &Range<usize>| {
+        formulas
+            .iter()
+            .position(|f| f.inner.start <= span.start && span.end <= f.inner.end)
+    };
 
     for found in directive::find(markdown) {
+        if let Some(i) = formula_of(&found.span) {
+            // Inside a formula only values stand; an untaken branch leaves the formula out too.
+            let rendered = match &found.parsed {
+                Ok(d) if branches.active() => Some(value_in_math(d, traces)),
+                Ok(_) => None,
+                Err(msg) => Some(Err(Cause::Malformed(msg.clone()))),
+            };
+            match rendered.transpose() {
+                Ok(html) => in_formulas[i].push((found.span.clone(), html)),
+                Err(cause) => problems.push((found.line, found.text.clone(), cause)),
+            }
+            continue;
+        }
         let directive = match &found.parsed {
             Ok(d) => d,
             Err(msg) => {
@@ -95,6 +117,17 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
             (true, true, _) => edits.push((line, String::new())),
         }
     }
+    for (formula, values) in formulas.iter().zip(in_formulas) {
+        match typeset(markdown, formula, values) {
+            Ok(Some(html)) => edits.push((formula.span.clone(), html)),
+            Ok(None) => {}
+            Err(msg) => problems.push((
+                markdown[..formula.span.start].matches('\n').count() + 1,
+                markdown[formula.span.clone()].to_string(),
+                Cause::Malformed(msg),
+            )),
+        }
+    }
     let quotes = traces.take_quotes();
     // Timings measured on a busy machine are said at the top, not only in the box at the end; first
     // among the edits, so an edit that starts at the same place (a dropped branch) cannot hide it.
@@ -125,6 +158,27 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
         return Err(problems);
     }
     Ok(apply(markdown, edits))
+}
+
+/// A formula as MathML with its values in place, or None when it sits in an untaken branch (its
+/// values were not rendered, and the branch's text is dropped).
+fn typeset(
+    markdown: &str,
+    formula: &math::Formula,
+    values: Vec<(Range<usize>, Option<String>)>,
+) -> Result<Option<String>, String> {
+    let mut latex = String::new();
+    let mut at = formula.inner.start;
+    let mut shown = Vec::new();
+    for (span, html) in values {
+        let Some(html) = html else { return Ok(None) };
+        latex.push_str(&markdown[at..span.start]);
+        latex.push_str(&math::placeholder(shown.len()));
+        shown.push(html);
+        at = span.end;
+    }
+    latex.push_str(&markdown[at..formula.inner.end]);
+    math::typeset(&latex, formula.block, &shown).map(Some)
 }
 
 /// Where a chapter's text starts: after its own heading line, when it has one (a chapter that is
@@ -236,6 +290,62 @@ pub(super) fn value(
     format: Format,
     unit: Option<Unit>,
 ) -> Result<String, Cause> {
+    let shown = value_parts(traces, path, trace, address, format, unit)?;
+    // Inline: markdown reads around these tags, so even the attribute is escaped for markdown
+    // (a backtick in it could close a code span the chapter opened before).
+    Ok(format!(
+        "<span class=\"{}\" title=\"{}\">{}</span>{}{}",
+        shown.class,
+        escape_inline(&shown.title),
+        escape_inline(&shown.text),
+        shown.mark,
+        shown.own
+    ))
+}
+
+/// A value inside a formula: MathML text with the value's kind and key, as beside prose. The
+/// marks that follow a value in prose (older code, what-if) are HTML, which MathML cannot hold;
+/// the page's provenance box still lists the section.
+fn value_in_math(directive: &Directive, traces: &mut Traces) -> Result<String, Cause> {
+    let Directive::Value {
+        address,
+        format,
+        unit,
+        trace,
+    } = directive
+    else {
+        return Err(Cause::Structure(
+            "only `value` directives can stand inside a formula".into(),
+        ));
+    };
+    let path = traces.path(trace.as_deref())?;
+    let trace = traces.load(&path)?;
+    let shown = value_parts(traces, &path, &trace, address, *format, *unit)?;
+    Ok(format!(
+        "<mtext class=\"{}\" title=\"{}\">{}</mtext>",
+        shown.class,
+        escape_inline(&shown.title),
+        escape_inline(&shown.text)
+    ))
+}
+
+/// What a value shows: its text, its classes and hover title, and the HTML that follows it.
+struct Shown {
+    text: String,
+    class: String,
+    title: String,
+    mark: String,
+    own: String,
+}
+
+fn value_parts(
+    traces: &mut Traces,
+    path: &Path,
+    trace: &Trace,
+    address: &Address,
+    format: Format,
+    unit: Option<Unit>,
+) -> Result<Shown, Cause> {
     let found = traces.resolve(path, trace, address)?;
     let bad = |msg: String| Cause::BadValue {
         trace: path.to_path_buf(),
@@ -284,13 +394,13 @@ pub(super) fn value(
         None => String::new(),
     };
     let own = super::what_if::beside(traces, path, address, found.value, unit, format);
-    // Inline: markdown reads around these tags, so even the attribute is escaped for markdown
-    // (a backtick in it could close a code span the chapter opened before).
-    Ok(format!(
-        "<span class=\"{class}\" title=\"{}\">{}</span>{mark}{own}",
-        escape_inline(&title),
-        escape_inline(&text)
-    ))
+    Ok(Shown {
+        text,
+        class,
+        title,
+        mark,
+        own,
+    })
 }
 
 /// The device that recorded a section, the day, and the older-code mark where it applies: what a

@@ -33,7 +33,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ),
     (
         "arithmetic_intensity.md",
-        "min(1, intensity ÷ (peak ÷ bandwidth))",
+        "$\\min\\left(1, \\frac{\\text{intensity}}{\\text{peak} / \\text{bandwidth}}\\right)$",
         "the roofline's formula, which the run computes for each operation",
     ),
     ("intro.md", "# CS336 Lecture 2, executed", "the lecture's name"),

@@ -77,15 +77,20 @@ fn extreme_numbers_do_not_break_a_chart() {
         Axis {
             label: "x".into(),
             scale: Scale::Linear,
+            name: "x".into(),
+            unit: cs336::trace::Unit::None,
         },
         Axis {
             label: "y".into(),
             scale: Scale::Linear,
+            name: "y".into(),
+            unit: cs336::trace::Unit::None,
         },
     );
     chart.series.push(Series::measured(
         "s",
         vec![(-f64::MAX, -f64::MAX), (f64::MAX, f64::MAX)],
+        vec!["s.v".into()],
     ));
     match line_chart(&chart) {
         Ok(svg) => assert!(svg.len() < 1 << 20 && !svg.contains("NaN"), "{} bytes", svg.len()),

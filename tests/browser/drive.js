@@ -20,6 +20,8 @@
 //   { "screenshot": PATH, "full": true }   the whole page, as PNG
 //   { "open": CSS selector }      opens every <details> it matches (PyTorch panels, "What if?")
 //   { "measure": LABEL }          how the page is laid out at this width (see `measure` below)
+//   { "probe": LABEL }            what the charts say on hover and how formulas render (`probe` below)
+//   { "hover": CSS selector }     moves the mouse over the first element it matches
 'use strict';
 
 const fs = require('fs');
@@ -192,6 +194,46 @@ function measure() {
     };
 }
 
+// What a reader pointing at the page meets: for every chart, how many hover targets it has and,
+// for its last target (drawn last, so on top of any point it coincides with) scrolled into view, the element under the pointer at the target's centre
+// (document.elementFromPoint, as a mouse would find it) with that element's <title>; for every
+// MathML formula, its text, whether it is a block, and its rendered box.
+function probe() {
+    const charts = Array.from(document.querySelectorAll('figure.lecture-chart')).map(figure => {
+        const targets = figure.querySelectorAll('.lecture-chart-hover > *');
+        const first = targets[targets.length - 1];
+        let hit = null;
+        let box = null;
+        if (first) {
+            first.scrollIntoView({ block: 'center', inline: 'center' });
+            const r = first.getBoundingClientRect();
+            box = [r.width, r.height];
+            const under = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+            const title = under && under.querySelector(':scope > title');
+            hit = title ? title.textContent : null;
+        }
+        return {
+            id: figure.id,
+            targets: targets.length,
+            titled: Array.from(targets).filter(t => t.querySelector(':scope > title')).length,
+            first_title: first && first.querySelector('title') ? first.querySelector('title').textContent : null,
+            hit_title: hit,
+            box: box,
+        };
+    });
+    const math = Array.from(document.querySelectorAll('main math')).map(m => {
+        const r = m.getBoundingClientRect();
+        return {
+            text: m.textContent,
+            block: m.getAttribute('display') === 'block',
+            box: [r.width, r.height],
+            in_code: m.closest('code, pre') !== null,
+            values: Array.from(m.querySelectorAll('.lecture-value')).map(v => v.textContent),
+        };
+    });
+    return { charts: charts, math: math };
+}
+
 // Keys that reach listeners on `document` in the bubbling phase, where mdBook's are: a key that
 // step mode handles must not arrive there.
 function probeDocumentKeys() {
@@ -243,6 +285,17 @@ async function run(browser, origin, scenario, report) {
             await page.$$eval(action.open, els => els.forEach(d => { d.open = true; }));
         } else if ('measure' in action) {
             report.measures[action.measure] = await page.evaluate(measure);
+        } else if ('probe' in action) {
+            report.probes[action.probe] = await page.evaluate(probe);
+        } else if ('hover' in action) {
+            // The mouse at the element's centre: a horizontal line's box has no height, which
+            // puppeteer's own hover refuses as "not clickable".
+            const [x, y] = await page.$eval(action.hover, el => {
+                el.scrollIntoView({ block: 'center', inline: 'center' });
+                const r = el.getBoundingClientRect();
+                return [r.left + r.width / 2, r.top + r.height / 2];
+            });
+            await page.mouse.move(x, y);
         } else {
             throw new Error(`unknown action ${JSON.stringify(action)}`);
         }
@@ -265,7 +318,7 @@ async function run(browser, origin, scenario, report) {
             `--user-data-dir=${profile}`,
         ],
     });
-    const report = { observations: {}, measures: {}, errors: [], outside: [] };
+    const report = { observations: {}, measures: {}, probes: {}, errors: [], outside: [] };
     try {
         for (const scenario of plan) {
             await run(browser, origin, scenario, report);

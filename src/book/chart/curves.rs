@@ -6,6 +6,7 @@ use plotters::prelude::SeriesLabelPosition;
 use super::plot::{Axis, LineChart, Reference, Scale, Series, line_chart};
 use super::{ChartData, MAX_POINTS, MAX_SERIES};
 use crate::problem::Cause;
+use crate::trace::Unit;
 
 /// The items of a recorded list (at most a chart's points).
 fn len(data: &ChartData, name: &str) -> Result<usize, Cause> {
@@ -32,6 +33,7 @@ fn loss_series(data: &ChartData, name: &str, label: &str) -> Result<Series, Caus
     Ok(Series::measured(
         label,
         losses.iter().enumerate().map(|(i, &l)| ((i + 1) as f64, l)).collect(),
+        (0..losses.len()).map(|i| data.key(&format!("{name}.{i}"))).collect(),
     ))
 }
 
@@ -40,10 +42,14 @@ fn loss_chart(series: Vec<Series>) -> Result<String, Cause> {
         Axis {
             label: "training step (count)".into(),
             scale: Scale::Linear,
+            name: "step".into(),
+            unit: Unit::Count,
         },
         Axis {
             label: "loss, mean squared error (log scale)".into(),
             scale: Scale::Log10,
+            name: "loss".into(),
+            unit: Unit::None,
         },
     );
     chart.series = series;
@@ -62,29 +68,35 @@ pub fn matmul_throughput(data: &ChartData) -> Result<String, Cause> {
             .as_str()
             .unwrap_or("?")
             .to_string();
-        let point = (
-            data.number(&format!("throughput_sweep.{i}.n"))?,
-            data.number(&format!("throughput_sweep.{i}.flop_per_sec"))?,
-        );
+        let y = format!("throughput_sweep.{i}.flop_per_sec");
+        let point = (data.number(&format!("throughput_sweep.{i}.n"))?, data.number(&y)?);
         match series.iter_mut().find(|s| s.name == dtype) {
-            Some(s) => s.points.push(point),
-            None => series.push(Series::measured(dtype, vec![point])),
+            Some(s) => {
+                s.points.push(point);
+                s.keys.push(data.key(&y));
+            }
+            None => series.push(Series::measured(dtype, vec![point], vec![data.key(&y)])),
         }
     }
     let mut chart = LineChart::new(
         Axis {
             label: "matrix size n, for n×n times n×n (log scale)".into(),
             scale: Scale::Log2,
+            name: "n".into(),
+            unit: Unit::Count,
         },
         Axis {
             label: "throughput (FLOP/s, log scale)".into(),
             scale: Scale::Log10,
+            name: "throughput".into(),
+            unit: Unit::FlopPerSec,
         },
     );
     let series = bounded(data, "throughput_sweep", series)?;
     for s in &series {
         // A dtype without a known peak has no line; the chapter says why.
-        if let Ok(peak) = data.number(&format!("sweep_peaks.{}.flop_per_sec", s.name)) {
+        let at = format!("sweep_peaks.{}.flop_per_sec", s.name);
+        if let Ok(peak) = data.number(&at) {
             // Peaks within 1 % of each other (one loop promising both dtypes, as on a CPU
             // without bf16 instructions) share one line; two would print their labels on top of
             // each other.
@@ -94,6 +106,7 @@ pub fn matmul_throughput(data: &ChartData) -> Result<String, Cause> {
                 None => chart.references.push(Reference {
                     label: format!("peak {}", s.name),
                     y: peak,
+                    key: data.key(&at),
                 }),
             }
         }
@@ -107,32 +120,36 @@ pub fn matmul_throughput(data: &ChartData) -> Result<String, Cause> {
 /// with √input_dim for reference.
 pub fn init_std(data: &ChartData) -> Result<String, Cause> {
     let name = "output_std_vs_input_dim";
-    let mut normal = Series::measured("w ~ N(0, 1)", Vec::new());
-    let mut xavier = Series::measured("w ~ N(0, 1/input_dim)", Vec::new());
+    let mut normal = Series::measured("w ~ N(0, 1)", Vec::new(), Vec::new());
+    let mut xavier = Series::measured("w ~ N(0, 1/input_dim)", Vec::new(), Vec::new());
     let mut sqrt = Series {
-        name: "√input_dim (formula)".into(),
-        points: Vec::new(),
         reference: true,
+        ..Series::measured("√input_dim (formula)", Vec::new(), Vec::new())
     };
     for i in 0..len(data, name)? {
         let dim = data.number(&format!("{name}.{i}.input_dim"))?;
-        normal
-            .points
-            .push((dim, data.number(&format!("{name}.{i}.normal_std"))?));
-        xavier
-            .points
-            .push((dim, data.number(&format!("{name}.{i}.xavier_std"))?));
-        sqrt.points
-            .push((dim, data.number(&format!("{name}.{i}.sqrt_input_dim"))?));
+        for (series, field) in [
+            (&mut normal, "normal_std"),
+            (&mut xavier, "xavier_std"),
+            (&mut sqrt, "sqrt_input_dim"),
+        ] {
+            let at = format!("{name}.{i}.{field}");
+            series.points.push((dim, data.number(&at)?));
+            series.keys.push(data.key(&at));
+        }
     }
     let mut chart = LineChart::new(
         Axis {
             label: "input dimension (count, log scale)".into(),
             scale: Scale::Log2,
+            name: "input_dim".into(),
+            unit: Unit::Count,
         },
         Axis {
             label: "standard deviation of the outputs (unitless, log scale)".into(),
             scale: Scale::Log2,
+            name: "std".into(),
+            unit: Unit::None,
         },
     );
     chart.series = vec![normal, xavier, sqrt];

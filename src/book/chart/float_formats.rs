@@ -4,6 +4,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::hover::{self, Hover, Shape};
 use super::plot::{FG, PALETTE, Scale, drawing, svg, text_style, tick};
 use super::{ChartData, MAX_ROWS};
 use crate::format::{Format, format_value};
@@ -16,6 +17,8 @@ const MANTISSA: RGBColor = PALETTE[1];
 
 /// A format's name and field widths, from the recorded `bit_layouts` list.
 struct Layout {
+    /// Its place in the list, for the trace keys in hover text.
+    index: usize,
     name: String,
     sign: u32,
     exponent: u32,
@@ -46,6 +49,7 @@ fn layouts(data: &ChartData) -> Result<Vec<Layout>, Cause> {
                 .as_str()
                 .ok_or_else(|| data.bad(&format!("bit_layouts.{i}.name"), "expected a string".into()))?;
             Ok(Layout {
+                index: i,
                 name: name.to_string(),
                 sign: field(i, "sign")?,
                 exponent: field(i, "exponent")?,
@@ -58,7 +62,7 @@ fn layouts(data: &ChartData) -> Result<Vec<Layout>, Cause> {
 type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// A chart with one horizontal row per name, the first at the top: row `i` is centred on
-/// y = `names.len() - 1 - i`. `draw` adds the rows' shapes.
+/// y = `names.len() - 1 - i`. `draw` adds the rows' shapes and their hover targets.
 fn rows_chart(
     names: &[String],
     x: std::ops::Range<f64>,
@@ -66,7 +70,7 @@ fn rows_chart(
     x_labels: usize,
     x_fmt: &dyn Fn(&f64) -> String,
     label: &str,
-    draw: impl FnOnce(&mut Chart<'_, '_>) -> Result<(), Cause>,
+    draw: impl FnOnce(&mut Chart<'_, '_>, &mut Vec<Hover>) -> Result<(), Cause>,
 ) -> Result<String, Cause> {
     let n = names.len();
     let height = 80 + 48 * n as u32;
@@ -78,7 +82,7 @@ fn rows_chart(
             String::new()
         }
     };
-    svg(760, height, label, |root| {
+    svg(760, height, label, |root, hovers| {
         let mut chart = drawing(
             ChartBuilder::on(root)
                 .margin(14)
@@ -102,7 +106,7 @@ fn rows_chart(
                 .light_line_style(FG.mix(0.0))
                 .draw(),
         )?;
-        draw(&mut chart)
+        draw(&mut chart, hovers)
     })
 }
 
@@ -129,7 +133,7 @@ pub fn bit_layouts(data: &ChartData) -> Result<String, Cause> {
         widest as usize / 4 + 1,
         &x_fmt,
         "bit layouts of the floating-point formats",
-        |chart| {
+        |chart, hovers| {
             for (i, row) in rows.iter().enumerate() {
                 let y = row_y(i, n);
                 let fields = [
@@ -147,6 +151,18 @@ pub fn bit_layouts(data: &ChartData) -> Result<String, Cause> {
                         [(x0, y - 0.32), (x1, y + 0.32)],
                         color.filled(),
                     ))))?;
+                    hovers.push(Hover {
+                        shape: Shape::Bar {
+                            from: chart.backend_coord(&(x0, y - 0.32)),
+                            to: chart.backend_coord(&(x1, y + 0.32)),
+                        },
+                        title: hover::title(
+                            &format!("{} {long} bits", row.name),
+                            f64::from(bits),
+                            Unit::Count,
+                            &data.key(&format!("bit_layouts.{}.{long}", row.index)),
+                        ),
+                    });
                     let separators = (at + 1..at + bits)
                         .map(|b| PathElement::new(vec![(b as f64, y - 0.32), (b as f64, y + 0.32)], WHITE.mix(0.55)));
                     drawing(chart.draw_series(separators))?;
@@ -246,7 +262,7 @@ pub fn dynamic_ranges(data: &ChartData) -> Result<String, Cause> {
         10,
         &x_fmt,
         "dynamic ranges of the floating-point formats",
-        |chart| {
+        |chart, hovers| {
             for (i, r) in rows.iter().enumerate() {
                 let y = row_y(i, n);
                 let color = PALETTE[i % PALETTE.len()];
@@ -257,6 +273,32 @@ pub fn dynamic_ranges(data: &ChartData) -> Result<String, Cause> {
                     bar(r.subnormal, r.normal, color.mix(0.35).filled()),
                     bar(r.normal, r.max, color.filled()),
                 ]))?;
+                // Each bar says its ends and where the trace holds them.
+                let info = data.key(&format!("{}_info", r.name));
+                let spans = [
+                    (
+                        "subnormal numbers",
+                        r.subnormal,
+                        r.normal,
+                        "smallest_subnormal",
+                        "smallest_normal",
+                    ),
+                    ("normal numbers", r.normal, r.max, "smallest_normal", "max"),
+                ];
+                for (what, from, to, from_key, to_key) in spans {
+                    hovers.push(Hover {
+                        shape: Shape::Bar {
+                            from: chart.backend_coord(&(from.log10(), y - 0.3)),
+                            to: chart.backend_coord(&(to.log10(), y + 0.3)),
+                        },
+                        title: format!(
+                            "{}, {what}: from {} to {} (unitless)\ntrace: {info}.{from_key}, {info}.{to_key}",
+                            r.name,
+                            hover::shown(from, Unit::None),
+                            hover::shown(to, Unit::None),
+                        ),
+                    });
+                }
                 let label = format!(
                     "max {}",
                     format_value(&json_number(r.max), Unit::None, Format::Auto).unwrap_or_default()

@@ -19,6 +19,7 @@
 
 mod curves;
 mod float_formats;
+pub mod hover;
 mod layouts;
 pub mod plot;
 mod roofline;
@@ -191,6 +192,11 @@ impl ChartData<'_> {
             ));
         }
         Ok(items)
+    }
+
+    /// Where the trace holds `name[.path]` of this section, as hover text names it.
+    pub fn key(&self, name_path: &str) -> String {
+        format!("{}.{name_path}", self.section.record.id)
     }
 
     /// Names of this section's values, in recording order.

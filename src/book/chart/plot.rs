@@ -4,6 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::hover::{self, Hover, Shape};
 use super::{MAX_POINTS, MAX_SERIES};
 use crate::format::{Format, format_value};
 use crate::problem::Cause;
@@ -65,18 +66,26 @@ pub fn scroll_box(svg: &str) -> String {
 /// page and coloured by the page's theme. It scales down on narrow screens, but no further than
 /// keeps its smallest text at [`READABLE_TEXT_PX`]: below that width it scrolls in its
 /// [`scroll_box`].
+///
+/// `draw` lists what a reader can point at (every point and bar, see [`hover`]); a chart with
+/// nothing to point at is an error, so no chart is left without hover text.
 pub fn svg(
     width: u32,
     height: u32,
     label: &str,
-    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), Cause>,
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>, &mut Vec<Hover>) -> Result<(), Cause>,
 ) -> Result<String, Cause> {
     let mut out = String::new();
+    let mut hovers = Vec::new();
     {
         let root = SVGBackend::with_string(&mut out, (width, height)).into_drawing_area();
-        draw(&root)?;
+        draw(&root, &mut hovers)?;
         root.present().map_err(chart_error)?;
     }
+    if hovers.is_empty() {
+        return Err(chart_error("nothing in the chart carries hover text (a point, a bar)"));
+    }
+    let out = hover::append(&out, &hovers).ok_or_else(|| chart_error("unexpected SVG from plotters"))?;
     // One line, so the markdown HTML block it sits in is not ended by a line break (markdown
     // also ends lines at a carriage return, which a label from a trace may hold).
     let out = out.replace(['\n', '\r'], "").replace(FG_HEX, "currentColor");
@@ -104,6 +113,11 @@ pub fn drawing<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, Cause> {
     r.map_err(chart_error)
 }
 
+/// The least distance, in pixels along x, between the hover targets of a curve drawn without
+/// markers (a 300-step loss curve): closer targets than this cannot be told apart by a pointer
+/// and would only make the page heavier.
+const TARGET_SPACING: i32 = 8;
+
 /// How an axis maps numbers to positions. Log axes span whole powers of their base and are
 /// labelled at them: powers of two suit sizes, powers of ten suit rates and losses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,11 +137,14 @@ impl Scale {
     }
 }
 
-/// An axis of a line chart. The label names the quantity and its unit.
+/// An axis of a line chart. The label names the quantity and its unit; `name` and `unit` say a
+/// point's coordinate in its hover text (`n = 1024`, `5.1e10 FLOP/s`).
 #[derive(Debug, Clone)]
 pub struct Axis {
     pub label: String,
     pub scale: Scale,
+    pub name: String,
+    pub unit: Unit,
 }
 
 /// One named line of (x, y) points. Non-finite points, and on a log axis non-positive ones, are
@@ -138,23 +155,36 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Drawn dashed and without markers: a formula or reference to compare with, not a measurement.
     pub reference: bool,
+    /// Where the trace holds each point's y (`section.name.path`), one per point; or one for the
+    /// whole line when its points follow from one value (a roof from a bandwidth).
+    pub keys: Vec<String>,
 }
 
 impl Series {
-    pub fn measured(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+    pub fn measured(name: impl Into<String>, points: Vec<(f64, f64)>, keys: Vec<String>) -> Series {
         Series {
             name: name.into(),
             points,
             reference: false,
+            keys,
+        }
+    }
+
+    /// The trace key of point `i`.
+    fn key(&self, i: usize) -> Option<&str> {
+        match self.keys.as_slice() {
+            [whole] => Some(whole),
+            keys => keys.get(i).map(String::as_str),
         }
     }
 }
 
-/// A horizontal line at `y` with a label, e.g. a datasheet peak.
+/// A horizontal line at `y` with a label, e.g. a datasheet peak, and where the trace holds it.
 #[derive(Debug, Clone)]
 pub struct Reference {
     pub label: String,
     pub y: f64,
+    pub key: String,
 }
 
 pub struct LineChart {
@@ -234,23 +264,38 @@ fn label_count(range: &std::ops::Range<f64>, scale: Scale) -> usize {
 /// lines with their labels, a legend, and axes labelled with their units.
 pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
     let (xl, yl) = (spec.x.scale, spec.y.scale);
-    let series: Vec<(String, Vec<(f64, f64)>)> = spec
+    for s in &spec.series {
+        if s.keys.len() != 1 && s.keys.len() != s.points.len() {
+            return Err(chart_error(format!(
+                "series {:?} has {} points and {} trace keys (one per point, or one for the line)",
+                s.name,
+                s.points.len(),
+                s.keys.len()
+            )));
+        }
+    }
+    // Each drawn point on the axes, with the point's index in its series (for its hover text).
+    let drawn: Vec<Vec<(usize, (f64, f64))>> = spec
         .series
         .iter()
         .map(|s| {
-            (
-                s.name.clone(),
-                s.points
-                    .iter()
-                    .filter_map(|&(x, y)| Some((to_axis(x, xl)?, to_axis(y, yl)?)))
-                    .collect(),
-            )
+            s.points
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &(x, y))| Some((i, (to_axis(x, xl)?, to_axis(y, yl)?))))
+                .collect()
         })
         .collect();
-    let references: Vec<(String, f64)> = spec
+    let series: Vec<(String, Vec<(f64, f64)>)> = spec
+        .series
+        .iter()
+        .zip(&drawn)
+        .map(|(s, d)| (s.name.clone(), d.iter().map(|p| p.1).collect()))
+        .collect();
+    let references: Vec<(&Reference, f64)> = spec
         .references
         .iter()
-        .filter_map(|r| Some((r.label.clone(), to_axis(r.y, yl)?)))
+        .filter_map(|r| Some((r, to_axis(r.y, yl)?)))
         .collect();
     let xs = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0));
     let ys = series
@@ -281,7 +326,7 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
         )));
     }
     let label = format!("{} against {}", spec.y.label, spec.x.label);
-    svg(spec.width, spec.height, &label, |root| {
+    svg(spec.width, spec.height, &label, |root, hovers| {
         let mut chart = drawing(
             ChartBuilder::on(root)
                 .margin(12)
@@ -308,12 +353,20 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
                 .light_line_style(FG.mix(0.04))
                 .draw(),
         )?;
-        for (label, y) in &references {
+        for (reference, y) in &references {
             let (lo, hi) = (chart.x_range().start, chart.x_range().end);
             drawing(chart.draw_series(std::iter::once(PathElement::new(
                 vec![(lo, *y), (hi, *y)],
                 FG.mix(0.5).stroke_width(1),
             ))))?;
+            hovers.push(Hover {
+                shape: Shape::Line {
+                    from: chart.backend_coord(&(lo, *y)),
+                    to: chart.backend_coord(&(hi, *y)),
+                },
+                title: hover::title(&reference.label, reference.y, spec.y.unit, &reference.key),
+            });
+            let label = &reference.label;
             let style = text_style(14).pos(plotters::style::text_anchor::Pos::new(
                 plotters::style::text_anchor::HPos::Right,
                 plotters::style::text_anchor::VPos::Bottom,
@@ -332,8 +385,32 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
             drawing(chart.draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2))))?
                 .label(name.clone())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-            if spec.markers {
-                drawing(chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled()))))?;
+            // The markers are drawn as hover targets (below), which carry their values.
+        }
+        for ((s, points), i) in spec.series.iter().zip(&drawn).zip(0..) {
+            let color = PALETTE[i % PALETTE.len()];
+            let marked = spec.markers && !s.reference;
+            let mut last: Option<(i32, i32)> = None;
+            for (n, &(at, p)) in points.iter().enumerate() {
+                let pixel = chart.backend_coord(&p);
+                // On a curve without markers (a loss per step) points lie closer than a pointer
+                // can pick: one target per TARGET_SPACING pixels along x, each naming its own
+                // point, and always the last point.
+                let crowded = last.is_some_and(|l| (pixel.0 - l.0).abs() < TARGET_SPACING);
+                if !marked && crowded && n + 1 < points.len() {
+                    continue;
+                }
+                last = Some(pixel);
+                let (x, y) = s.points[at];
+                let what = format!("{}, {} = {}", s.name, spec.x.name, hover::shown(x, spec.x.unit));
+                hovers.push(Hover {
+                    shape: Shape::Dot {
+                        at: pixel,
+                        r: if marked { 3 } else { 4 },
+                        fill: marked.then_some(color),
+                    },
+                    title: hover::title(&what, y, spec.y.unit, s.key(at).unwrap_or_default()),
+                });
             }
         }
         if !series.is_empty() {
@@ -361,23 +438,31 @@ mod tests {
             Axis {
                 label: "matrix size n (elements per side)".into(),
                 scale: Scale::Log2,
+                name: "n".into(),
+                unit: Unit::Count,
             },
             Axis {
                 label: "throughput (FLOP/s)".into(),
                 scale: Scale::Log10,
+                name: "throughput".into(),
+                unit: Unit::FlopPerSec,
             },
         );
+        let keys = |dtype: &str, n: usize| (0..n).map(|i| format!("s.sweep.{dtype}.{i}")).collect();
         chart.series.push(Series::measured(
             "float32",
             vec![(64.0, 1e9), (256.0, 3e10), (1024.0, 5e10), (2048.0, f64::NAN)],
+            keys("f32", 4),
         ));
         chart.series.push(Series::measured(
             "bfloat16",
             vec![(64.0, 2e9), (256.0, 6e10), (1024.0, 9e10)],
+            keys("bf16", 3),
         ));
         chart.references.push(Reference {
             label: "peak float32".into(),
             y: 1.2e11,
+            key: "s.peak".into(),
         });
         let svg = line_chart(&chart).expect("draws");
         assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
@@ -393,6 +478,23 @@ mod tests {
         ] {
             assert!(svg.contains(&format!(">{text}<")), "missing text {text}");
         }
+        // Every drawn point is a marker in its series' colour with its value, unit and trace key on
+        // hover; the point that cannot be drawn (NaN) has none; the peak line has its own.
+        let hover = svg
+            .split("<g class=\"lecture-chart-hover\"")
+            .nth(1)
+            .expect("hover group");
+        assert_eq!(hover.matches("<circle ").count(), 6, "{hover}");
+        assert_eq!(hover.matches("fill=\"#3d8fd1\"").count(), 3, "float32 in blue");
+        assert!(
+            hover.contains("<title>float32, n = 256: 30 GFLOP/s&#10;trace: s.sweep.f32.1</title>"),
+            "{hover}"
+        );
+        assert!(hover.contains("<title>bfloat16, n = 1,024: 90 GFLOP/s&#10;trace: s.sweep.bf16.2</title>"));
+        assert!(!hover.contains("s.sweep.f32.3"), "NaN is not drawn, so not pointed at");
+        assert!(
+            hover.contains("<line ") && hover.contains("<title>peak float32: 120 GFLOP/s&#10;trace: s.peak</title>")
+        );
         // Log-axis ticks are written as the numbers they stand for, at whole powers.
         assert!(svg.contains(">1e10<") && svg.contains(">1e11<"), "{svg}");
         assert!(svg.contains(">64<") && svg.contains(">1024<"), "{svg}");
@@ -418,10 +520,14 @@ mod tests {
             Axis {
                 label: "x".into(),
                 scale: Scale::Log10,
+                name: "x".into(),
+                unit: Unit::None,
             },
             Axis {
                 label: "y".into(),
                 scale: Scale::Linear,
+                name: "y".into(),
+                unit: Unit::None,
             },
         );
         assert!(matches!(line_chart(&chart), Err(Cause::Chart { .. })));

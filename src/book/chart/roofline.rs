@@ -7,6 +7,7 @@ use plotters::prelude::SeriesLabelPosition;
 use super::plot::{Axis, LineChart, Scale, Series, line_chart};
 use super::{ChartData, MAX_POINTS};
 use crate::problem::Cause;
+use crate::trace::Unit;
 
 /// The operations the section times, in the order it records them.
 const OPS: [&str; 5] = ["relu", "gelu", "dot", "matvec", "matmul"];
@@ -19,6 +20,9 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
         let flop_per_sec = data.number(&format!("op_timings.{op}.flop_per_sec"))?;
         points.push((op.to_string(), intensity, flop_per_sec));
     }
+    let sweep_keys = (0..data.list("matmul_sweep", MAX_POINTS)?.len())
+        .map(|i| data.key(&format!("matmul_sweep.{i}.flop_per_sec")))
+        .collect();
     let sweep: Vec<(f64, f64)> = (0..data.list("matmul_sweep", MAX_POINTS)?.len())
         .map(|i| {
             Ok((
@@ -55,35 +59,57 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
         Axis {
             label: "arithmetic intensity (FLOP/byte, log scale)".into(),
             scale: Scale::Log10,
+            name: "intensity".into(),
+            unit: Unit::FlopPerByte,
         },
         Axis {
             label: "attainable and achieved FLOP/s (log scale)".into(),
             scale: Scale::Log10,
+            name: "FLOP/s".into(),
+            unit: Unit::FlopPerSec,
         },
     );
+    // A roof's points follow from two values: its hover names both.
+    let roof_key = |bandwidth: String, peak: &str| vec![format!("min({bandwidth} × intensity, {})", data.key(peak))];
     for (level, bw) in &levels {
-        chart
-            .series
-            .push(Series::measured(format!("roof: {level}"), roof(peak, *bw, (lo, hi))));
+        chart.series.push(Series::measured(
+            format!("roof: {level}"),
+            roof(peak, *bw, (lo, hi)),
+            roof_key(
+                data.key(&format!("memory_roofs.{level}.copy_bytes_per_sec")),
+                "peak_flop_per_sec",
+            ),
+        ));
     }
     // The datasheet's roofs, dashed: the lecture's H100 on every device, and this GPU's own where
     // it has one (a measured roof below it is the gap between the datasheet and a copy kernel).
     if let Ok(bw) = data.number("datasheet_bytes_per_sec") {
         chart.series.push(Series {
             reference: true,
-            ..Series::measured("roof: datasheet memory", roof(peak, bw, (lo, hi)))
+            ..Series::measured(
+                "roof: datasheet memory",
+                roof(peak, bw, (lo, hi)),
+                roof_key(data.key("datasheet_bytes_per_sec"), "peak_flop_per_sec"),
+            )
         });
     }
     chart.series.push(Series {
         reference: true,
-        ..Series::measured("H100 datasheet roofline", roof(h100_peak, h100_bw, (lo, hi)))
+        ..Series::measured(
+            "H100 datasheet roofline",
+            roof(h100_peak, h100_bw, (lo, hi)),
+            roof_key(data.key("h100_bytes_per_sec"), "h100_flop_per_sec"),
+        )
     });
     for (op, intensity, flop_per_sec) in points {
-        chart.series.push(Series::measured(op, vec![(intensity, flop_per_sec)]));
+        let key = data.key(&format!("op_timings.{op}.flop_per_sec"));
+        chart
+            .series
+            .push(Series::measured(op, vec![(intensity, flop_per_sec)], vec![key]));
     }
     chart
         .series
-        .push(Series::measured("matmul, n = 16 … 1024 or more", sweep));
+        .push(Series::measured("matmul, n = 16 … 1024 or more", sweep, sweep_keys));
     // Upper left: the roofs and points rise to the right, and the H100's dashed line starts low.
     chart.legend = SeriesLabelPosition::UpperLeft;
     line_chart(&chart)

@@ -36,7 +36,7 @@ fn options() -> Options {
 }
 
 /// Byte ranges where `{{` is not a directive: code blocks, inline code and HTML comments.
-fn literal_ranges(markdown: &str) -> Vec<Range<usize>> {
+pub fn literal_ranges(markdown: &str) -> Vec<Range<usize>> {
     let mut ranges = Vec::new();
     let mut html_block: Option<Range<usize>> = None;
     for (event, range) in Parser::new_ext(markdown, options()).into_offset_iter() {

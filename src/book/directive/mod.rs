@@ -5,7 +5,7 @@ pub mod claim;
 mod find;
 mod placement;
 
-pub use find::{Found, find};
+pub use find::{Found, find, literal_ranges};
 
 pub use super::address::{Address, StateChoice};
 use super::address::{address_of, identifier};

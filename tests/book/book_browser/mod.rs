@@ -11,6 +11,7 @@
 //! them the tests say they skipped and why; with `CS336_REQUIRE_BROWSER=1` (CI) a skip is a
 //! failure. `CS336_SCREENSHOTS=DIR` also saves screenshots of presenter mode there.
 
+mod hover;
 mod plan;
 mod widths;
 
@@ -91,6 +92,9 @@ struct Report {
     observations: BTreeMap<String, Page>,
     /// Layouts by label (`widths.rs`).
     measures: BTreeMap<String, widths::Layout>,
+    /// Hover texts and formula boxes by label (`hover.rs`).
+    #[serde(default)]
+    probes: BTreeMap<String, hover::Probe>,
     errors: Vec<String>,
     outside: Vec<String>,
 }

@@ -5,6 +5,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{COLUMN_STEP, ELEMENT, ROW_STEP, boxed, count, counts, head, text};
 use crate::chart::ChartData;
+use crate::chart::hover::{Hover, Shape};
 use crate::chart::plot::{FG, drawing, svg, text_style};
 use crate::problem::Cause;
 
@@ -73,9 +74,11 @@ pub fn batch_sequence(data: &ChartData) -> Result<String, Cause> {
     let px = |n: usize| ((n as f64 * unit).round() as i32).max(4);
     let height = (lower + px(m.max(d)) + 60) as u32;
     let label = format!("x {} @ w {} = y {}", dims(&x), dims(&w), dims(&y));
-    svg(width as u32, height, &label, |area| {
+    svg(width as u32, height, &label, |area, hovers| {
         let muted = FG.mix(0.7);
-        let grid = |left: i32, fill: RGBAColor, name: &str| -> Result<(), Cause> {
+        // Every cell is a (batch, position) pair; y's cells hold m × k entries, each the sum of d
+        // products of ones, as recorded.
+        let mut grid = |left: i32, fill: RGBAColor, name: &str, of_y: bool| -> Result<(), Cause> {
             text(
                 area,
                 name,
@@ -89,6 +92,26 @@ pub fn batch_sequence(data: &ChartData) -> Result<String, Cause> {
                     let (x0, y0) = (left + j as i32 * (cell + gap), top + i as i32 * (cell + gap));
                     let f = if (i, j) == (0, 0) { ELEMENT.mix(0.55) } else { fill };
                     boxed(area, (x0, y0), (x0 + cell, y0 + cell), f)?;
+                    let title = if of_y {
+                        format!(
+                            "y[{i}, {j}]: a {m} × {k} block, every entry {d} (count of products of ones)\n\
+                             trace: {} (shape), {} (entry)",
+                            data.key("batched_y_shape"),
+                            data.key("y_0_0")
+                        )
+                    } else {
+                        format!(
+                            "x[{i}, {j}]: a {m} × {d} block, times w gives y[{i}, {j}]\ntrace: {} (shape)",
+                            data.key("batched_y_shape")
+                        )
+                    };
+                    hovers.push(Hover {
+                        shape: Shape::Bar {
+                            from: (x0, y0),
+                            to: (x0 + cell, y0 + cell),
+                        },
+                        title,
+                    });
                 }
             }
             text(
@@ -101,8 +124,8 @@ pub fn batch_sequence(data: &ChartData) -> Result<String, Cause> {
             )?;
             Ok(())
         };
-        grid(left_x, COLUMN_STEP.mix(0.25), &format!("x: {}", dims(&x)))?;
-        grid(right_x, ROW_STEP.mix(0.25), &format!("y = x @ w: {}", dims(&y)))?;
+        grid(left_x, COLUMN_STEP.mix(0.25), &format!("x: {}", dims(&x)), false)?;
+        grid(right_x, ROW_STEP.mix(0.25), &format!("y = x @ w: {}", dims(&y)), true)?;
         let vertical = text_style(13)
             .color(&muted)
             .pos(Pos::new(HPos::Center, VPos::Bottom))

@@ -7,6 +7,7 @@ use plotters::style::text_anchor::{HPos, VPos};
 
 use super::{ELEMENT, ROW_STEP, boxed, head, text};
 use crate::chart::ChartData;
+use crate::chart::hover::{self, Hover, Shape};
 use crate::chart::plot::{FG, drawing, svg};
 use crate::format::{Format, format_value};
 use crate::problem::Cause;
@@ -49,7 +50,7 @@ pub fn cpu_gpu(data: &ChartData) -> Result<String, Cause> {
         width,
         height,
         "The host, the bus and the GPU, with the measured copy rates",
-        |area| {
+        |area, hovers| {
             let fg = FG.to_rgba();
             let (top, bottom) = (40, 190);
             boxed(area, (10, top), (250, bottom), ELEMENT.mix(0.18))?;
@@ -86,7 +87,23 @@ pub fn cpu_gpu(data: &ChartData) -> Result<String, Cause> {
             text(area, &memory, (590, top + 60), 13, (HPos::Center, VPos::Center), fg)?;
             text(area, &gpu_line, (590, top + 82), 13, (HPos::Center, VPos::Center), fg)?;
             // The two copies, host to device: pinned above, pageable below.
-            for (y, label, rate) in [(90, "pinned", pinned), (150, "pageable", pageable)] {
+            let rates = [
+                (90, "pinned", pinned, "h2d_pinned_bytes_per_sec"),
+                (150, "pageable", pageable, "h2d_pageable_bytes_per_sec"),
+            ];
+            for (y, label, rate, name) in rates {
+                hovers.push(Hover {
+                    shape: Shape::Line {
+                        from: (255, y),
+                        to: (468, y),
+                    },
+                    title: hover::title(
+                        &format!("copy to the GPU from {label} host memory"),
+                        rate,
+                        Unit::BytesPerSec,
+                        &data.key(name),
+                    ),
+                });
                 let points = vec![(255, y), (462, y)];
                 drawing(area.draw(&PathElement::new(points, FG.mix(0.8).stroke_width(2))))?;
                 head(area, (440, y), (468, y), FG)?;

@@ -5,8 +5,10 @@ use plotters::style::text_anchor::{HPos, VPos};
 
 use super::{COLUMN_STEP, ELEMENT, ROW_STEP, arc, boxed, count, counts, head, short, text};
 use crate::chart::ChartData;
+use crate::chart::hover::{self, Hover, Shape};
 use crate::chart::plot::{FG, drawing, svg};
 use crate::problem::Cause;
+use crate::trace::Unit;
 use crate::trace::number_from_json;
 
 use super::{MAX_SIDE, MAX_STORAGE};
@@ -120,7 +122,7 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
     let store_top = grid_top + cell * rows as i32 + 96;
     let height = (store_top + 100) as u32;
     let label = format!("a {rows}×{cols} matrix over its flat storage, strides {:?}", s.stride);
-    svg(width as u32, height, &label, |area| {
+    svg(width as u32, height, &label, |area, hovers| {
         let muted = FG.mix(0.7);
         text(
             area,
@@ -146,6 +148,18 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
                     _ => FG.mix(0.04),
                 };
                 boxed(area, (x0, y0), (x0 + cell, y0 + cell), fill)?;
+                hovers.push(Hover {
+                    shape: Shape::Bar {
+                        from: (x0, y0),
+                        to: (x0 + cell, y0 + cell),
+                    },
+                    title: hover::title(
+                        &format!("x[{i}, {j}], at storage position {}", s.position(i, j)),
+                        *v,
+                        Unit::None,
+                        &data.key(&format!("x.{i}.{j}")),
+                    ),
+                });
                 text(
                     area,
                     &short(*v),
@@ -218,6 +232,29 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
                 None => FG.mix(0.0),
             };
             boxed(area, (x0, store_top), (x0 + slot, store_top + 34), fill)?;
+            // A position holds an element of x (its value is x's, so is its key) or nothing.
+            let title = match *owner {
+                Some((i, j)) => hover::title(
+                    &format!(
+                        "storage position {p}, x[{i}, {j}] = {i}·{} + {j}·{}",
+                        s.stride[0], s.stride[1]
+                    ),
+                    s.grid[i][j],
+                    Unit::None,
+                    &data.key(&format!("x.{i}.{j}")),
+                ),
+                None => format!(
+                    "storage position {p}: no element of x lives here\ntrace: {}",
+                    data.key("stride")
+                ),
+            };
+            hovers.push(Hover {
+                shape: Shape::Bar {
+                    from: (x0, store_top),
+                    to: (x0 + slot, store_top + 34),
+                },
+                title,
+            });
             let shown = owner.map_or("·".to_string(), |(i, j)| short(s.grid[i][j]));
             text(
                 area,
