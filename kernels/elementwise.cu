@@ -82,14 +82,27 @@ __device__ void binary_int(T* __restrict__ out, const T* __restrict__ a, Strided
 // ---- the ops -----------------------------------------------------------------------------------
 
 // GeLU and its derivative (src/base/math.rs computes the same on the CPU by a polynomial `erf`;
-// CUDA's `erff`, `tanhf` and `expf` land within the declared `Approximation`).
+// CUDA's `erff` and `expf` land within the declared `Approximation`).
 __device__ __forceinline__ float gelu_derivative(float x) {
     return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * expf(-0.5f * x * x);
 }
 __device__ __forceinline__ float gelu_tanh_inner(float x) { return 0.7978845608028654f * (x + 0.044715f * x * x * x); }
+// (1 + tanh u)/2 and 1 - tanh^2 u from e = exp(-2|u|), not from t = tanhf(u): 1 + t and 1 - t^2
+// subtract numbers near 1 for large |u| and kept a few bits of them (src/base/math.rs, likewise).
+__device__ __forceinline__ float half_one_plus_tanh(float u, float* sech2) {
+    float e = expf(-2.0f * fabsf(u));
+    float r = 1.0f / (1.0f + e);
+    *sech2 = 4.0f * e * r * r;
+    return u >= 0.0f ? r : e * r;
+}
+__device__ __forceinline__ float gelu_tanh_value(float x) {
+    float sech2;
+    return x * half_one_plus_tanh(gelu_tanh_inner(x), &sech2);
+}
 __device__ __forceinline__ float gelu_tanh_derivative(float x) {
-    float t = tanhf(gelu_tanh_inner(x));
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
+    float sech2;
+    float half = half_one_plus_tanh(gelu_tanh_inner(x), &sech2);
+    return half + 0.5f * x * sech2 * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
 UNARY_FLOAT(neg, -x)
@@ -102,7 +115,7 @@ UNARY_FLOAT(div_scalar, x / s)
 UNARY_FLOAT(pow_scalar, powf(x, s))
 UNARY_FLOAT(relu, (x > 0.0f || x != x) ? x : 0.0f)
 UNARY_FLOAT(gelu, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)))
-UNARY_FLOAT(gelu_tanh, 0.5f * x * (1.0f + tanhf(gelu_tanh_inner(x))))
+UNARY_FLOAT(gelu_tanh, gelu_tanh_value(x))
 
 UNARY_INT(neg, wrap_neg(x))
 UNARY_INT(square, wrap_mul(x, x))

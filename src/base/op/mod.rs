@@ -34,8 +34,8 @@ pub enum Accuracy {
     /// the CPU; CUDA's library lands a few units away from the CPU's.
     MathLibrary,
     /// A polynomial approximation (`base::math`: GeLU's `erf` and `exp`): within 1e-6·(1 + |x|)
-    /// absolute of the exact value in f32, the same bits on every CPU variant; CUDA's `erff` and
-    /// `tanhf` land within the same bound.
+    /// absolute of the exact value in f32 (a backward's `g·f'(x)`: |g| times that), the same bits
+    /// on every CPU variant; CUDA's `erff` and `expf` land within the same bound.
     Approximation,
 }
 

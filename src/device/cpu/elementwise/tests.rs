@@ -111,8 +111,7 @@ impl Bits for f16 {
     }
 }
 
-/// The first element whose bits differ (`usize::MAX` for different lengths).
-/// The first element whose bits differ; any NaN equals any NaN. Which NaN comes out of an
+/// The first element whose bits differ (`usize::MAX` for different lengths); any NaN equals any NaN. Which NaN comes out of an
 /// operation on NaN operands (its sign, its payload) follows the order in which the compiler
 /// feeds the operands to the instruction, which vectorising may swap (GeLU's tanh backward gives
 /// `NaN · NaN` for a NaN gradient at 3.4e38); PyTorch promises no NaN's bits either.
