@@ -136,6 +136,12 @@ pub fn tanh(x: f32) -> f32 {
     ((1.0 - e) / (1.0 + e)).copysign(x)
 }
 
+/// ReLU, `max(x, 0)`, keeping a NaN (as `torch.relu` does); -0 becomes +0.
+#[inline(always)]
+pub fn relu(x: f32) -> f32 {
+    if x > 0.0 || x.is_nan() { x } else { 0.0 }
+}
+
 /// GeLU, exact form: `x·Φ(x) = x/2 · (1 + erf(x/√2))` (PyTorch's `approximate='none'`).
 #[inline(always)]
 pub fn gelu(x: f32) -> f32 {

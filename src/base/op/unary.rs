@@ -88,7 +88,7 @@ macro_rules! unary_op_table {
             /// ReLU, `max(x, 0)` (NaN stays NaN, as in PyTorch). Counted as 1 FLOP per element.
             Relu => relu {
                 name: "relu",
-                f32: |x| if x > 0.0 || x.is_nan() { x } else { 0.0 },
+                f32: |x| crate::base::math::relu(x),
                 i64: |x| Some(x.max(0)),
                 exact: |x| if x > 0.0 || x.is_nan() { x } else { 0.0 },
                 accuracy: CorrectlyRounded,

@@ -88,6 +88,30 @@ fn binary_on<T: Lane, F: Fn(f32, f32) -> f32>(level: Level, f: &F, a: &[T], b: &
     }
 }
 
+#[inline(always)]
+fn relu_on<T: Lane>(level: Level, src: &[T], dst: &mut [MaybeUninit<T>]) {
+    match level {
+        // SAFETY (both): as in `unary_on`.
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => unsafe { relu_avx512(src, dst) },
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => unsafe { relu_avx2(src, dst) },
+        _ => T::relu(src, dst),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn relu_avx512<T: Lane>(src: &[T], dst: &mut [MaybeUninit<T>]) {
+    T::relu(src, dst)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn relu_avx2<T: Lane>(src: &[T], dst: &mut [MaybeUninit<T>]) {
+    T::relu(src, dst)
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 fn unary_avx512<T: Lane, F: Fn(f32) -> f32>(f: &F, src: &[T], dst: &mut [MaybeUninit<T>]) {
@@ -140,6 +164,11 @@ pub(super) fn fill_fresh<T>(len: usize, split: Split, fill: &Fill<'_, T>) -> Vec
 /// `f` over a contiguous operand.
 pub(super) fn unary<T: Lane, F: Fn(f32) -> f32 + Sync>(level: Level, split: Split, src: &[T], f: F) -> Vec<T> {
     fill_fresh(src.len(), split, &|r, part| unary_on(level, &f, &src[r], part))
+}
+
+/// ReLU over a contiguous operand ([`Lane::relu`]: on the bits in bf16 and f16).
+pub(super) fn relu<T: Lane>(level: Level, split: Split, src: &[T]) -> Vec<T> {
+    fill_fresh(src.len(), split, &|r, part| relu_on(level, &src[r], part))
 }
 
 /// `f` over two contiguous operands of one length.

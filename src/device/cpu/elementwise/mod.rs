@@ -85,7 +85,11 @@ binary_op_table!(cpu_binary_dispatch);
 /// `op` over a contiguous float operand (`op` as the backend runs it: see
 /// [`UnaryOp::simplified`]).
 pub(crate) fn unary<T: Lane>(op: UnaryOp, level: Level, src: &[T]) -> Vec<T> {
-    unary_split(op, level, kernels::SPLIT, src)
+    match op {
+        // The table's body (`math::relu`) in f32; on the bits in the 16-bit dtypes.
+        UnaryOp::Relu => kernels::relu(level, kernels::SPLIT, src),
+        _ => unary_split(op, level, kernels::SPLIT, src),
+    }
 }
 
 /// A copy of a contiguous slice into a fresh vector, on the team's threads like the ops: the
