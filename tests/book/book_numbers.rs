@@ -37,6 +37,21 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "the roofline's formula, which the run computes for each operation",
     ),
     ("intro.md", "# CS336 Lecture 2, executed", "the lecture's name"),
+    (
+        "gradients.md",
+        "\\operatorname{mean}(h_2^2)",
+        "the network's loss: the mean of the squared output, a definition",
+    ),
+    (
+        "optimizer.md",
+        "$$g_2 \\leftarrow g_2 + g^2,",
+        "AdaGrad's update rule: the running sum of squared gradients, a definition",
+    ),
+    (
+        "optimizer.md",
+        "$\\mathrm{lr} \\cdot |g| / \\sqrt{g^2 + \\epsilon}$",
+        "the update rule on its first step (g2 = g²), derived from the rule above",
+    ),
     ("tensors_memory.md", "Nemotron 3 Super", "a model's name"),
     (
         "intro.md",
