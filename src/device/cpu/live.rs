@@ -9,7 +9,7 @@
 //! count would mix their tensors into one another's peaks, and a peak measured in one test would
 //! move with whatever its neighbours were doing. A tensor dropped on another thread gives its
 //! bytes back to the account of the thread that made it (the token holds that account), so no
-//! account goes below zero. The cost is one atomic add and one `Arc` per storage.
+//! account goes below zero. The cost is one relaxed atomic add and one `Arc` per storage.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,20 +30,24 @@ pub struct HostMemoryStats {
     pub peak: usize,
 }
 
+// Relaxed throughout: each counter is one atomic whose read-modify-writes are totally ordered
+// whatever the ordering, so `live` never loses an add or a sub, and `peak` only ever takes a
+// value `live` really had. No other memory is published through them: a reader on another
+// thread learns of a drop by joining or locking, which orders it anyway.
 impl Account {
     fn add(&self, bytes: usize) {
-        let now = self.live.fetch_add(bytes, Ordering::SeqCst) + bytes;
-        self.peak.fetch_max(now, Ordering::SeqCst);
+        let now = self.live.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak.fetch_max(now, Ordering::Relaxed);
     }
 
     fn sub(&self, bytes: usize) {
-        self.live.fetch_sub(bytes, Ordering::SeqCst);
+        self.live.fetch_sub(bytes, Ordering::Relaxed);
     }
 
     fn stats(&self) -> HostMemoryStats {
         HostMemoryStats {
-            allocated: self.live.load(Ordering::SeqCst),
-            peak: self.peak.load(Ordering::SeqCst),
+            allocated: self.live.load(Ordering::Relaxed),
+            peak: self.peak.load(Ordering::Relaxed),
         }
     }
 }
@@ -85,7 +89,7 @@ pub fn stats() -> HostMemoryStats {
 
 /// Starts a new high-water mark at what is live now (`torch.cuda.reset_peak_memory_stats`).
 pub fn reset_peak() {
-    ACCOUNT.with(|a| a.peak.store(a.live.load(Ordering::SeqCst), Ordering::SeqCst));
+    ACCOUNT.with(|a| a.peak.store(a.live.load(Ordering::Relaxed), Ordering::Relaxed));
 }
 
 #[cfg(test)]
