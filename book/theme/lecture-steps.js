@@ -205,6 +205,12 @@
 
     // The slot's value text after its name: `name = text`.
     function setSlotText(slot, text) {
+        // A tensor drawn as a grid on the static page: its own state shows the grid again (the
+        // page's nodes, not trace strings), the slot's other states show text.
+        if (slot.el.getAttribute('data-grid-text') === text) {
+            slot.el.replaceChildren(...slot.nodes.map(n => n.cloneNode(true)));
+            return;
+        }
         const name = slot.el.querySelector('.lecture-lv-name');
         const label = name ? [name.cloneNode(true)] : [];
         slot.el.replaceChildren(...label, document.createTextNode(' = ' + text));

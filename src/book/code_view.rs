@@ -127,6 +127,8 @@ struct Slot {
     text: String,
     /// What decided the value: its class and its words (`kinds`).
     kind: (&'static str, &'static str),
+    /// The last state as a grid, where it is a tensor of one to three dimensions.
+    grid: Option<String>,
 }
 
 /// The slots of a section's values, and for each record call (`steps`) the slot it fills and the
@@ -141,11 +143,19 @@ fn place(record: &SectionRecord, row: impl Fn(u32, Option<usize>) -> Option<usiz
     let mut states: HashMap<(&str, usize), (usize, String)> = HashMap::new();
     for (name, value) in &record.values {
         let first = slots.len();
-        let finals = [(&value.value, value.line, value.token)];
-        let all = value.history.iter().map(|s| (&s.value, s.line, s.token)).chain(finals);
-        for (k, (v, line, token)) in all.enumerate() {
+        let finals = [(&value.value, value.line, value.token, &value.dtype, &value.shape)];
+        let all = value
+            .history
+            .iter()
+            .map(|s| (&s.value, s.line, s.token, &s.dtype, &s.shape))
+            .chain(finals);
+        for (k, (v, line, token, dtype, shape)) in all.enumerate() {
             let at = row(line, token);
             let text = shown_value(v, value.unit);
+            let grid = match (dtype, shape) {
+                (Some(dtype), Some(shape)) => super::tensor_grid::grid(v, dtype, shape, &short_number),
+                _ => None,
+            };
             let id = match slots[first..].iter().position(|s| s.row == at) {
                 Some(i) => first + i,
                 None => {
@@ -154,11 +164,13 @@ fn place(record: &SectionRecord, row: impl Fn(u32, Option<usize>) -> Option<usiz
                         name: name.clone(),
                         text: String::new(),
                         kind: (super::kinds::class(value), super::kinds::words(value)),
+                        grid: None,
                     });
                     slots.len() - 1
                 }
             };
             slots[id].text.clone_from(&text);
+            slots[id].grid = grid;
             states.insert((name.as_str(), k), (id, text));
         }
     }
@@ -201,6 +213,7 @@ fn values_cell(slots: &[Slot], ids: &[usize], steppable: bool) -> String {
             name,
             text,
             kind: (class, words),
+            grid,
             ..
         } = &slots[id];
         let short = shorten(text);
@@ -215,12 +228,18 @@ fn values_cell(slots: &[Slot], ids: &[usize], steppable: bool) -> String {
         } else {
             String::new()
         };
+        // A grid: stepping shows it again (from the static page) when it reaches the state whose
+        // text this is, and text for the other states.
+        let (shown, grid_text) = match grid {
+            Some(grid) => (grid.clone(), format!(" data-grid-text=\"{}\"", escape(&short))),
+            None => (escape(&short), String::new()),
+        };
         cell.push_str(&format!(
-            "<span{slot_attribute} class=\"{class}\" data-kind=\"{}\" title=\"{}\"><span class=\"lecture-lv-name\">{}</span> = {}</span>",
+            "<span{slot_attribute}{grid_text} class=\"{class}\" data-kind=\"{}\" title=\"{}\"><span class=\"lecture-lv-name\">{}</span> = {}</span>",
             escape(words),
             escape(&title),
             escape(name),
-            escape(&short)
+            shown
         ));
     }
     cell.push_str("</span>");

@@ -108,6 +108,7 @@ pub mod render;
 pub mod sections;
 mod swap;
 mod tables;
+mod tensor_grid;
 mod times;
 pub mod titles;
 pub mod traces;

@@ -53,7 +53,22 @@ fn parse_view(view: &str) -> (BTreeMap<u64, Shown>, Vec<(u64, String)>) {
             .and_then(|r| r.split('<').next())
             .expect("the slot's name");
         let after = rest.split("</span> = ").nth(1).expect("the slot's text");
-        let text = after.split("</span>").next().expect("closed");
+        // A tensor drawn as a grid stands for the text stepping shows for its state (stepping
+        // puts the grid back when it reaches that text: `lecture-steps.js`).
+        let grid_text = piece
+            .split("data-grid-text=\"")
+            .nth(1)
+            .and_then(|a| a.split('"').next());
+        let text = match grid_text {
+            Some(text) => {
+                assert!(
+                    after.starts_with("<span class=\"lecture-tensor\">"),
+                    "slot {id}: a grid follows its name"
+                );
+                text
+            }
+            None => after.split("</span>").next().expect("closed"),
+        };
         let shown = Shown {
             line: if foot { None } else { line },
             name: unescape(name),

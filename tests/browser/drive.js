@@ -67,6 +67,23 @@ function serve(root) {
 // name, text and whether it is hidden, where the marked line and the step bar are in the window
 // (top and bottom, CSS pixels), and presenter mode's effects.
 function observe() {
+    // A tensor drawn as a grid in a slot: its head (dtype and shape), its cells with a hover,
+    // the first hover, whether it stays inside the window, and whether its box scrolls.
+    const tensorGrid = el => {
+        const grid = el.querySelector('.lecture-tensor');
+        if (!grid) {
+            return null;
+        }
+        const cells = grid.querySelectorAll('.lecture-tensor-grid > span[title]');
+        const scroll = grid.querySelector('.lecture-tensor-scroll');
+        return {
+            head: grid.querySelector('.lecture-tensor-head').textContent,
+            cells: cells.length,
+            first_title: cells.length ? cells[0].getAttribute('title') : null,
+            within: grid.getBoundingClientRect().right <= document.documentElement.clientWidth + 0.5,
+            scrolls: scroll.scrollWidth > scroll.clientWidth,
+        };
+    };
     const visible = el => {
         if (!el) {
             return false;
@@ -100,6 +117,7 @@ function observe() {
                 title: el.getAttribute('title'),
                 hidden: el.hidden || !visible(el),
                 current: el.classList.contains('lecture-step-new'),
+                grid: tensorGrid(el),
             };
         });
         const grid = view.querySelector('.lecture-code-grid');

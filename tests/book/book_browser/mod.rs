@@ -11,6 +11,7 @@
 //! them the tests say they skipped and why; with `CS336_REQUIRE_BROWSER=1` (CI) a skip is a
 //! failure. `CS336_SCREENSHOTS=DIR` also saves screenshots of presenter mode there.
 
+mod grids;
 mod hover;
 mod plan;
 mod widths;
@@ -144,6 +145,9 @@ struct Slot {
     title: Option<String>,
     hidden: bool,
     current: bool,
+    /// The tensor grid the slot shows, if any (`grids.rs`).
+    #[serde(default)]
+    grid: Option<grids::Grid>,
 }
 
 impl Slot {
