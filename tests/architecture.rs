@@ -180,3 +180,34 @@ fn the_map_check_finds_a_path_that_is_not_there() {
     let found: Vec<bool> = paths.iter().map(|p| exists(root, p)).collect();
     assert_eq!(found, [true, false, true, true, false, false]);
 }
+
+/// Every `.rs` file under `src/` that is longer than `limit` lines, with its length.
+fn longer_than(dir: &Path, limit: usize, found: &mut Vec<(String, usize)>) {
+    for entry in std::fs::read_dir(dir).expect("a readable folder").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            longer_than(&path, limit, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let lines = std::fs::read_to_string(&path).expect("a readable file").lines().count();
+            if lines > limit {
+                found.push((path.display().to_string(), lines));
+            }
+        }
+    }
+}
+
+/// Small files: a file past 500 lines is split along its seams (a module's tests into a file of
+/// their own, a command line's parsing apart from its commands), as the other files are.
+#[test]
+fn no_source_file_is_over_five_hundred_lines() {
+    let mut found = Vec::new();
+    longer_than(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), 500, &mut found);
+    assert!(found.is_empty(), "split these along their seams: {found:?}");
+    // The walk sees the files: the longest is within reach of the limit.
+    let mut near = Vec::new();
+    longer_than(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), 300, &mut near);
+    assert!(
+        !near.is_empty(),
+        "the walk found no file of more than 300 lines under src/"
+    );
+}
