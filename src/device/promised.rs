@@ -87,6 +87,9 @@ pub const DATASHEET: &[DatasheetPeak] = &[
     DatasheetPeak {
         // The figures the 2026 lecture quotes (fp32 75e12, bf16 4.5e15 with sparsity, so half
         // of it dense). tf32 is the datasheet's 2.2e15 with sparsity, halved; the memory is HBM3e.
+        // Checked against published tables of the HGX B200 at 1000 W: TF32 1.1/2.2 PFLOP/s and
+        // BF16 2.25/4.5 PFLOP/s (dense/sparse), 8 TB/s; its float32 is quoted as 75 to 80 TFLOP/s
+        // depending on the clock, and we keep the lecture's 75.
         name_contains: &["b200"],
         device: "B200",
         fp32: 75e12,
