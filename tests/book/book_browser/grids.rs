@@ -42,17 +42,10 @@ fn the_slicing_chapter_draws_its_tensors_as_grids_at_both_widths_and_while_stepp
     let mut plan = Vec::new();
     for (w, h) in [(1200, 900), (390, 844)] {
         let mut actions = vec![json!({ "observe": format!("static {w}") })];
-        actions.extend(
-            screenshot(&format!("grid-slicing-{w}.png"))
-                .map(|shot| json!([{ "hover": ".lecture-tensor-grid > span" }, shot])),
-        );
-        let actions: Vec<Value> = actions
-            .into_iter()
-            .flat_map(|a| match a {
-                Value::Array(items) => items,
-                one => vec![one],
-            })
-            .collect();
+        actions.extend(pointed_screenshot(
+            ".lecture-tensor-grid > span",
+            &format!("grid-slicing-{w}.png"),
+        ));
         plan.push(json!({ "name": format!("grids at {w}"), "url": "tensor_slicing.html", "viewport": [w, h], "actions": actions }));
     }
     plan.push(

@@ -61,17 +61,11 @@ fn every_chart_answers_a_hover_and_every_formula_has_a_box() {
             let mut actions = vec![json!({ "probe": format!("{page} {w}") })];
             // A point of the chart pointed at, and the first formula, for a person to look at.
             let charted = std::fs::read_to_string(html.join(page)).is_ok_and(|t| t.contains("lecture-chart-hover"));
-            actions.extend(screenshot(&format!("hover-{stem}-{w}.png")).map(|shot| match charted {
-                true => json!([{ "hover": "figure.lecture-chart .lecture-chart-hover > :last-child" }, shot]),
-                false => json!([{ "hover": "main math" }, shot]),
-            }));
-            let actions: Vec<Value> = actions
-                .into_iter()
-                .flat_map(|a| match a {
-                    Value::Array(items) => items,
-                    one => vec![one],
-                })
-                .collect();
+            let pointed = match charted {
+                true => "figure.lecture-chart .lecture-chart-hover > :last-child",
+                false => "main math",
+            };
+            actions.extend(pointed_screenshot(pointed, &format!("hover-{stem}-{w}.png")));
             plan.push(json!({
                 "name": format!("{page} at {w} px"), "url": page, "viewport": [w, h], "actions": actions,
             }));

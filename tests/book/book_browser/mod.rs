@@ -190,6 +190,11 @@ fn screenshot(name: &str) -> Option<Value> {
     Some(json!({ "screenshot": dir.join(name) }))
 }
 
+/// The mouse on `hover`, then [`screenshot`] `name`: nothing when screenshots are not asked for.
+fn pointed_screenshot(hover: &str, name: &str) -> Vec<Value> {
+    screenshot(name).map_or_else(Vec::new, |shot| vec![json!({ "hover": hover }), shot])
+}
+
 #[test]
 fn every_code_view_steps_with_the_keyboard_and_presents() {
     let Some(tools) = tools() else { return };
