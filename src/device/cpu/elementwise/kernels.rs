@@ -15,7 +15,8 @@ use crate::device::cpu::matmul::Shared;
 use crate::device::cpu::team::{Split, in_chunks};
 use crate::error::Result;
 
-/// From this many elements an elementwise op is split over the team's threads. Measured on this
+/// From this many elements a reduction or a dot product is split over the team's threads (maps:
+/// [`MAP_PARALLEL_MIN`]). Measured on this
 /// machine (2 cores, Xeon @ 2.8 GHz) with `elementwise_threshold` (`timing.rs`, `--ignored`): `add`
 /// on f32 and `square` on bf16 at 2^12..2^20 elements, one thread against two, twice. Both runs
 /// had other builds on the two cores (load 5-7), so the second thread was rarely free and the
@@ -35,9 +36,14 @@ pub(super) const CHUNK: usize = 1 << 14;
 /// `square` in one run, and tied in the next; with claims of 2^14 a length under 2^15 is one
 /// claim and stays on one thread. `bench elementwise` times `add` at half of L2 (43 690 f32
 /// elements here), where PyTorch (grain 32 768) uses both threads and we used one.
+pub(super) const MAP_PARALLEL_MIN: usize = 1 << 15;
+
+/// A map's claims (see [`MAP_PARALLEL_MIN`]).
+const MAP_CHUNK: usize = 1 << 13;
+
 pub(super) const SPLIT: Split = Split {
-    parallel_min: 1 << 15,
-    chunk: 1 << 13,
+    parallel_min: MAP_PARALLEL_MIN,
+    chunk: MAP_CHUNK,
 };
 
 /// Outputs from this size on come straight from `mmap` (the lecture raises glibc's threshold to

@@ -1,7 +1,7 @@
 //! Contiguous elementwise ops on f32, bf16 and f16 at the memory's speed: one loop per op, with
 //! the op's `f32:` expression from its table entry inlined (the `match op` happens once per call,
 //! outside the loop), vectorised for the instruction set `CS336_CPU_ISA` allows, and split over
-//! the team's threads from `kernels::PARALLEL_MIN` elements on. bf16 and f16 are widened a block
+//! the team's threads from `kernels::MAP_PARALLEL_MIN` elements on. bf16 and f16 are widened a block
 //! at a time, computed in f32 and rounded back once, so the results are the bits of the scalar
 //! loop (widen, compute, round each element), on every instruction set and thread count.
 //!
@@ -25,7 +25,7 @@ mod timing;
 pub(crate) use dot::matvec;
 pub(crate) use kernels::Level;
 #[cfg(test)]
-use kernels::PARALLEL_MIN;
+use kernels::{MAP_PARALLEL_MIN, PARALLEL_MIN};
 pub(crate) use lane::Lane;
 #[cfg(test)]
 use lane::{BLOCK, bf16_to_f32, f32_to_bf16};

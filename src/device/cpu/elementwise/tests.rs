@@ -28,6 +28,8 @@ fn lengths() -> Vec<usize> {
         BLOCK,
         BLOCK + 1,
         2 * BLOCK + 3,
+        MAP_PARALLEL_MIN - 1,
+        MAP_PARALLEL_MIN,
         PARALLEL_MIN - 1,
         PARALLEL_MIN,
         PARALLEL_MIN + 1,
