@@ -23,16 +23,26 @@ pub fn table(
     let trace = traces.load(&path)?;
     let found = traces.resolve(&path, &trace, address)?;
     let unit = unit.unwrap_or(found.record.unit);
+    // A list of rows recorded without a unit names its columns' units instead: `peak_bytes`,
+    // `matmul_flops`, `seconds_per_sample`.
+    let column_unit = |column: &str| match unit {
+        Unit::None if column.ends_with("_bytes") => Unit::Bytes,
+        Unit::None if column.ends_with("_flops") => Unit::Flop,
+        Unit::None if column.starts_with("seconds_per_") => Unit::Seconds,
+        _ => unit,
+    };
     let bad = |msg: String| Cause::BadValue {
         trace: path.clone(),
         address: address.to_string(),
         msg,
     };
-    let cell = |v: &Value| -> Result<String, Cause> {
+    let cell = |v: &Value, column: &str| -> Result<String, Cause> {
         if v.is_object() {
             return Err(bad("a field is an object inside an object: table a part of it".into()));
         }
-        format_value(v, unit, format).map(|t| escape(&t)).map_err(bad)
+        format_value(v, column_unit(column), format)
+            .map(|t| escape(&t))
+            .map_err(bad)
     };
     // Rows: (header, fields).
     let rows: Vec<(Option<&String>, &serde_json::Map<String, Value>)> = match found.value {
@@ -61,7 +71,7 @@ pub fn table(
             body.push_str(&format!(
                 "<tr><th><code>{}</code></th><td>{}</td></tr>",
                 escape(name),
-                cell(v)?
+                cell(v, name)?
             ));
         }
     } else {
@@ -87,7 +97,7 @@ pub fn table(
             }
             for c in &columns {
                 let text = match fields.get(c.as_str()) {
-                    Some(v) => cell(v)?,
+                    Some(v) => cell(v, c)?,
                     None => String::new(),
                 };
                 body.push_str(&format!("<td>{text}</td>"));

@@ -6,6 +6,7 @@
 mod accumulation;
 mod activations;
 mod arithmetic_intensity;
+mod checkpoint_schedule;
 mod checkpointing;
 mod compute;
 mod data_loading;
@@ -99,6 +100,7 @@ lecture_files!(
     optimizer,
     accumulation,
     activations,
+    checkpoint_schedule,
     train_loop,
     checkpointing,
     mixed_precision,

@@ -282,6 +282,19 @@ pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
                 trace_bytes: 0.0,
             })
         }
+        "checkpoint_schedule" => {
+            let (b, d, deepest) = (get("batch_size"), get("d"), get("max_num_layers"));
+            // The deepest network and its copy, and every layer's activations kept: the other
+            // depths are a quarter and less. Each schedule takes a step of about 6·B·D² FLOPs a
+            // layer, and recomputes up to L(L − 1)/2 layers' forward products (keeping none);
+            // the depths before the deepest add a third at most.
+            let depths = 4.0 / 3.0;
+            Some(Cost {
+                bytes: 4.0 * (2.0 * deepest * d * d + 2.0 * deepest * b * d + 4.0 * b * d),
+                flops: depths * (4.0 * 6.0 + deepest + 2.0) * deepest * b * d * d,
+                trace_bytes: 0.0,
+            })
+        }
         "module_parameters" => {
             let (i, o) = (get("input_dim"), get("output_dim"));
             // Four weight matrices (float32, one more as float64 to count its tails) and x.

@@ -73,6 +73,19 @@ pub fn overhead(id: &str, get: &dyn Fn(&str) -> f64) -> Overhead {
                 comparisons: 0.0,
             }
         }
+        "checkpoint_schedule" => {
+            // At each depth L (a third more for the shallower ones): keeping none runs the first
+            // layers again for every layer, L(L + 1)/2 blocks of about three ops, and the four
+            // schedules' steps about forty ops a layer. Each segment's graph lists about two
+            // saved tensors a layer, each compared with the L parameters, the data and the kept
+            // inputs: about 2·L² comparisons a schedule.
+            let deepest = get("max_num_layers");
+            let depths = 4.0 / 3.0;
+            Overhead {
+                ops: depths * (1.5 * deepest * (deepest + 1.0) + 160.0 * deepest),
+                comparisons: depths * 4.0 * 2.0 * deepest * (deepest + 2.0),
+            }
+        }
         // Fixed sizes, or napkin math: a few hundred ops at most.
         _ => Overhead {
             ops: 1000.0,

@@ -312,3 +312,39 @@ fn the_accumulation_chapter_says_whether_the_peak_fell_from_the_run() {
     assert!(!flat.contains("That is about the number of micro-batches"), "{flat}");
     assert!(flat.contains("something in the forward pass does not shrink"), "{flat}");
 }
+
+/// The schedule chapter reads each order of growth off the slopes the run measured: a trace in
+/// which keeping none grew like L must say so, and must not say that every schedule grew as the
+/// lecture says; a working set that varies must not be called exact.
+#[test]
+fn the_schedule_chapter_reads_the_orders_from_the_run() {
+    let ws = Workspace::new();
+    let md = chapter("checkpoint_schedule.md");
+    with_bibliography(&ws);
+    let mut trace = committed();
+    let id = "checkpoint_schedule";
+    let as_committed = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), &md).expect("builds"));
+    assert!(
+        as_committed.contains("grew as the lecture says it would"),
+        "{as_committed}"
+    );
+    assert!(as_committed.contains("Keep none 0.00 O(1)"), "{as_committed}");
+    assert!(
+        as_committed.contains("at every depth and for every schedule"),
+        "{as_committed}"
+    );
+    set(&mut trace, id, "peak_slope_none", 1.0.into());
+    let smallest = section_mut(&mut trace, id).values["smallest_working_set"]
+        .value
+        .as_f64()
+        .expect("a number");
+    set(&mut trace, id, "largest_working_set", (smallest + 512.0).into());
+    let changed = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), &md).expect("builds"));
+    assert!(changed.contains("Keep none 1.00 O(L)"), "{changed}");
+    assert!(
+        changed.contains("Not every schedule grew as the lecture says"),
+        "{changed}"
+    );
+    assert!(!changed.contains("at every depth and for every schedule"), "{changed}");
+    assert!(changed.contains("depending on the step"), "{changed}");
+}

@@ -78,3 +78,124 @@ pub(crate) fn check_gradient_accumulation(v: &Values) {
         field(last, "largest_gradient_difference")
     );
 }
+
+/// What a schedule keeps at its peak, in B × D tensors, counted by hand: segment j (of
+/// `segment` layers, the last possibly shorter) rebuilt while j kept inputs wait, its graph
+/// holding each layer's ReLU output, each layer's input but the first (kept, or the data), and
+/// the gradient arriving at its output (the last segment: the loss's differences). Keeping none
+/// holds one layer's input, its output and the arriving gradient.
+fn counted_tensors(num_layers: usize, schedule: &str, segment_layers: usize) -> (usize, usize) {
+    let sqrt = (num_layers as f64).sqrt().round() as usize;
+    let segment = match schedule {
+        "none kept" => return (3, num_layers * (num_layers - 1) / 2),
+        "every layer kept" => num_layers,
+        "every √L layers" => sqrt,
+        _ => segment_layers,
+    };
+    let n = num_layers.div_ceil(segment);
+    let last = num_layers - (n - 1) * segment;
+    let peak = (0..n)
+        .map(|j| j + 2 * if j == n - 1 { last } else { segment })
+        .max()
+        .unwrap_or(0);
+    (peak, num_layers - last)
+}
+
+pub(crate) fn check_checkpoint_schedule(v: &Values, cpu: bool) {
+    let (b, d) = (num(v, "batch_size"), num(v, "d"));
+    let segment_layers = num(v, "segment_layers") as usize;
+    let depths: Vec<usize> = floats(val(v, "depths")).iter().map(|&l| l as usize).collect();
+    assert_eq!(depths, [4, 16, 64, 256][..depths.len()]);
+    assert_eq!(*depths.last().expect("depths"), num(v, "max_num_layers") as usize);
+    let tensor = b * d * 4.0;
+    assert_eq!(num(v, "layer_flops"), 2.0 * b * d * d);
+    let rows = val(v, "schedules").as_array().expect("a list of rows").clone();
+    assert_eq!(rows.len(), 4 * depths.len(), "four schedules at every depth");
+    let field = |r: &Value, k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} in {r}"));
+    // The high-water mark is the count plus the same working set everywhere: two B × D tensors
+    // (the gradients arriving at and leaving a block) and two floats, each of which a GPU's
+    // allocator may round up.
+    let working_set = num(v, "largest_working_set");
+    assert_eq!(num(v, "smallest_working_set"), working_set);
+    if cpu {
+        assert_eq!(working_set, 2.0 * tensor + 8.0);
+    } else {
+        assert!(working_set >= 2.0 * tensor + 8.0);
+    }
+    let mut peaks: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    let mut recomputed: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for (i, r) in rows.iter().enumerate() {
+        let num_layers = depths[i / 4];
+        assert_eq!(field(r, "num_layers") as usize, num_layers);
+        let schedule = r["schedule"].as_str().expect("a schedule's name");
+        let expected = [
+            "none kept",
+            "every √L layers",
+            &format!("every {segment_layers} layers"),
+            "every layer kept",
+        ];
+        assert_eq!(schedule, expected[i % 4], "row {i}");
+        let (kept, layers) = counted_tensors(num_layers, schedule, segment_layers);
+        assert_eq!(
+            field(r, "counted_peak_bytes"),
+            kept as f64 * tensor,
+            "{schedule} at L = {num_layers}"
+        );
+        assert_eq!(
+            field(r, "measured_peak_bytes"),
+            field(r, "counted_peak_bytes") + working_set,
+            "{schedule} at L = {num_layers}"
+        );
+        assert_eq!(
+            field(r, "recomputed_layers"),
+            layers as f64,
+            "{schedule} at L = {num_layers}"
+        );
+        assert_eq!(field(r, "recomputed_flops"), layers as f64 * num(v, "layer_flops"));
+        peaks
+            .entry(schedule.into())
+            .or_default()
+            .push(field(r, "measured_peak_bytes"));
+        recomputed
+            .entry(schedule.into())
+            .or_default()
+            .push(field(r, "recomputed_flops"));
+    }
+    assert_eq!(
+        val(v, "same_gradients"),
+        &Value::from(true),
+        "recomputation repeats the same arithmetic"
+    );
+    // The slopes are the rows' own, between the two deepest networks.
+    let n = depths.len();
+    let step = (depths[n - 1] as f64 / depths[n - 2] as f64).ln();
+    let slope = |ys: &[f64]| (ys[n - 1] / ys[n - 2]).ln() / step;
+    let every = format!("every {segment_layers} layers");
+    for (name, schedule, of) in [
+        ("peak_slope_none", "none kept", &peaks),
+        ("peak_slope_sqrt", "every √L layers", &peaks),
+        ("peak_slope_every", every.as_str(), &peaks),
+        ("peak_slope_all", "every layer kept", &peaks),
+        ("recompute_slope_none", "none kept", &recomputed),
+        ("recompute_slope_sqrt", "every √L layers", &recomputed),
+        ("recompute_slope_every", every.as_str(), &recomputed),
+    ] {
+        assert_eq!(num(v, name), slope(&of[schedule]), "{name}");
+    }
+    // The lecture's orders: none flat, √L about a half, all about one; recomputation about L²
+    // keeping none.
+    assert_eq!(num(v, "peak_slope_none"), 0.0);
+    assert!((0.4..0.6).contains(&num(v, "peak_slope_sqrt")));
+    assert!((0.9..1.0).contains(&num(v, "peak_slope_all")));
+    assert!((1.9..2.1).contains(&num(v, "recompute_slope_none")));
+    let deepest = depths[n - 1] as f64;
+    assert_eq!(num(v, "deepest_peak_all"), peaks["every layer kept"][n - 1]);
+    assert_eq!(num(v, "deepest_peak_sqrt"), peaks["every √L layers"][n - 1]);
+    assert_eq!(num(v, "deepest_peak_none"), peaks["none kept"][n - 1]);
+    assert_eq!(
+        num(v, "deepest_recomputed_layers_none"),
+        deepest * (deepest - 1.0) / 2.0
+    );
+    assert_eq!(num(v, "deepest_recomputed_layers_sqrt"), deepest - deepest.sqrt());
+    assert_eq!(num(v, "deepest_none_forward_passes"), (deepest - 1.0) / 2.0);
+}

@@ -23,6 +23,7 @@ pub mod hover;
 mod layouts;
 pub mod plot;
 mod roofline;
+mod schedule;
 
 use std::cell::Cell;
 use std::path::Path;
@@ -93,6 +94,20 @@ pub const CHARTS: &[ChartDef] = &[
         section: "mixed_precision_training",
         caption: "The same regression trained in float32, entirely in bfloat16, and in mixed precision (same initial weights, same batches).",
         draw: curves::mixed_precision_losses,
+    },
+    ChartDef {
+        id: "checkpoint_peaks",
+        section: "checkpoint_schedule",
+        caption: "The high-water mark of one training step against the network's depth, for each schedule, on log–log \
+                  axes: a cost that grows like L^p is a line of slope p.",
+        draw: schedule::peaks,
+    },
+    ChartDef {
+        id: "checkpoint_recomputed",
+        section: "checkpoint_schedule",
+        caption: "The forward matmul FLOPs each schedule spends again, against the network's depth, on log–log axes \
+                  (keeping every layer recomputes nothing and has no line).",
+        draw: schedule::recomputed,
     },
     ChartDef {
         id: "tensor_strides",
