@@ -12,7 +12,7 @@ use crate::tensor::Tensor;
 
 /// Nodes reachable from `root` through inputs that need gradients, consumers before producers.
 /// Iterative depth-first search: deep graphs (many layers, long loops) must not overflow the stack.
-fn reverse_topological(root: &Arc<Node>) -> Vec<Arc<Node>> {
+pub(super) fn reverse_topological(root: &Arc<Node>) -> Vec<Arc<Node>> {
     let mut post_order = Vec::new();
     let mut visited = HashSet::new();
     let mut stack: Vec<(Arc<Node>, bool)> = vec![(Arc::clone(root), false)];

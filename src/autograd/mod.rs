@@ -20,6 +20,7 @@
 
 mod check;
 mod engine;
+mod graph;
 mod ops;
 mod rules;
 
@@ -30,6 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 pub use check::{GradCheck, gradcheck};
+pub use graph::GraphNode;
 pub use ops::mse_loss;
 use rules::Op;
 
@@ -45,6 +47,10 @@ pub struct Var {
 
 pub(crate) struct Node {
     id: u64,
+    /// The value's shape and bytes, for listing the graph (`graph`): the node does not keep the
+    /// value itself.
+    shape: Vec<usize>,
+    bytes: usize,
     requires_grad: bool,
     retain_grad: AtomicBool,
     grad: Mutex<Option<Tensor>>,
@@ -124,9 +130,11 @@ pub struct SavedTensor {
 }
 
 impl Node {
-    fn new(requires_grad: bool, grad_fn: Option<GradFn>) -> Arc<Node> {
+    fn new(value: &Tensor, requires_grad: bool, grad_fn: Option<GradFn>) -> Arc<Node> {
         Arc::new(Node {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            shape: value.shape().to_vec(),
+            bytes: value.nbytes(),
             requires_grad,
             retain_grad: AtomicBool::new(false),
             grad: Mutex::new(None),
@@ -166,10 +174,8 @@ impl std::fmt::Debug for Var {
 impl Var {
     /// A leaf: data (`requires_grad = false`) or a parameter (`true`).
     pub fn leaf(value: Tensor, requires_grad: bool) -> Var {
-        Var {
-            value,
-            node: Node::new(requires_grad, None),
-        }
+        let node = Node::new(&value, requires_grad, None);
+        Var { value, node }
     }
 
     /// A leaf that needs no gradient.
@@ -194,17 +200,16 @@ impl Var {
             .iter()
             .map(|v| v.requires_grad().then(|| Arc::clone(&v.node)))
             .collect();
-        Var {
-            value,
-            node: Node::new(
-                true,
-                Some(GradFn {
-                    inputs,
-                    op: Mutex::new(Some(op)),
-                    name,
-                }),
-            ),
-        }
+        let node = Node::new(
+            &value,
+            true,
+            Some(GradFn {
+                inputs,
+                op: Mutex::new(Some(op)),
+                name,
+            }),
+        );
+        Var { value, node }
     }
 
     pub fn value(&self) -> &Tensor {

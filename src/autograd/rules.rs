@@ -11,7 +11,7 @@
 //! - `mse(pred, target) = mean((pred − target)²)`: `∂pred = 2·(pred − target)/n · g`.
 
 use crate::base::op::{binary_op_table, unary_op_table};
-use crate::base::{BinaryOp, UnaryOp};
+use crate::base::{BinaryOp, ReduceOp, UnaryOp};
 use crate::error::Result;
 use crate::tensor::{DType, Tensor};
 
@@ -65,6 +65,24 @@ type Grads = Vec<Option<Tensor>>;
 
 impl Op {
     /// What this op keeps alive for backward.
+    /// The FLOPs the forward op that made a node of `outputs` elements counted, by the FLOP
+    /// counter's conventions (`crate::flops`): what the graph's listing says each op cost.
+    pub(crate) fn forward_flops(&self, outputs: usize) -> u64 {
+        match self {
+            Op::MatMul { a_shape, .. } => 2 * outputs as u64 * a_shape.last().copied().unwrap_or(1) as u64,
+            Op::Unary { op, .. } => op.flops(outputs),
+            Op::Binary { op, .. } => op.flops(outputs),
+            Op::Sum { in_shape, .. } => ReduceOp::Sum.flops(in_shape.iter().product()),
+            Op::Mean { in_shape, .. } => ReduceOp::Mean.flops(in_shape.iter().product()),
+            // pred − target, its square, their mean.
+            Op::MseLoss { diff } => {
+                let n = diff.numel();
+                BinaryOp::Sub.flops(n) + UnaryOp::Square.flops(n) + ReduceOp::Mean.flops(n)
+            }
+            _ => 0,
+        }
+    }
+
     pub(crate) fn saved(&self) -> Vec<&Tensor> {
         match self {
             Op::MatMul { a, b, .. } | Op::Binary { a, b, .. } => a.iter().chain(b.iter()).collect(),

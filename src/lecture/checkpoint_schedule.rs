@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::givens::given;
+use super::graph::graph_nodes;
 use super::{SectionCtx, record, sections};
 use crate::autograd::{Var, mse_loss, no_grad};
 use crate::device::max_memory;
@@ -79,8 +80,15 @@ fn forward_without_graph(layers: &[Block], h: &Tensor) -> Result<Tensor> {
 /// One forward and backward of `model` on `(x, y)` under `schedule`, leaving each weight's
 /// gradient to the hooks the caller installed. Backward goes one segment at a time, last first:
 /// it rebuilds the segment's graph from its input (kept, or recomputed from the data), and sends
-/// the gradient at that input to the segment before.
-fn step(model: &DeepNetwork, x: &Tensor, y: &Var, schedule: Schedule) -> Result<Step> {
+/// the gradient at that input to the segment before. With `graphs`, each segment's graph is
+/// listed there as it is rebuilt, with the segment's index.
+fn step(
+    model: &DeepNetwork,
+    x: &Tensor,
+    y: &Var,
+    schedule: Schedule,
+    mut graphs: Option<&mut Vec<(usize, Vec<Value>)>>,
+) -> Result<Step> {
     let num_layers = model.layers.len();
     let (segment, keep) = match schedule {
         Schedule::All => (num_layers.max(1), true),
@@ -123,6 +131,12 @@ fn step(model: &DeepNetwork, x: &Tensor, y: &Var, schedule: Schedule) -> Result<
             None => mse_loss(&h, y)?,
             Some(g) => h.mul(&Var::constant(g))?.sum_all()?,
         };
+        if let Some(graphs) = graphs.as_deref_mut() {
+            // A segment's own ops: up to its output (the last one's up to the loss).
+            let root = if s + 1 == segments.len() { &out } else { &h };
+            let named = model.named_parameters();
+            graphs.push((s, graph_nodes(root, &named, &[("x", x), ("y", y.value())], 0)));
+        }
         let held = &kept[1..kept.len().min(s + 1)];
         let held_bytes: usize = held.iter().map(Tensor::nbytes).sum();
         counted_peak = counted_peak.max(held_bytes + graph_bytes(&out, &params, &data, held));
@@ -155,6 +169,35 @@ fn take_gradients(model: &DeepNetwork) -> Result<Arc<Mutex<Vec<Vec<f64>>>>> {
             }))?;
     }
     Ok(grads)
+}
+
+/// The segments' graphs as one list, first segment first: a segment's kept input points at the
+/// output of the segment before (the forward pass kept it), and every op outside the last
+/// segment is marked as run again during backward.
+fn checkpoint_graph(mut segments: Vec<(usize, Vec<Value>)>) -> Vec<Value> {
+    segments.sort_by_key(|(s, _)| *s);
+    let last = segments.len().saturating_sub(1);
+    let mut nodes: Vec<Value> = Vec::new();
+    let mut previous_output: Option<usize> = None;
+    for (s, graph) in segments {
+        let offset = nodes.len();
+        for mut node in graph {
+            let shifted: Vec<usize> = (node["inputs"].as_array().into_iter().flatten())
+                .filter_map(Value::as_u64)
+                .map(|i| i as usize + offset)
+                .collect();
+            node["inputs"] = json!(shifted);
+            node["segment"] = json!(s);
+            match node["op"].as_str() {
+                Some("kept input") => node["inputs"] = json!(previous_output.into_iter().collect::<Vec<_>>()),
+                Some("parameter") => {}
+                _ => node["recomputed"] = json!(s < last),
+            }
+            nodes.push(node);
+        }
+        previous_output = nodes.len().checked_sub(1);
+    }
+    nodes
 }
 
 /// How fast `ys` grows with `xs` on log–log axes between the two largest: the exponent p of
@@ -230,7 +273,7 @@ pub fn checkpoint_schedule(cx: &mut SectionCtx) -> Result<()> {
             let copy = model.deep_clone()?;
             let grads = take_gradients(&copy)?;
             let counter = FlopCounter::start();
-            let (taken, memory) = max_memory(&cx.device, || step(&copy, &x, &y, schedule))?;
+            let (taken, memory) = max_memory(&cx.device, || step(&copy, &x, &y, schedule, None))?;
             let matmul_flops = counter.finish().by_op.get("matmul").copied().unwrap_or(0);
             let grads = std::mem::take(&mut *grads.lock());
             runs.push((taken, memory.added(), matmul_flops, grads));
@@ -255,6 +298,14 @@ pub fn checkpoint_schedule(cx: &mut SectionCtx) -> Result<()> {
         }
     }
     record!(cx, computed schedules = serde_json::Value::Array(rows))?;
+    // The graphs one checkpointed step rebuilt, drawn in the chapter: the shallowest network,
+    // every √L layers.
+    let shallow = DeepNetwork::on(d, depths[0], &cx.device, &mut cx.rng)?;
+    let sqrt = (depths[0] as f64).sqrt().round() as usize;
+    let _grads = take_gradients(&shallow)?;
+    let mut segments = Vec::new();
+    step(&shallow, &x, &y, Schedule::Every(sqrt), Some(&mut segments))?;
+    record!(cx, computed checkpoint_graph = Value::Array(checkpoint_graph(segments)))?;
     // The deepest network's numbers, for the chapter's sentences: what each schedule holds at its
     // peak and how many layers' forward products it computes again.
     let deepest = depths.len() - 1;

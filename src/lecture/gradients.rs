@@ -1,5 +1,6 @@
 //! Gradients: what backward computes, and what it costs in FLOPs.
 
+use super::graph::graph_nodes;
 use super::{SectionCtx, record, sections};
 use crate::autograd::Var;
 use crate::error::Result;
@@ -20,6 +21,9 @@ pub fn gradients_basics(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed residual = pred_y.value().item()? - target)?;
     let loss = pred_y.sub_scalar(target)?.pow_scalar(2.0)?.mul_scalar(0.5)?;
     record!(cx, computed loss = loss.value().item()?)?;
+    // The graph backward is about to walk (backward frees what its ops saved).
+    let graph = graph_nodes(&loss, &[("w".into(), w.clone())], &[("x", x.value())], 0);
+    record!(cx, computed graph = serde_json::Value::Array(graph))?;
 
     loss.backward()?;
     // ∂loss/∂w = (x·w − 5)·x = 1·x.

@@ -14,6 +14,7 @@ mod deep_network;
 mod einops;
 pub mod givens;
 mod gradients;
+mod graph;
 mod memory;
 mod mixed_precision;
 mod models;

@@ -36,6 +36,16 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "$\\min\\left(1, \\frac{\\text{intensity}}{\\text{peak} / \\text{bandwidth}}\\right)$",
         "the roofline's formula, which the run computes for each operation",
     ),
+    (
+        "checkpoint_schedule.md",
+        "$L(L-1)/2$",
+        "the layers keeping none computes again, 0 + 1 + … + (L − 1): a formula in L, which the tests hold the run's counts to",
+    ),
+    (
+        "checkpoint_schedule.md",
+        "is two float32 B × D tensors and two single floats",
+        "what the claim just before checks, that the working set is 2·B·D·4 + 8 bytes: the sentence is only shown when it holds",
+    ),
     ("intro.md", "# CS336 Lecture 2, executed", "the lecture's name"),
     (
         "gradients.md",

@@ -21,6 +21,7 @@ mod book_strict;
 mod book_what_if;
 mod chapter_titles;
 mod chart_bounds;
+mod chart_graphs;
 mod chart_layouts;
 mod number_formats;
 mod prose_names;

@@ -19,6 +19,7 @@
 
 mod curves;
 mod float_formats;
+mod graph;
 pub mod hover;
 mod layouts;
 pub mod plot;
@@ -94,6 +95,22 @@ pub const CHARTS: &[ChartDef] = &[
         section: "mixed_precision_training",
         caption: "The same regression trained in float32, entirely in bfloat16, and in mixed precision (same initial weights, same batches).",
         draw: curves::mixed_precision_losses,
+    },
+    ChartDef {
+        id: "autograd_graph",
+        section: "gradients_basics",
+        caption: "The graph the backward pass walks, as the run recorded it just before backward: each box an op or a \
+                  parameter, with its shape and what it saved for backward; the arrows run from inputs to the ops that \
+                  read them. Point at a box for its bytes and FLOPs.",
+        draw: graph::autograd_graph,
+    },
+    ChartDef {
+        id: "checkpoint_graph",
+        section: "checkpoint_schedule",
+        caption: "The graphs one checkpointed step rebuilt, segment by segment, as the run recorded them: the input \
+                  each segment starts from was kept by the forward pass (dashed arrow), and every op outside the last \
+                  segment ran a second time. Point at a box for its shape, bytes, FLOPs and what it saved.",
+        draw: graph::checkpoint_graph,
     },
     ChartDef {
         id: "checkpoint_peaks",

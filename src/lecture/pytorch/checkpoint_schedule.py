@@ -68,6 +68,8 @@ for L in depths:
         # torch.cuda.max_memory_allocated() is the same) and counts the kept tensors.
         # -> schedules (peaks measured by the Rust's allocator), deepest_peak_all, deepest_peak_sqrt, deepest_peak_none
 record("same_gradients", same_gradients)
+# The Rust also lists the graph of each segment it rebuilt, for the shallowest network keeping
+# every sqrt(L) layers: -> checkpoint_graph (the book draws it)
 # Every schedule but "all" computes some layers' forward products twice; keeping none computes
 # layer i's input again from the data for every i: L(L - 1)/2 layers.
 assert recomputed["none"][-1] == layer_flops * depths[-1] * (depths[-1] - 1) // 2
@@ -84,5 +86,7 @@ def slope(values):  # the exponent p of L^p between the two deepest networks
 record("recompute_slope_every", slope(recomputed["every"]))
 record("recompute_slope_sqrt", slope(recomputed["sqrt"]))
 record("recompute_slope_none", slope(recomputed["none"]))
-# From the measured peaks: -> peak_slope_all, peak_slope_every, peak_slope_sqrt, peak_slope_none
-# What the high-water mark holds beyond the counted tensors: -> largest_working_set, smallest_working_set
+# The Rust reads these from its measured peaks, and from the high-water mark beyond the counted
+# tensors (on a GPU: torch.cuda.max_memory_allocated() less the saved tensors' bytes):
+# -> peak_slope_all, peak_slope_every, peak_slope_sqrt, peak_slope_none
+# -> largest_working_set, smallest_working_set

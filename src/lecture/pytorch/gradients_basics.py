@@ -10,6 +10,16 @@ record("residual", pred_y.item() - target)
 loss = 0.5 * (pred_y - target) ** 2
 record("loss", loss.item())
 
+# The graph backward will walk starts at loss.grad_fn; each node's next_functions are its inputs'
+# (AccumulateGrad for a leaf that wants a gradient, None for the data). PyTorch names the nodes by
+# their backward (MulBackward0, PowBackward0, …) where the Rust names the forward op.
+ops, todo = [], [loss.grad_fn]
+while todo:
+    node = todo.pop()
+    ops.append(type(node).__name__)
+    todo.extend(f for f, _ in node.next_functions if f is not None)
+graph = ops  # -> graph (named differently, so not compared)
+
 loss.backward()
 record("w_grad", w.grad)  # ∂loss/∂w = (x·w − 5)·x = 1·x
 # Only leaves that asked for one get a gradient: not the data, not the intermediate (PyTorch
