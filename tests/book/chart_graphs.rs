@@ -16,7 +16,8 @@ fn chart_svg(trace: &cs336::trace::Trace, id: &str) -> String {
     let html = ws
         .build_chapter(&path, &format!("{{{{chart {id}}}}}\n"))
         .unwrap_or_else(|p| panic!("{p:#?}"));
-    let start = html.find("<svg").expect("an SVG");
+    let figure = html.find("<figure class=\"lecture-chart\"").expect("a figure");
+    let start = html[figure..].find("<svg").expect("an SVG") + figure;
     let end = html[start..].find("</svg>").expect("SVG ends") + start + "</svg>".len();
     html[start..end].to_string()
 }

@@ -69,7 +69,8 @@ for L in depths:
         # -> schedules (peaks measured by the Rust's allocator), deepest_peak_all, deepest_peak_sqrt, deepest_peak_none
 record("same_gradients", same_gradients)
 # The Rust also lists the graph of each segment it rebuilt, for the shallowest network keeping
-# every sqrt(L) layers: -> checkpoint_graph (the book draws it)
+# every sqrt(L) layers, and the book draws it:
+# -> checkpoint_graph
 # Every schedule but "all" computes some layers' forward products twice; keeping none computes
 # layer i's input again from the data for every i: L(L - 1)/2 layers.
 assert recomputed["none"][-1] == layer_flops * depths[-1] * (depths[-1] - 1) // 2
