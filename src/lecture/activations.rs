@@ -114,18 +114,7 @@ pub fn activation_memory(cx: &mut SectionCtx) -> Result<()> {
 /// counted by the caller).
 fn kept_bytes(root: &Var, model: &dyn Module, data: &[Tensor], held: &[Tensor]) -> usize {
     let params: Vec<Tensor> = model.state_dict().into_iter().map(|(_, t)| t).collect();
-    root.saved_tensors()
-        .iter()
-        .map(|s| &s.tensor)
-        .filter(|t| {
-            !params
-                .iter()
-                .chain(data)
-                .chain(held)
-                .any(|p| Tensor::same_storage(p, t))
-        })
-        .map(Tensor::nbytes)
-        .sum()
+    super::checkpoint_schedule::graph_bytes(root, &params, data, held)
 }
 
 struct Checkpointed {

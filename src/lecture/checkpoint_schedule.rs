@@ -52,7 +52,7 @@ struct Step {
 
 /// Bytes of activation the graph behind `root` keeps: saved tensors that are neither parameters,
 /// nor the data, nor in `held` (counted by the caller), each storage once.
-fn graph_bytes(root: &Var, params: &[Tensor], data: &[Tensor], held: &[Tensor]) -> usize {
+pub(super) fn graph_bytes(root: &Var, params: &[Tensor], data: &[Tensor], held: &[Tensor]) -> usize {
     root.saved_tensors()
         .iter()
         .map(|s| &s.tensor)

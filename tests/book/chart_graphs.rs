@@ -10,7 +10,7 @@ use cs336::book::Cause;
 use serde_json::{Value, json};
 
 /// The chart's SVG as the book builds it from `trace`.
-fn chart_svg(trace: &cs336::trace::Trace, id: &str) -> String {
+pub(crate) fn chart_svg(trace: &cs336::trace::Trace, id: &str) -> String {
     let ws = Workspace::new();
     let path = ws.write_trace("cpu", trace);
     let html = ws
@@ -23,7 +23,7 @@ fn chart_svg(trace: &cs336::trace::Trace, id: &str) -> String {
 }
 
 /// The texts and the hover titles of an SVG, in drawing order.
-fn texts_and_titles(svg: &str) -> (Vec<String>, Vec<String>) {
+pub(crate) fn texts_and_titles(svg: &str) -> (Vec<String>, Vec<String>) {
     let doc = roxmltree::Document::parse(svg).expect("the chart parses as SVG");
     let of = |tag: &str| {
         doc.descendants()

@@ -28,19 +28,7 @@ fn edited(edits: &[(&str, &str, Value)]) -> Trace {
 
 /// The text of every `<text>` of the chart's SVG, in drawing order.
 fn figure_texts(trace: &Trace, id: &str) -> Vec<String> {
-    let ws = Workspace::new();
-    let path = ws.write_trace("cpu", trace);
-    let html = ws
-        .build_chapter(&path, &format!("{{{{chart {id}}}}}\n"))
-        .unwrap_or_else(|p| panic!("{p:#?}"));
-    let figure = html.find("<figure class=\"lecture-chart\"").expect("a figure");
-    let start = html[figure..].find("<svg").expect("an SVG") + figure;
-    let end = html[start..].find("</svg>").expect("SVG ends") + start + "</svg>".len();
-    let doc = roxmltree::Document::parse(&html[start..end]).expect("the figure parses as SVG");
-    doc.descendants()
-        .filter(|n| n.has_tag_name("text"))
-        .map(|n| n.text().unwrap_or_default().to_string())
-        .collect()
+    crate::chart_graphs::texts_and_titles(&crate::chart_graphs::chart_svg(trace, id)).0
 }
 
 fn figure_problem(trace: &Trace, id: &str) -> (Cause, String) {
