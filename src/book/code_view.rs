@@ -143,17 +143,24 @@ fn place(record: &SectionRecord, row: impl Fn(u32, Option<usize>) -> Option<usiz
     let mut states: HashMap<(&str, usize), (usize, String)> = HashMap::new();
     for (name, value) in &record.values {
         let first = slots.len();
-        let finals = [(&value.value, value.line, value.token, &value.dtype, &value.shape)];
+        let finals = [(
+            &value.value,
+            value.line,
+            value.token,
+            &value.dtype,
+            &value.shape,
+            &value.layout,
+        )];
         let all = value
             .history
             .iter()
-            .map(|s| (&s.value, s.line, s.token, &s.dtype, &s.shape))
+            .map(|s| (&s.value, s.line, s.token, &s.dtype, &s.shape, &s.layout))
             .chain(finals);
-        for (k, (v, line, token, dtype, shape)) in all.enumerate() {
+        for (k, (v, line, token, dtype, shape, layout)) in all.enumerate() {
             let at = row(line, token);
             let text = shown_value(v, value.unit);
             let grid = match (dtype, shape) {
-                (Some(dtype), Some(shape)) => super::tensor_grid::grid(v, dtype, shape, &short_number),
+                (Some(dtype), Some(shape)) => super::tensor_grid::grid(v, dtype, shape, layout.as_ref(), &short_number),
                 _ => None,
             };
             let id = match slots[first..].iter().position(|s| s.row == at) {

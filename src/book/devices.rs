@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use plotters::prelude::*;
-use serde_json::Value;
 
 use super::bench_tables::TraceTiming;
 use super::chart::hover::{Hover, Shape};
@@ -25,91 +24,90 @@ use crate::trace::{Trace, Unit, number_from_json};
 
 /// A row: its label, and what each device's cell shows.
 struct Row {
-    label: &'static str,
+    label: String,
     cell: Cell,
 }
 
 enum Cell {
-    /// A recorded value, formatted by its unit (or `format`).
-    Value(&'static str, Format),
-    /// A recorded value that exists only on a GPU (`tensors_on_gpus.cuda_available`).
-    GpuValue(&'static str, Format),
+    /// A recorded value, formatted by its unit (or `format`); "no GPU" off a GPU when `gpu_only`.
+    Value {
+        key: String,
+        format: Format,
+        gpu_only: bool,
+    },
     /// One recorded value over another, as a factor.
-    Ratio(&'static str, &'static str),
-    /// A ratio that exists only on a GPU.
-    GpuRatio(&'static str, &'static str),
+    Ratio {
+        top: String,
+        bottom: String,
+        gpu_only: bool,
+    },
     /// The wall time of every section, added up.
     LectureTime,
 }
 
-const ROWS: &[Row] = &[
-    Row {
-        label: "GPU allocator's count for the two 32×32 float32 tensors",
-        cell: Cell::GpuValue("tensors_on_gpus.memory_used", Format::Int),
-    },
-    Row {
-        label: "float32 matmul at the lecture's shape",
-        cell: Cell::Value("tensor_operations_flops.actual_flop_per_sec", Format::Si(None)),
-    },
-    Row {
-        label: "its MFU",
-        cell: Cell::Value("tensor_operations_flops.mfu", Format::Auto),
-    },
-    Row {
-        label: "its peak (float32): measured on a CPU, promised on a GPU",
-        cell: Cell::Value("tensor_operations_flops.promised_flop_per_sec", Format::Si(None)),
-    },
-    Row {
-        label: "bfloat16 matmul at the same shape",
-        cell: Cell::Value("tensor_operations_flops.bf16_actual_flop_per_sec", Format::Si(None)),
-    },
-    Row {
-        label: "its MFU",
-        cell: Cell::Value("tensor_operations_flops.bf16_mfu", Format::Auto),
-    },
-    Row {
-        label: "its peak (bfloat16): measured on a CPU, promised on a GPU",
-        cell: Cell::Value("tensor_operations_flops.bf16_promised_flop_per_sec", Format::Si(None)),
-    },
-    Row {
-        label: "bfloat16's speed over float32",
-        cell: Cell::Ratio(
-            "tensor_operations_flops.bf16_actual_flop_per_sec",
-            "tensor_operations_flops.actual_flop_per_sec",
-        ),
-    },
-    Row {
-        label: "main memory's bandwidth (measured copy)",
-        cell: Cell::Value("arithmetic_intensity.memory_bytes_per_sec", Format::Si(None)),
-    },
-    Row {
-        label: "accelerator intensity (bfloat16 peak over memory bandwidth)",
-        cell: Cell::Value("arithmetic_intensity.accelerator_intensity", Format::Auto),
-    },
-    // The Gradients chapter's lesson, in its words: time measured, FLOPs counted by the autograd.
-    Row {
-        label: "backward over forward: time (measured)",
-        cell: Cell::Value("gradients_flops.measured_backward_to_forward_ratio", Format::Fixed(2)),
-    },
-    Row {
-        label: "backward over forward: FLOPs its autograd ran (counted)",
-        cell: Cell::Ratio(
-            "gradients_flops.counted_backward_flops",
-            "gradients_flops.counted_forward_flops",
-        ),
-    },
-    Row {
-        label: "pinned over pageable host-to-device copies",
-        cell: Cell::GpuRatio(
-            "data_loading.h2d_pinned_bytes_per_sec",
-            "data_loading.h2d_pageable_bytes_per_sec",
-        ),
-    },
-    Row {
-        label: "the whole lecture, every section",
+/// The ratio charted across devices (its two keys), from the row a section declared `charted`.
+struct Charted {
+    section: String,
+    top: String,
+    bottom: String,
+}
+
+/// The rows the sections declare (`devices` in their registry entries, as the traces recorded
+/// them), in lecture order, each once, then the lecture's time. A trace older than the registry
+/// declares none; its cells still fill the rows a current trace declares (which rows there are is
+/// the code's choice, not the device's).
+fn rows(columns: &[Column]) -> Result<(Vec<Row>, Option<Charted>), Cause> {
+    let mut rows = Vec::new();
+    let mut seen: Vec<(String, String, String)> = Vec::new();
+    let mut charted = None;
+    for c in columns {
+        for s in &c.trace.sections {
+            for r in &s.devices {
+                let id = (s.id.clone(), r.label.clone(), r.value.clone());
+                if seen.contains(&id) {
+                    continue;
+                }
+                seen.push(id);
+                let key = format!("{}.{}", s.id, r.value);
+                let cell = match &r.over {
+                    Some(over) => {
+                        let bottom = format!("{}.{over}", s.id);
+                        if r.charted && charted.is_none() {
+                            charted = Some(Charted {
+                                section: s.id.clone(),
+                                top: key.clone(),
+                                bottom: bottom.clone(),
+                            });
+                        }
+                        Cell::Ratio {
+                            top: key,
+                            bottom,
+                            gpu_only: r.gpu_only,
+                        }
+                    }
+                    None => Cell::Value {
+                        format: r.format.parse().map_err(|msg: String| Cause::BadValue {
+                            trace: c.path.clone(),
+                            address: format!("{key} (its Devices row's format)"),
+                            msg,
+                        })?,
+                        key,
+                        gpu_only: r.gpu_only,
+                    },
+                };
+                rows.push(Row {
+                    label: r.label.clone(),
+                    cell,
+                });
+            }
+        }
+    }
+    rows.push(Row {
+        label: "the whole lecture, every section".to_string(),
         cell: Cell::LectureTime,
-    },
-];
+    });
+    Ok((rows, charted))
+}
 
 fn address(key: &str) -> Address {
     let mut parts = key.split('.');
@@ -138,9 +136,10 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
     for c in &columns {
         head.push_str(&format!("<th>{}</th>", header(traces, c)?));
     }
+    let (rows, charted) = rows(&columns)?;
     let mut body = String::new();
-    for row in ROWS {
-        body.push_str(&format!("<tr><th>{}</th>", escape(row.label)));
+    for row in &rows {
+        body.push_str(&format!("<tr><th>{}</th>", escape(&row.label)));
         for c in &columns {
             let shown = cell(traces, c, &row.cell);
             body.push_str(&format!("<td>{}</td>", unrecorded::or_placeholder(traces, shown)?));
@@ -148,35 +147,32 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
         body.push_str("</tr>");
     }
     let mut speedups = Vec::new();
-    for c in &columns {
-        let (bf16, fp32) = (
-            number(traces, c, "tensor_operations_flops.bf16_actual_flop_per_sec"),
-            number(traces, c, "tensor_operations_flops.actual_flop_per_sec"),
-        );
-        if let (Ok(bf16), Ok(fp32)) = (bf16, fp32) {
-            speedups.push((super::device_names::spoken(&c.trace.provenance.device), bf16 / fp32));
+    let mut timings: Vec<TraceTiming> = Vec::new();
+    if let Some(charted) = &charted {
+        for c in &columns {
+            let (bf16, fp32) = (number(traces, c, &charted.top), number(traces, c, &charted.bottom));
+            if let (Ok(bf16), Ok(fp32)) = (bf16, fp32) {
+                speedups.push((super::device_names::spoken(&c.trace.provenance.device), bf16 / fp32));
+            }
+            timings.extend(trace_timing(traces, c, &charted.section));
         }
     }
-    let timings: Vec<TraceTiming> = columns.iter().filter_map(|c| trace_timing(traces, c)).collect();
     Ok(format!(
         "<div class=\"lecture-devices\"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>\n\n{}\n\n{}{}",
-        speedup_chart(&speedups)?,
+        speedup_chart(&speedups, charted.as_ref())?,
         verdict(&speedups),
         super::bench_tables::render(&traces.dir(), &timings)?
     ))
 }
 
 /// What the column's trace timed at the lecture's shape, for its CPU's benchmark table; `None`
-/// when it did not (an older run, no spread recorded).
-fn trace_timing(traces: &mut Traces, c: &Column) -> Option<TraceTiming> {
-    let mut size = |n: &str| number(traces, c, &format!("tensor_operations_flops.{n}")).ok();
+/// when it did not (an older run, no spread recorded). `section` is the charted row's, the one that
+/// times the matrix products (their shape `B`, `D`, `K` and `actual_time_spread`).
+fn trace_timing(traces: &mut Traces, c: &Column, section: &str) -> Option<TraceTiming> {
+    let mut size = |n: &str| number(traces, c, &format!("{section}.{n}")).ok();
     let shape = (size("B")?, size("D")?, size("K")?);
     let spread = traces
-        .resolve(
-            &c.path,
-            &c.trace,
-            &address("tensor_operations_flops.actual_time_spread"),
-        )
+        .resolve(&c.path, &c.trace, &address(&format!("{section}.actual_time_spread")))
         .ok()?;
     let at = |k: &str| spread.value[k].as_f64();
     let quartiles = (at("q1_s")?, at("median_s")?, at("q3_s")?);
@@ -184,10 +180,7 @@ fn trace_timing(traces: &mut Traces, c: &Column) -> Option<TraceTiming> {
         slug: c.trace.provenance.device.slug.clone(),
         shape,
         quartiles,
-        disturbed: c
-            .trace
-            .section("tensor_operations_flops")
-            .is_some_and(|s| s.disturbed.is_some()),
+        disturbed: c.trace.section(section).is_some_and(|s| s.disturbed.is_some()),
     })
 }
 
@@ -285,9 +278,8 @@ fn number(traces: &mut Traces, c: &Column, key: &str) -> Result<f64, Cause> {
 }
 
 /// Whether the trace was recorded on a GPU.
-fn on_gpu(traces: &mut Traces, c: &Column) -> Result<bool, Cause> {
-    let found = traces.resolve(&c.path, &c.trace, &address("tensors_on_gpus.cuda_available"))?;
-    Ok(found.value == &Value::Bool(true))
+fn on_gpu(c: &Column) -> bool {
+    c.trace.provenance.device.kind == "cuda"
 }
 
 fn cell(traces: &mut Traces, c: &Column, what: &Cell) -> Result<String, Cause> {
@@ -303,11 +295,11 @@ fn cell(traces: &mut Traces, c: &Column, what: &Cell) -> Result<String, Cause> {
         }
     };
     match what {
-        Cell::GpuValue(..) | Cell::GpuRatio(..) if !on_gpu(traces, c)? => Ok(no_gpu),
-        Cell::Value(key, format) | Cell::GpuValue(key, format) => {
+        Cell::Value { gpu_only: true, .. } | Cell::Ratio { gpu_only: true, .. } if !on_gpu(c) => Ok(no_gpu),
+        Cell::Value { key, format, .. } => {
             super::render::value(traces, &c.path, &c.trace, &address(key), *format, None)
         }
-        Cell::Ratio(top, bottom) | Cell::GpuRatio(top, bottom) => {
+        Cell::Ratio { top, bottom, .. } => {
             let ratio = number(traces, c, top)? / number(traces, c, bottom)?;
             let text = format_value(&serde_json::json!(ratio), Unit::Ratio, Format::Fixed(2)).map_err(|msg| {
                 Cause::BadValue {
@@ -339,11 +331,11 @@ fn cell(traces: &mut Traces, c: &Column, what: &Cell) -> Result<String, Cause> {
 
 /// One bar per device: bfloat16's FLOP/s over float32's at the lecture's shape, with the line
 /// where the two are equal.
-fn speedup_chart(speedups: &[(String, f64)]) -> Result<String, Cause> {
+fn speedup_chart(speedups: &[(String, f64)], charted: Option<&Charted>) -> Result<String, Cause> {
     let finite: Vec<&(String, f64)> = speedups.iter().filter(|(_, r)| r.is_finite() && *r > 0.0).collect();
-    if finite.is_empty() {
+    let Some(charted) = charted.filter(|_| !finite.is_empty()) else {
         return Ok(String::new());
-    }
+    };
     let n = finite.len();
     let top = finite.iter().map(|(_, r)| *r).fold(1.0, f64::max) * 1.15;
     let names: Vec<String> = finite.iter().map(|(s, _)| s.clone()).collect();
@@ -391,9 +383,9 @@ fn speedup_chart(speedups: &[(String, f64)]) -> Result<String, Cause> {
                     to: chart.backend_coord(&(*ratio, y + 0.3)),
                 },
                 title: format!(
-                    "the {name}: bfloat16 FLOP/s over float32 FLOP/s: {ratio:.2}× (ratio)\ntrace: \
-                     tensor_operations_flops.bf16_actual_flop_per_sec / tensor_operations_flops.actual_flop_per_sec, \
-                     in the {name}'s trace"
+                    "the {name}: bfloat16 FLOP/s over float32 FLOP/s: {ratio:.2}× (ratio)\ntrace: {} / {}, in the \
+                     {name}'s trace",
+                    charted.top, charted.bottom
                 ),
             });
             drawing(chart.draw_series(std::iter::once(Text::new(

@@ -136,36 +136,14 @@ pub struct GivenDef {
 }
 
 /// A given whose section asks more of it than its range type and unit say: its range, in words
-/// and as a test. Kept here rather than in the section's `given!`, which is part of the section's
-/// code: every trace holds a hash of that code, and a change there would make every recorded run
-/// of the section stale, the GPU's too.
+/// and as a test. A section's registry entry lists its own (`narrowers`), kept in its file beside
+/// its function rather than in its `given!`: the trace's hash covers the function's code, and a
+/// change of words there would make every recorded run of the section stale, the GPU's too.
 pub struct Narrower {
-    pub section: &'static str,
     pub name: &'static str,
     pub words: &'static str,
     pub holds: fn(f64) -> bool,
 }
-
-/// Every [`Narrower`].
-pub const NARROWERS: [Narrower; 2] = [
-    Narrower {
-        // num_parameters = memory_num_gpus × h100_bytes / 16 bytes a parameter is a count, whole
-        // in the trace only when the bytes are a multiple of 16 (`h100_bytes=1` made 0.5
-        // parameters).
-        section: "motivating_questions",
-        name: "h100_bytes",
-        words: "a whole number of bytes from 16 to 2⁵³ (about 9.0e15), a multiple of 16",
-        holds: |x| (16.0..=MAX_COUNT).contains(&x) && x % 16.0 == 0.0,
-    },
-    Narrower {
-        // The bytes of a float format a parameter and its gradient can be kept in: fp8, bf16 or
-        // fp16, fp32, fp64.
-        section: "motivating_questions",
-        name: "param_grad_bytes",
-        words: "the bytes of a float format: 1, 2, 4 or 8",
-        holds: |x| [1.0, 2.0, 4.0, 8.0].contains(&x),
-    },
-];
 
 impl GivenDef {
     /// Whether its unit counts things (a count, bytes, FLOP) while its type admits fractions:
@@ -176,10 +154,7 @@ impl GivenDef {
 
     /// What its section asks of it beyond its type and unit, if anything.
     fn narrower(&self) -> Option<&'static Narrower> {
-        let section = section_of(self)?;
-        NARROWERS
-            .iter()
-            .find(|n| n.name == self.name && n.section == section.id)
+        section_of(self)?.narrowers.iter().find(|n| n.name == self.name)
     }
 
     /// Its range in words (`lecture givens`, messages, and what the trace records).
@@ -192,7 +167,7 @@ impl GivenDef {
     }
 
     /// Reads a value as a person types it, into the trace's form: within its type's range, whole
-    /// when its unit counts things, and within what its section asks of it ([`NARROWERS`]): a
+    /// when its unit counts things, and within what its section asks of it ([`Narrower`]): a
     /// value the section cannot record (the trace's reader would refuse it) is refused here, before
     /// anything runs.
     pub fn read(&self, text: &str) -> Result<Value, String> {
@@ -249,25 +224,11 @@ macro_rules! given {
 }
 pub(crate) use given;
 
-/// The line on which section `def`'s function starts in its file.
-fn start_line(def: &SectionDef) -> Option<usize> {
-    let needle = format!("pub fn {}(", def.id);
-    def.source
-        .lines()
-        .position(|l| l.trim_start().starts_with(&needle))
-        .map(|i| i + 1)
-}
-
-/// The section a declaration belongs to: of the sections in its file, the last that starts at or
-/// before its line.
+/// The section a declaration belongs to: the one whose file holds it (each section has a file of
+/// its own, `sections/<id>.rs`).
 pub fn section_of(given: &GivenDef) -> Option<&'static SectionDef> {
-    SECTIONS
-        .iter()
-        .filter(|s| given.file.replace('\\', "/").ends_with(s.file))
-        .filter_map(|s| start_line(s).map(|l| (l, s)))
-        .filter(|(l, _)| *l <= given.line as usize)
-        .max_by_key(|(l, _)| *l)
-        .map(|(_, s)| s)
+    let file = given.file.replace('\\', "/");
+    SECTIONS.iter().find(|s| file.ends_with(s.file))
 }
 
 /// Every given with its section, in lecture order and, within a section, in the order declared.

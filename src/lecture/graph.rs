@@ -17,7 +17,7 @@ fn saved_as(t: &Tensor, named: &[(String, Tensor)]) -> String {
 /// The graph behind `root`, producers first, as JSON nodes whose `inputs` index this list from
 /// `offset` on. `params` names the parameters, `data` the tensors that are not activations; a leaf
 /// that is neither (a segment's input, kept by a checkpointed forward pass) is a "kept input".
-pub(super) fn graph_nodes(root: &Var, params: &[(String, Var)], data: &[(&str, &Tensor)], offset: usize) -> Vec<Value> {
+pub(crate) fn graph_nodes(root: &Var, params: &[(String, Var)], data: &[(&str, &Tensor)], offset: usize) -> Vec<Value> {
     let graph = root.graph();
     let named: Vec<(String, Tensor)> = params
         .iter()
@@ -58,4 +58,22 @@ pub(super) fn graph_nodes(root: &Var, params: &[(String, Var)], data: &[(&str, &
             out
         })
         .collect()
+}
+
+/// Bytes of activation the graph behind `root` keeps: saved tensors that are neither parameters,
+/// nor the data, nor in `held` (counted by the caller), each storage once. One count for both
+/// activation sections.
+pub(crate) fn graph_bytes(root: &Var, params: &[Tensor], data: &[Tensor], held: &[Tensor]) -> usize {
+    root.saved_tensors()
+        .iter()
+        .map(|s| &s.tensor)
+        .filter(|t| {
+            !params
+                .iter()
+                .chain(data)
+                .chain(held)
+                .any(|p| Tensor::same_storage(p, t))
+        })
+        .map(Tensor::nbytes)
+        .sum()
 }

@@ -1,31 +1,52 @@
-//! The lecture's sections, in lecture order. Each is one function that runs the step it teaches
-//! and records what it observed through its `SectionCtx` (the recorder); each file ends with the
-//! table of its sections and their titles, `SECTIONS` lists them all in lecture order, and `run`
-//! turns a run into a trace.
+//! The lecture's machinery, and its sections. Each section is one function in a file of its own
+//! (`sections/<id>.rs`) that runs the step it teaches and records what it observed through its
+//! `SectionCtx` (the recorder); the registry (`sections/mod.rs`) lists them in lecture order with
+//! all that is about each; `run` turns a run into a trace.
 
-mod accumulation;
-mod activations;
-mod arithmetic_intensity;
-mod checkpoint_schedule;
-mod checkpointing;
-mod compute;
-mod data_loading;
-mod deep_network;
-mod einops;
+// Before the modules: `sections/mod.rs` invokes it (a macro is in scope after its definition).
+/// The registry (`sections/mod.rs`): every section, in lecture order, each entry declaring all that
+/// is about it. A section's code is `sections/<id>.rs`, its panel `pytorch/<id>.py`.
+macro_rules! sections {
+    // An entry without `narrowers` has none.
+    (@narrowers) => { &[] };
+    (@narrowers $narrowers:expr) => { $narrowers };
+    ($($id:ident {
+        title: $title:expr,
+        cost: $cost:expr,
+        overhead: $overhead:expr,
+        charts: [$($chart:ident),* $(,)?],
+        devices: [$($row:expr),* $(,)?]
+        $(, narrowers: $narrowers:expr)? $(,)?
+    }),* $(,)?) => {
+        // Each entry's file, `<id>.rs` beside the registry.
+        $(mod $id;)*
+
+        /// Every section, in the order the lecture presents them.
+        pub const SECTIONS: &[$crate::lecture::SectionDef] = &[$(
+            $crate::lecture::SectionDef {
+                id: stringify!($id),
+                title: $title,
+                file: concat!("src/lecture/sections/", stringify!($id), ".rs"),
+                source: include_str!(concat!(stringify!($id), ".rs")),
+                run: $id::$id,
+                pytorch: include_str!(concat!("../pytorch/", stringify!($id), ".py")),
+                cost: $cost,
+                overhead: $overhead,
+                charts: &[$(stringify!($chart)),*],
+                devices: &[$($row),*],
+                narrowers: sections!(@narrowers $($narrowers)?),
+            },
+        )*];
+    };
+}
+
+mod caught;
 pub mod givens;
-mod gradients;
 mod graph;
-mod memory;
-mod mixed_precision;
-mod models;
-mod napkin;
-mod operations;
-mod optimizer;
 pub mod provenance;
-mod randomness;
 pub mod recorder;
 pub mod run;
-mod train_loop;
+pub mod sections;
 mod trainer;
 pub mod watch;
 pub mod what_if;
@@ -51,89 +72,80 @@ pub struct SectionDef {
     /// The PyTorch that does the same steps (`src/lecture/pytorch/<id>.py`), shown beside the
     /// code in the book. Included at compile time, so a section without one does not build.
     pub pytorch: &'static str,
+    /// What a what-if of it needs with its givens (`what_if::cost`); None without givens.
+    pub cost: Option<for<'a> fn(&GivenValue<'a>) -> what_if::Cost>,
+    /// Its fixed-cost steps (`what_if::overhead`); None for a small fixed count.
+    pub overhead: Option<for<'a> fn(&GivenValue<'a>) -> what_if::Overhead>,
+    /// The charts its chapter draws from its values (ids of the book's `chart::CHARTS`).
+    pub charts: &'static [&'static str],
+    /// The rows it adds to the Devices chapter.
+    pub devices: &'static [DevicesRow],
+    /// What it asks of its givens beyond their types, if anything.
+    pub narrowers: &'static [givens::Narrower],
 }
 
-/// A file's sections, in lecture order, with their titles: `SECTIONS` of that file. Written at the
-/// end of the file that holds them, so that adding a section to a file is a change to that file.
-macro_rules! sections {
-    ($($id:ident => $title:expr),* $(,)?) => {
-        pub(super) const SECTIONS: &[super::SectionDef] = &[$(
-            super::SectionDef {
-                id: stringify!($id),
-                title: $title,
-                file: file!(),
-                source: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/", file!())),
-                run: $id,
-                pytorch: include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/src/lecture/pytorch/",
-                    stringify!($id),
-                    ".py"
-                )),
-            },
-        )*];
-    };
-}
-pub(crate) use sections;
+/// A section's given by name, as a what-if would run it (its value, else its default).
+pub type GivenValue<'a> = dyn Fn(&str) -> f64 + 'a;
 
-/// Every section, in the order the lecture presents them: each file's `SECTIONS`, file by file in
-/// the order listed here.
-macro_rules! lecture_files {
-    ($($module:ident),* $(,)?) => {
-        const NUM_SECTIONS: usize = 0 $(+ $module::SECTIONS.len())*;
-        /// Every section, in the order the lecture presents them.
-        pub const SECTIONS: &[SectionDef] = &concat::<NUM_SECTIONS>(&[$($module::SECTIONS),*]);
-    };
+/// A row a section adds to the Devices chapter: one cell per device, a value of the section (or
+/// the ratio of two), as that device's trace recorded it. The run records the section's rows in
+/// the trace (`trace::DeviceRow`), where the book reads them.
+#[derive(Clone, Copy, Debug)]
+pub struct DevicesRow {
+    pub label: &'static str,
+    pub value: &'static str,
+    pub over: Option<&'static str>,
+    /// A form of the book's value directive (`auto`, `int`, `si`, `fixed2`, …).
+    pub format: &'static str,
+    pub gpu_only: bool,
+    pub charted: bool,
 }
 
-lecture_files!(
-    napkin,
-    memory,
-    operations,
-    einops,
-    compute,
-    arithmetic_intensity,
-    deep_network,
-    gradients,
-    models,
-    randomness,
-    data_loading,
-    optimizer,
-    accumulation,
-    activations,
-    checkpoint_schedule,
-    train_loop,
-    checkpointing,
-    mixed_precision,
-);
-
-/// The sections of `files`, one after another (a const fn: `SECTIONS` is built when compiling).
-const fn concat<const N: usize>(files: &[&[SectionDef]]) -> [SectionDef; N] {
-    const fn none(_: &mut SectionCtx) -> Result<()> {
-        Ok(())
-    }
-    let empty = SectionDef {
-        id: "",
-        title: "",
-        file: "",
-        source: "",
-        run: none,
-        pytorch: "",
-    };
-    let mut out = [empty; N];
-    let (mut k, mut f) = (0, 0);
-    while f < files.len() {
-        let mut i = 0;
-        while i < files[f].len() {
-            out[k] = files[f][i];
-            k += 1;
-            i += 1;
+impl DevicesRow {
+    /// The value `value` of the section, formatted as `format`.
+    pub const fn value(label: &'static str, value: &'static str, format: &'static str) -> DevicesRow {
+        DevicesRow {
+            label,
+            value,
+            over: None,
+            format,
+            gpu_only: false,
+            charted: false,
         }
-        f += 1;
     }
-    assert!(k == N, "every section has its place");
-    out
+
+    /// `value / over`, as a factor.
+    pub const fn ratio(label: &'static str, value: &'static str, over: &'static str) -> DevicesRow {
+        DevicesRow {
+            over: Some(over),
+            ..DevicesRow::value(label, value, "auto")
+        }
+    }
+
+    /// Meaningful only on a GPU: other devices' cells say so.
+    pub const fn on_gpu_only(self) -> DevicesRow {
+        DevicesRow { gpu_only: true, ..self }
+    }
+
+    /// The ratio the Devices chapter charts across devices, with its verdict.
+    pub const fn charted(self) -> DevicesRow {
+        DevicesRow { charted: true, ..self }
+    }
+
+    /// As the trace records it.
+    pub fn to_trace(&self) -> crate::trace::DeviceRow {
+        crate::trace::DeviceRow {
+            label: self.label.to_string(),
+            value: self.value.to_string(),
+            over: self.over.map(String::from),
+            format: self.format.to_string(),
+            gpu_only: self.gpu_only,
+            charted: self.charted,
+        }
+    }
 }
+
+pub use sections::SECTIONS;
 
 pub fn find(id: &str) -> Option<&'static SectionDef> {
     SECTIONS.iter().find(|s| s.id == id)

@@ -109,6 +109,7 @@ impl SectionCtx {
             token: None,
             dtype: observed.dtype,
             shape: observed.shape,
+            layout: observed.layout,
         };
         self.insert(name, state, unit.unwrap_or(T::UNIT), kind, history)
     }
@@ -200,6 +201,7 @@ impl SectionCtx {
                 legacy_timed: false,
                 dtype: last.dtype,
                 shape: last.shape,
+                layout: last.layout,
                 history: states,
                 given: recorded.given,
             };

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::provenance;
 use super::watch::{self, Policy};
-use super::{LECTURE, SECTIONS, SectionCtx, SectionDef};
+use super::{DevicesRow, LECTURE, SECTIONS, SectionCtx, SectionDef};
 use crate::device::{Device, DeviceChoice};
 use crate::error::{Error, Result};
 use crate::host;
@@ -68,6 +68,8 @@ pub fn run_section_with(
         steps,
         // The watch around the section decides (`watch::run_watched`).
         disturbed: None,
+        charts: def.charts.iter().map(|c| c.to_string()).collect(),
+        devices: def.devices.iter().map(DevicesRow::to_trace).collect(),
     })
 }
 

@@ -14,21 +14,21 @@ use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
 
 /// A tensor's float32 values as bits, for "identical" that means identical.
-pub(super) fn bits(t: &Tensor) -> Result<Vec<u32>> {
+pub(crate) fn bits(t: &Tensor) -> Result<Vec<u32>> {
     Ok(t.to_vec::<f32>()?.iter().map(|x| x.to_bits()).collect())
 }
 
-pub(super) fn temp_dir() -> Result<tempfile::TempDir> {
+pub(crate) fn temp_dir() -> Result<tempfile::TempDir> {
     tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))
 }
 
 /// An error message with a temporary folder's (run-dependent) path replaced by `<tmp>`.
-pub(super) fn message_in(dir: &Path, e: &Error) -> String {
+pub(crate) fn message_in(dir: &Path, e: &Error) -> String {
     e.to_string().replace(&dir.display().to_string(), "<tmp>")
 }
 
 /// Regression data y = x @ true_w, a fresh batch every step.
-pub(super) struct LinearData {
+pub(crate) struct LinearData {
     pub true_w: Tensor,
     pub device: Device,
     pub batch_size: usize,
@@ -44,7 +44,7 @@ impl LinearData {
 }
 
 /// Where each step's batch comes from.
-pub(super) enum Batches {
+pub(crate) enum Batches {
     /// One stream, drawn step after step.
     Stream(Box<Rng>),
     /// A stream per step, from the data seed and the step alone: training resumed from a
@@ -55,7 +55,7 @@ pub(super) enum Batches {
 impl Batches {
     /// Batches drawn from a copy of `rng`: every run started from the same stream sees the same
     /// batches.
-    pub(super) fn copy_of(rng: &Rng) -> Batches {
+    pub(crate) fn copy_of(rng: &Rng) -> Batches {
         Batches::Stream(Box::new(rng.clone()))
     }
 
@@ -71,7 +71,7 @@ impl Batches {
 
 /// How a run keeps its numbers.
 #[derive(Clone, Copy)]
-pub(super) enum Precision {
+pub(crate) enum Precision {
     /// Parameters, compute and optimizer in float32.
     Fp32,
     /// Everything in bfloat16, parameters and updates too.
@@ -82,7 +82,7 @@ pub(super) enum Precision {
 
 impl Precision {
     /// The dtype of the parameters (and so of the loss).
-    pub(super) fn param_dtype(self) -> DType {
+    pub(crate) fn param_dtype(self) -> DType {
         match self {
             Precision::Bf16 => DType::BF16,
             Precision::Fp32 | Precision::Mixed => DType::F32,
@@ -92,7 +92,7 @@ impl Precision {
 
 /// The lecture's `train`: every step draws a batch, computes the loss, backpropagates, steps and
 /// clears the gradients. Runs steps `steps` and returns the loss at each (before its update).
-pub(super) fn train(
+pub(crate) fn train(
     model: &Cruncher,
     optimizer: &mut dyn Optimizer,
     data: &LinearData,
@@ -104,11 +104,11 @@ pub(super) fn train(
 }
 
 /// What a training loop calls with each step's loss.
-pub(super) type OnStep<'a> = &'a mut dyn FnMut(f64) -> Result<()>;
+pub(crate) type OnStep<'a> = &'a mut dyn FnMut(f64) -> Result<()>;
 
 /// `train`, handing each step's loss to `on_step` as it is computed (a section records it there,
 /// on its own line, step by step).
-pub(super) fn train_observed(
+pub(crate) fn train_observed(
     model: &Cruncher,
     optimizer: &mut dyn Optimizer,
     data: &LinearData,

@@ -218,124 +218,14 @@ pub struct Cost {
 
 /// Bytes a number recorded in a list takes in a trace (pretty JSON: indentation, digits, comma),
 /// as measured on the optimizer's parameters: about 39.
-const TRACE_BYTES_PER_NUMBER: f64 = 40.0;
+pub const TRACE_BYTES_PER_NUMBER: f64 = 40.0;
 
 /// Section `id`'s cost with each given as `get` reads it (a what-if's value, else the default),
-/// or None for a section without a cost model: a section with givens must have one (a test holds
-/// every section to it), or a size a reader types could ask for more memory than there is.
+/// from the `cost` its registry entry names (`sections/mod.rs`), or None for a section without a
+/// cost model: a section with givens must have one (a test holds every section to it), or a size a
+/// reader types could ask for more memory than there is.
 pub fn cost(id: &str, get: &dyn Fn(&str) -> f64) -> Option<Cost> {
-    match id {
-        // Napkin math: a few multiplications, no tensor.
-        "motivating_questions" => Some(Cost {
-            bytes: 0.0,
-            flops: 0.0,
-            trace_bytes: 0.0,
-        }),
-        // Its sizes are fixed; its learning rate changes nothing it costs: three runs of 300
-        // steps of a 32-wide, two-layer Cruncher on batches of 32.
-        "mixed_precision_training" => Some(Cost {
-            bytes: 1e6,
-            flops: 3.0 * 300.0 * 6.0 * 32.0 * (2.0 * 32.0 * 32.0 + 32.0),
-            trace_bytes: 0.0,
-        }),
-        "tensor_operations_flops" => {
-            let (b, d, k) = (get("B"), get("D"), get("K"));
-            let elements = b * d + d * k + b * k;
-            // x, w and y in float32 and in bfloat16; timed for at least a second in each dtype,
-            // at least a few times each: the FLOPs of about ten products per dtype.
-            Some(Cost {
-                bytes: elements * (4.0 + 2.0),
-                flops: 2.0 * b * d * k * 2.0 * 10.0,
-                trace_bytes: 0.0,
-            })
-        }
-        "arithmetic_intensity" => {
-            let (n, m) = (get("n"), get("matrix_n"));
-            // Two bf16 vectors and three matrices; a product's FLOPs, timed for 0.3 s in turns
-            // with the rest: about thirty of each op. The bandwidth buffers (up to four times the
-            // last-level cache) come on top, and do not depend on the givens.
-            Some(Cost {
-                bytes: 2.0 * (3.0 * n + 4.0 * m * m + m) + 512e6,
-                flops: 30.0 * (2.0 * m * m * m + 2.0 * m * m + 24.0 * n),
-                trace_bytes: 0.0,
-            })
-        }
-        "deep_network" => {
-            let (d, layers, b) = (get("d"), get("num_layers"), get("batch_size"));
-            // The weights, the batch and each block's product and ReLU output.
-            Some(Cost {
-                bytes: 4.0 * (layers * d * d + b * d * (2.0 * layers + 1.0)),
-                flops: (2.0 * d + 1.0) * b * d * layers,
-                trace_bytes: 2.0 * b * d * TRACE_BYTES_PER_NUMBER,
-            })
-        }
-        "gradient_accumulation" => {
-            let (b, d, layers, k) = (get("batch_size"), get("d"), get("num_layers"), get("max_micro_batches"));
-            // The model and its copies (one per k, each with gradients), the batch and its
-            // targets, and the full batch's activations. Each way of taking the step runs once
-            // measured and, timed in turns for 0.1 s each, about ten more times; a step is
-            // 6·B·D²·L FLOPs whatever k is.
-            let ways = k.log2().floor() + 1.0;
-            Some(Cost {
-                bytes: 4.0 * (2.0 * (2.0 * ways + 1.0) * layers * d * d + 2.0 * b * d + 2.0 * b * d * layers),
-                flops: ways * 11.0 * 6.0 * b * d * d * layers,
-                trace_bytes: 0.0,
-            })
-        }
-        "checkpoint_schedule" => {
-            let (b, d, deepest) = (get("batch_size"), get("d"), get("max_num_layers"));
-            // The deepest network and its copy, and every layer's activations kept: the other
-            // depths are a quarter and less. Each schedule takes a step of about 6·B·D² FLOPs a
-            // layer, and recomputes up to L(L − 1)/2 layers' forward products (keeping none);
-            // the depths before the deepest add a third at most.
-            let depths = 4.0 / 3.0;
-            Some(Cost {
-                bytes: 4.0 * (2.0 * deepest * d * d + 2.0 * deepest * b * d + 4.0 * b * d),
-                flops: depths * (4.0 * 6.0 + deepest + 2.0) * deepest * b * d * d,
-                trace_bytes: 0.0,
-            })
-        }
-        "module_parameters" => {
-            let (i, o) = (get("input_dim"), get("output_dim"));
-            // Four weight matrices (float32, one more as float64 to count its tails) and x.
-            Some(Cost {
-                bytes: 4.0 * i + 4.0 * 3.0 * i * o + 8.0 * i * o,
-                flops: 2.0 * i * o * 3.0,
-                trace_bytes: 0.0,
-            })
-        }
-        "custom_model" => {
-            let (d, layers, b) = (get("d"), get("num_layers"), get("batch_size"));
-            Some(Cost {
-                bytes: 4.0 * (layers * d * d + d + b * d * (layers + 2.0)),
-                flops: 2.0 * b * d * d * layers,
-                trace_bytes: 0.0,
-            })
-        }
-        "optimizer" => {
-            let (d, layers) = (get("d"), get("num_layers"));
-            // Parameters, gradients and AdaGrad's state, and a copy with its gradients. The trace
-            // keeps every parameter four times (before and after the step, its gradient and its
-            // AdaGrad state) and a few entries per layer of what backward saved.
-            let parameters = layers * d * d + d;
-            Some(Cost {
-                bytes: 4.0 * 5.0 * parameters,
-                flops: 2.0 * 2.0 * parameters * 6.0 * 2.0,
-                trace_bytes: (4.0 * parameters + 16.0 * layers) * TRACE_BYTES_PER_NUMBER,
-            })
-        }
-        "activation_memory" => {
-            let (b, d, layers) = (get("batch_size"), get("d"), get("num_layers"));
-            // The model and its copy, their gradients, and every layer's input and gradient.
-            let parameters = layers * d * d + d;
-            Some(Cost {
-                bytes: 4.0 * (4.0 * parameters + 2.0 * (layers + 3.0) * b * d),
-                flops: 2.0 * b * d * d * layers * 7.0,
-                trace_bytes: 0.0,
-            })
-        }
-        _ => None,
-    }
+    super::find(id)?.cost.map(|cost| cost(get))
 }
 
 /// Refuses a what-if that would not fit in `memory` bytes, or (without `yes`) would run past

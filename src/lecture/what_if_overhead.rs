@@ -22,72 +22,16 @@ pub struct Overhead {
     pub comparisons: f64,
 }
 
-/// Section `id`'s fixed-cost steps with each given as `get` reads it. The counts are upper bounds
+/// Section `id`'s fixed-cost steps with each given as `get` reads it, from the `overhead` its
+/// registry entry names (`sections/mod.rs`). The counts are upper bounds
 /// per layer, read off the section's code (each D×D layer is a matmul and a ReLU forward, about
 /// three ops backward, and a few to create and copy its parameters); a section whose sizes do
 /// not grow with a given has a small fixed count.
 pub fn overhead(id: &str, get: &dyn Fn(&str) -> f64) -> Overhead {
-    match id {
-        "custom_model" => {
-            let layers = get("num_layers");
-            // Creation, a forward pass, the parameter listing and counts.
-            Overhead {
-                ops: 12.0 * (layers + 1.0),
-                comparisons: 0.0,
-            }
-        }
-        "optimizer" => {
-            let layers = get("num_layers");
-            // Two forward and backward passes, AdaGrad's step (about six ops per parameter
-            // tensor, two tensors a layer), the parameters' listing before and after. The saved
-            // tensors (two a layer) are each compared with every parameter (two a layer).
-            Overhead {
-                ops: 40.0 * (layers + 1.0),
-                comparisons: 4.0 * (layers + 1.0) * (layers + 1.0),
-            }
-        }
-        "activation_memory" => {
-            let layers = get("num_layers");
-            let segment = get("segment_layers").max(1.0);
-            // The plain pass, the checkpointed one (every layer twice forward) and a copy of the
-            // model. After each layer i, the i·2 tensors the graph keeps are each compared with
-            // the 2·(layers + 1) parameters and the data: Σ 2i · 2(layers + 2) ≈ 2·layers³. The
-            // checkpointed pass does it once per segment for the segment's own graph.
-            let per_layer = 2.0 * (layers + 2.0);
-            Overhead {
-                ops: 40.0 * (layers + 1.0),
-                comparisons: 2.0 * layers * (layers + 1.0) / 2.0 * per_layer
-                    + (layers / segment).ceil() * 2.0 * segment * per_layer,
-            }
-        }
-        "deep_network" => Overhead {
-            ops: 12.0 * (get("num_layers") + 1.0),
-            comparisons: 0.0,
-        },
-        "gradient_accumulation" => {
-            // Per way of taking the step (k = 1, 2, 4, …), about eleven steps of k micro-batches,
-            // each a forward and backward of about eight ops a block, and a model copy.
-            let (layers, k) = (get("num_layers"), get("max_micro_batches"));
-            Overhead {
-                ops: 11.0 * 2.0 * k * 8.0 * (layers + 1.0) + 100.0,
-                comparisons: 0.0,
-            }
-        }
-        "checkpoint_schedule" => {
-            // At each depth L (a third more for the shallower ones): keeping none runs the first
-            // layers again for every layer, L(L + 1)/2 blocks of about three ops, and the four
-            // schedules' steps about forty ops a layer. Each segment's graph lists about two
-            // saved tensors a layer, each compared with the L parameters, the data and the kept
-            // inputs: about 2·L² comparisons a schedule.
-            let deepest = get("max_num_layers");
-            let depths = 4.0 / 3.0;
-            Overhead {
-                ops: depths * (1.5 * deepest * (deepest + 1.0) + 160.0 * deepest),
-                comparisons: depths * 4.0 * 2.0 * deepest * (deepest + 2.0),
-            }
-        }
+    match super::find(id).and_then(|s| s.overhead) {
+        Some(overhead) => overhead(get),
         // Fixed sizes, or napkin math: a few hundred ops at most.
-        _ => Overhead {
+        None => Overhead {
             ops: 1000.0,
             comparisons: 0.0,
         },

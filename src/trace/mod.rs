@@ -10,6 +10,7 @@
 pub mod atomic_file;
 pub mod compare;
 pub mod console;
+pub mod declared;
 pub mod error;
 pub mod history;
 pub mod host;
@@ -23,11 +24,12 @@ pub mod strict;
 pub mod validate;
 pub mod walk;
 
+pub use declared::DeviceRow;
 pub use error::{Error, Result};
 pub use io::{load, load_named, save, save_named};
 pub use json::{json_number, number_from_json};
 pub use schema::{
-    BuildInfo, DeviceInfo, Disturbance, GitInfo, GivenInfo, HostInfo, Kind, Provenance, RunInfo, SCHEMA_VERSION,
-    SectionRecord, State, Step, Trace, Unit, ValueRecord,
+    BuildInfo, DeviceInfo, Disturbance, GitInfo, GivenInfo, HostInfo, Kind, Layout, Provenance, RunInfo,
+    SCHEMA_VERSION, SectionRecord, State, Step, Trace, Unit, ValueRecord,
 };
 pub use walk::walk;

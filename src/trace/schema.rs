@@ -146,6 +146,14 @@ pub struct SectionRecord {
     /// than the mark (an addition schema version 2 readers accept, as `kind` was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disturbed: Option<Disturbance>,
+    /// The charts the section's registry entry declares: drawn from its values, so the book knows
+    /// whose values each chart reads. Absent from traces older than the registry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub charts: Vec<String>,
+    /// The rows the section adds to the Devices chapter, as its registry entry declares them.
+    /// Absent from traces older than the registry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<super::declared::DeviceRow>,
 }
 
 /// What disturbed a section's timings (see the lecture's `timing::disturbance`). The readings are
@@ -200,6 +208,9 @@ pub struct ValueRecord {
     pub dtype: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<Vec<usize>>,
+    /// A tensor's strides and offset in its storage (its final state's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<Layout>,
     /// Earlier states, oldest first, for a value recorded as a history (at most
     /// `trace::history::MAX_HISTORY` − 1 of them survive).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -233,6 +244,18 @@ pub struct State {
     pub dtype: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<Vec<usize>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<Layout>,
+}
+
+/// Where a recorded tensor's elements sit in its storage: element (i, j, …) is at position
+/// `offset + i·strides[0] + j·strides[1] + …` of the flat run. Absent from values that are not
+/// tensors, and from traces older than it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Layout {
+    pub strides: Vec<usize>,
+    pub offset: usize,
 }
 
 /// What decided a value. Declared at the call that records it (`record!(cx, given batch_size)`)
@@ -370,6 +393,7 @@ impl ValueRecord {
                 token: self.token,
                 dtype: self.dtype.clone(),
                 shape: self.shape.clone(),
+                layout: self.layout.clone(),
             }),
             std::cmp::Ordering::Greater => None,
         }

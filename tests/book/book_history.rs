@@ -63,7 +63,7 @@ fn state_quotes_an_earlier_state_and_a_missing_state_is_an_error() {
         );
     }
     // The tooltip names the line of the state quoted.
-    let title = format!("src/lecture/optimizer.rs:{}", state.history[0].line);
+    let title = format!("src/lecture/sections/optimizer.rs:{}", state.history[0].line);
     assert!(html.contains(&title), "{title}");
 
     // The count after each backward term.
@@ -146,15 +146,16 @@ fn values_find_their_lines_by_token_after_the_code_is_reformatted() {
     // A copy of the crate whose `tensors_memory` has three more lines (comments and a blank line)
     // before `bytes` is recorded: the same tokens, so the same hash, but the lines moved.
     let root = ws.dir.path().join("crate");
-    std::fs::create_dir_all(root.join("src/lecture")).expect("mkdir");
-    let original = std::fs::read_to_string(Path::new(ROOT).join("src/lecture/memory.rs")).expect("memory.rs");
+    std::fs::create_dir_all(root.join("src/lecture/sections")).expect("mkdir");
+    let original = std::fs::read_to_string(Path::new(ROOT).join("src/lecture/sections/tensors_memory.rs"))
+        .expect("tensors_memory.rs");
     let recording = "    record!(cx, computed bytes = x.nbytes(), bytes)?;\n";
     assert_eq!(original.matches(recording).count(), 1, "the line to move is there once");
     let moved = original.replace(
         recording,
         &format!("    // reformatted:\n\n    // three more lines\n{recording}"),
     );
-    std::fs::write(root.join("src/lecture/memory.rs"), &moved).expect("write");
+    std::fs::write(root.join("src/lecture/sections/tensors_memory.rs"), &moved).expect("write");
     let section = trace.section("tensors_memory").expect("section");
     let code = cs336::trace::source::function_source(&moved, "tensors_memory").expect("function");
     assert_eq!(code.hash(), section.source_hash, "reformatting keeps the hash");

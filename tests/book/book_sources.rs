@@ -10,12 +10,23 @@ use cs336::trace::Trace;
 
 const MARK: &str = "recorded by older code (commit abcdef1)";
 
-/// The fresh trace as another device's, with `tensors_memory` recorded by older code.
+/// The fresh trace as another device's, with `tensors_memory` recorded by older code, and the
+/// values only a GPU run records (the Devices chapter's GPU rows read them) made up from others.
 fn stale_gpu_trace() -> Trace {
     let mut gpu = fresh_trace().clone();
     gpu.provenance.device.slug = "nvidia-h200".into();
     gpu.provenance.device.name = "NVIDIA H200".into();
     gpu.provenance.device.kind = "cuda".into();
+    for (section, name, like) in [
+        ("tensors_on_gpus", "memory_used", "expected_bytes"),
+        ("data_loading", "h2d_pinned_bytes_per_sec", "llama_data_bytes"),
+        ("data_loading", "h2d_pageable_bytes_per_sec", "llama_data_bytes"),
+    ] {
+        let s = gpu.sections.iter_mut().find(|s| s.id == section).expect("section");
+        let value = s.values.get(like).expect("a value to copy").clone();
+        s.values.insert(name.to_string(), value);
+        s.steps.push((name.to_string(), 0));
+    }
     let section = gpu
         .sections
         .iter_mut()
@@ -143,7 +154,7 @@ fn a_function_missing_from_its_file_fails_and_says_what_to_run() {
         .iter_mut()
         .find(|s| s.id == "tensors_memory")
         .expect("section");
-    section.source_file = "src/lecture/napkin.rs".into();
+    section.source_file = "src/lecture/sections/motivating_questions.rs".into();
     let path = ws.write_trace("cpu", &trace);
     let p = only_problem(ws.build_chapter(&path, "{{value tensors_memory.bytes}}\n"));
     assert!(matches!(p.cause, Cause::Source { .. }), "{p}");

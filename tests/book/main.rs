@@ -26,3 +26,4 @@ mod chart_layouts;
 mod number_formats;
 mod prose_names;
 mod pytorch_panels;
+mod registry;

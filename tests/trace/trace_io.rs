@@ -245,6 +245,11 @@ static FAILING: cs336::lecture::SectionDef = cs336::lecture::SectionDef {
     source: include_str!("trace_io.rs"),
     run: failing_section,
     pytorch: "",
+    cost: None,
+    overhead: None,
+    charts: &[],
+    devices: &[],
+    narrowers: &[],
 };
 
 #[test]

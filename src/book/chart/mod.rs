@@ -12,7 +12,9 @@
 //!    [`plot::LineChart`] (linear or log axes, several series, horizontal reference lines such as a peak
 //!    FLOP/s) and return `plot::line_chart(&chart)`; for anything else draw with plotters inside
 //!    [`plot::svg`].
-//! 2. Add a [`ChartDef`] to [`CHARTS`]: an id, the section whose values it reads, and a caption.
+//! 2. Add a [`ChartDef`] to [`CHARTS`]: an id and a caption; and name the id in the `charts` of
+//!    the section whose values it reads, in the lecture's registry (`src/lecture/sections/mod.rs`).
+//!    The run records that list in the trace, which is how the book knows whose values to pass.
 //! 3. Write `{{chart my_chart}}` on a line of its own in the section's chapter.
 //!
 //! The end-to-end test checks that every chart on every page parses as SVG.
@@ -41,8 +43,6 @@ use crate::trace::{Kind, Trace, number_from_json};
 /// A chart the book can draw.
 pub struct ChartDef {
     pub id: &'static str,
-    /// The section whose recorded values it draws.
-    pub section: &'static str,
     pub caption: &'static str,
     pub draw: fn(&ChartData) -> Result<String, Cause>,
 }
@@ -51,27 +51,23 @@ pub struct ChartDef {
 pub const CHARTS: &[ChartDef] = &[
     ChartDef {
         id: "float_bit_layouts",
-        section: "tensors_memory",
         caption: "How each floating-point format spends its bits: one sign bit, exponent bits (range), mantissa bits (precision).",
         draw: float_formats::bit_layouts,
     },
     ChartDef {
         id: "float_ranges",
-        section: "tensors_memory",
         caption: "Magnitudes each format can hold, on a log scale: solid from the smallest normal number to the largest, \
                   faded where only subnormal numbers (with fewer significant bits) remain.",
         draw: float_formats::dynamic_ranges,
     },
     ChartDef {
         id: "matmul_throughput",
-        section: "tensor_operations_flops",
         caption: "Throughput of square matrix multiplications by size, in float32 and bfloat16, with the peaks \
                   (measured on a CPU, the datasheet's promise on a GPU) as horizontal lines.",
         draw: curves::matmul_throughput,
     },
     ChartDef {
         id: "roofline",
-        section: "arithmetic_intensity",
         caption: "The roofline, measured: each memory level's bandwidth caps FLOP/s at bandwidth × intensity (a slope), \
                   the bfloat16 peak caps it flat; the points are the five operations and bfloat16 matrix products of \
                   growing size, as timed.",
@@ -79,26 +75,22 @@ pub const CHARTS: &[ChartDef] = &[
     },
     ChartDef {
         id: "init_std",
-        section: "module_parameters",
         caption: "Spread of a linear layer's outputs as its input dimension grows, for unit-variance weights and for \
                   weights scaled by 1/√input_dim, with √input_dim for reference.",
         draw: curves::init_std,
     },
     ChartDef {
         id: "train_losses",
-        section: "train_loop",
         caption: "Loss at every step of the longer runs, for each optimizer and learning rate (same initial weights, same batches).",
         draw: curves::train_losses,
     },
     ChartDef {
         id: "mixed_precision_losses",
-        section: "mixed_precision_training",
         caption: "The same regression trained in float32, entirely in bfloat16, and in mixed precision (same initial weights, same batches).",
         draw: curves::mixed_precision_losses,
     },
     ChartDef {
         id: "autograd_graph",
-        section: "gradients_basics",
         caption: "The graph the backward pass walks, as the run recorded it just before backward: each box an op or a \
                   parameter, with its shape and what it saved for backward; the arrows run from inputs to the ops that \
                   read them. Point at a box for its bytes and FLOPs.",
@@ -106,7 +98,6 @@ pub const CHARTS: &[ChartDef] = &[
     },
     ChartDef {
         id: "checkpoint_graph",
-        section: "checkpoint_schedule",
         caption: "The graphs one checkpointed step rebuilt, segment by segment, as the run recorded them: the input \
                   each segment starts from was kept by the forward pass (dashed arrow), and every op outside the last \
                   segment ran a second time. Point at a box for its shape, bytes, FLOPs and what it saved.",
@@ -114,28 +105,24 @@ pub const CHARTS: &[ChartDef] = &[
     },
     ChartDef {
         id: "checkpoint_peaks",
-        section: "checkpoint_schedule",
         caption: "The high-water mark of one training step against the network's depth, for each schedule, on log–log \
                   axes: a cost that grows like L^p is a line of slope p.",
         draw: schedule::peaks,
     },
     ChartDef {
         id: "checkpoint_recomputed",
-        section: "checkpoint_schedule",
         caption: "The forward matmul FLOPs each schedule spends again, against the network's depth, on log–log axes \
                   (keeping every layer recomputes nothing and has no line).",
         draw: schedule::recomputed,
     },
     ChartDef {
         id: "tensor_strides",
-        section: "tensor_storage",
         caption: "The matrix as indexed (top) and the flat storage it lives in (bottom). From the highlighted element, \
                   one step right along a row and one step down a column land where the strides say.",
         draw: layouts::tensor_strides,
     },
     ChartDef {
         id: "batch_sequence",
-        section: "tensor_matmul",
         caption: "A batch of sequences times one weight matrix: the same product at every batch element and sequence \
                   position (top), one of them drawn to scale (bottom). The shapes are y's as recorded; the inner size is \
                   the value of every entry of y, a sum of that many products of ones.",
@@ -143,7 +130,6 @@ pub const CHARTS: &[ChartDef] = &[
     },
     ChartDef {
         id: "cpu_gpu",
-        section: "data_loading",
         caption: "The host and the GPU each have their own memory; data crosses between them over the bus, at the rates \
                   measured for a copy from pinned and from ordinary (pageable) host memory.",
         draw: layouts::cpu_gpu,
@@ -249,13 +235,39 @@ pub fn find(id: &str) -> Option<&'static ChartDef> {
     CHARTS.iter().find(|c| c.id == id)
 }
 
+/// The section whose values chart `id` draws: the one whose registry entry declares it, as this
+/// trace recorded it or, in a trace older than the registry, as another trace of the folder did
+/// (which section a chart belongs to is the code's, not the device's).
+fn declaring_section(id: &str, trace: &Trace, traces: &mut Traces) -> Result<String, Cause> {
+    let declares = |t: &Trace| {
+        t.sections
+            .iter()
+            .find(|s| s.charts.iter().any(|c| c == id))
+            .map(|s| s.id.clone())
+    };
+    if let Some(owner) = declares(trace) {
+        return Ok(owner);
+    }
+    traces
+        .all()?
+        .iter()
+        .find_map(|(_, t)| declares(t))
+        .ok_or_else(|| Cause::Chart {
+            id: id.to_string(),
+            msg: "no section of the traces here declares it: they are older than the sections' registry; record \
+                  one with the current lecture (`cargo run --release --bin lecture`)"
+                .to_string(),
+        })
+}
+
 /// The chart as a captioned figure.
 pub fn render(id: &str, path: &Path, trace: &Trace, traces: &mut Traces) -> Result<String, Cause> {
     let def = find(id).ok_or_else(|| Cause::UnknownChart {
         id: id.to_string(),
         known: CHARTS.iter().map(|c| c.id).collect::<Vec<_>>().join(", "),
     })?;
-    let section = traces.section(path, trace, def.section)?;
+    let owner = declaring_section(id, trace, traces)?;
+    let section = traces.section(path, trace, &owner)?;
     let data = ChartData {
         path,
         section: &section,
@@ -270,16 +282,16 @@ pub fn render(id: &str, path: &Path, trace: &Trace, traces: &mut Traces) -> Resu
         },
         other => other,
     })?;
-    traces.quote(path, def.section, data.timed.get());
+    traces.quote(path, &owner, data.timed.get());
     let device = &trace.provenance.device;
     // The full mark once per page and section, the dagger after it, as beside values.
     let mark = match &section.older_code {
-        Some(older) => traces.older_mark(path, def.section, older),
+        Some(older) => traces.older_mark(path, &owner, older),
         None => String::new(),
     };
     // The reader's words: the device and the day; the trace file and the section id are on hover.
     let day = trace
-        .section(def.section)
+        .section(&owner)
         .and_then(|s| s.run.recorded_at.get(..10))
         .unwrap_or("");
     let on_day = if day.is_empty() {
@@ -292,7 +304,7 @@ pub fn render(id: &str, path: &Path, trace: &Trace, traces: &mut Traces) -> Resu
     let recorded = if data.measured.get() {
         format!(
             " <span class=\"lecture-muted\" title=\"section {} of the {} trace\">Recorded on the {}{}.</span>",
-            escape(def.section),
+            escape(&owner),
             escape(&device.slug),
             escape(&super::device_names::spoken(device)),
             escape(&on_day),

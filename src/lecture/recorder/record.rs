@@ -166,6 +166,7 @@ pub struct Observed {
     pub value: serde_json::Value,
     pub dtype: Option<String>,
     pub shape: Option<Vec<usize>>,
+    pub layout: Option<crate::trace::Layout>,
 }
 
 impl Observed {
@@ -174,6 +175,7 @@ impl Observed {
             value,
             dtype: None,
             shape: None,
+            layout: None,
         })
     }
 }
@@ -266,6 +268,12 @@ impl Recordable for Tensor {
             value: self.to_json()?,
             dtype: Some(self.dtype().name().into()),
             shape: Some(self.shape().to_vec()),
+            // Where each element sits in storage: the grid's hover says it, for the lessons on
+            // strides and views.
+            layout: Some(crate::trace::Layout {
+                strides: self.strides().to_vec(),
+                offset: self.storage_offset(),
+            }),
         })
     }
 }

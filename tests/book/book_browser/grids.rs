@@ -1,6 +1,8 @@
 //! Recorded tensors drawn as grids beside their code: the slicing chapter's `x` shows its dtype
-//! and shape and one cell per element with its value on hover, stays inside a phone's window, and
-//! is there again when stepping reaches the step that recorded it.
+//! and shape and one cell per element with its value and storage position on hover, stays inside
+//! a phone's window, and is there again when stepping reaches the step that recorded it; its
+//! views (`transpose`, `column_1`) show their strides and offset, and each cell where it sits in
+//! the storage they share with `x`.
 
 use super::*;
 
@@ -38,7 +40,50 @@ fn the_slicing_chapter_draws_its_tensors_as_grids_at_both_widths_and_while_stepp
         "{dtype} [{}]",
         shape.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
     );
-    let first = x.value.pointer("/0/0").expect("x[0][0]").to_string();
+    let first = format!(
+        "{}\n[0, 0] at storage position 0",
+        x.value.pointer("/0/0").expect("x[0][0]")
+    );
+    // A view: its head adds its strides (and offset), its first cell's hover its storage position.
+    let view = |name: &str| {
+        let v = &trace
+            .sections
+            .iter()
+            .find(|s| s.id == "tensor_slicing")
+            .expect("section")
+            .values[name];
+        let layout = v
+            .layout
+            .clone()
+            .unwrap_or_else(|| panic!("{name}'s layout is recorded"));
+        let list = |xs: &[usize]| xs.iter().map(usize::to_string).collect::<Vec<_>>().join(", ");
+        let offset = match layout.offset {
+            0 => String::new(),
+            o => format!(", offset {o}"),
+        };
+        let shape = v.shape.clone().expect("a shape");
+        let head = format!(
+            "{} [{}] strides ({}){offset}",
+            v.dtype.clone().expect("a dtype"),
+            list(&shape),
+            list(&layout.strides)
+        );
+        let zero = vec![0; shape.len()];
+        let title = format!(
+            "{}\n[{}] at storage position {}",
+            v.value
+                .pointer(&format!("/{}", list(&zero).replace(", ", "/")))
+                .expect("the first element"),
+            list(&zero),
+            layout.offset
+        );
+        (head, title)
+    };
+    let views = [("transpose", view("transpose")), ("column_1", view("column_1"))];
+    assert_eq!(
+        views[0].1.0, "float32 [3, 2] strides (1, 3)",
+        "the transpose's strides are x's, swapped"
+    );
     let mut plan = Vec::new();
     for (w, h) in [(1200, 900), (390, 844)] {
         let mut actions = vec![json!({ "observe": format!("static {w}") })];
@@ -73,6 +118,19 @@ fn the_slicing_chapter_draws_its_tensors_as_grids_at_both_widths_and_while_stepp
             "{label}: the value on hover"
         );
         assert!(grid.within, "{label}: the grid stays inside the window");
+        // (At step 1 the views are not made yet.)
+        for (name, (head, title)) in views.iter().filter(|_| label != "step 1") {
+            let grid = slot(page, name)
+                .grid
+                .as_ref()
+                .unwrap_or_else(|| panic!("{label}: {name} is drawn as a grid"));
+            assert_eq!(&grid.head, head, "{label}: {name}'s strides");
+            assert_eq!(
+                grid.first_title.as_ref(),
+                Some(title),
+                "{label}: {name}'s storage position"
+            );
+        }
         // A boolean is not a tensor: it stays text.
         assert!(slot(page, "row_0_same_storage").grid.is_none(), "{label}");
     }

@@ -90,7 +90,10 @@ fn every_chart_answers_a_hover_and_every_formula_has_a_box() {
             }
             let title = chart.first_title.clone().unwrap_or_default();
             // Value and unit on the first line, the trace key on the second, naming the section.
-            let section = def.map_or("tensor_operations_flops", |d| d.section);
+            // (The registry says whose values a chart draws; the Devices chart is the FLOPs section's.)
+            let section = def
+                .and_then(|d| cs336::lecture::SECTIONS.iter().find(|s| s.charts.contains(&d.id)))
+                .map_or("tensor_operations_flops", |s| s.id);
             if !title.contains(": ") || !title.contains("\ntrace: ") || !title.contains(section) {
                 found.push(format!(
                     "{label} {}: hover text {title:?} lacks a value or its key in {section}",

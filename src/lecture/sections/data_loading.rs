@@ -1,12 +1,12 @@
 //! Data loading: token ids in a memory-mapped file, batches cut from random positions, and pinned
 //! memory on a GPU.
 
-use super::trainer::{message_in, temp_dir};
-use super::{SectionCtx, record, sections};
 use crate::atomic_file;
 use crate::data::npy::{self, Order};
 use crate::data::{self, TokenFile};
 use crate::error::{Error, Result};
+use crate::lecture::trainer::{message_in, temp_dir};
+use crate::lecture::{SectionCtx, record};
 
 /// Token ids live in a file; a memory map reads only the pages a batch touches.
 pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
@@ -100,9 +100,4 @@ pub fn data_loading(cx: &mut SectionCtx) -> Result<()> {
     let err = TokenFile::open(&floats).err().map(|e| message_in(dir.path(), &e));
     record!(cx, computed npy_dtype_error = err.unwrap_or_else(|| "no error".into()))?;
     Ok(())
-}
-
-// The sections of this file, in lecture order, with the titles their chapters have.
-sections! {
-    data_loading => "Data loading",
 }

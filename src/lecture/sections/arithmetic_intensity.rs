@@ -3,14 +3,15 @@
 
 use serde_json::{Value, json};
 
-use super::givens::given;
-use super::{SectionCtx, record, sections};
 use crate::bench::cuda as gpu_bench;
 use crate::device::Device;
 use crate::device::cpu::bandwidth::{self, Level, Stream};
 use crate::device::promised::{self, MathMode};
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
+use crate::lecture::givens::given;
+use crate::lecture::what_if::Cost;
+use crate::lecture::{SectionCtx, record};
 use crate::tensor::{DType, Tensor};
 use crate::timing::{self, Budget, Clock, Contender};
 
@@ -277,7 +278,15 @@ fn matmul_sweep(cx: &mut SectionCtx) -> Result<Value> {
     Ok(Value::Array(points))
 }
 
-// The sections of this file, in lecture order, with the titles their chapters have.
-sections! {
-    arithmetic_intensity => "Arithmetic intensity and the roofline",
+/// What a what-if of this section needs (`what_if::check_cost`), with each given as `get` reads it.
+pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
+    let (n, m) = (get("n"), get("matrix_n"));
+    // Two bf16 vectors and three matrices; a product's FLOPs, timed for 0.3 s in turns
+    // with the rest: about thirty of each op. The bandwidth buffers (up to four times the
+    // last-level cache) come on top, and do not depend on the givens.
+    Cost {
+        bytes: 2.0 * (3.0 * n + 4.0 * m * m + m) + 512e6,
+        flops: 30.0 * (2.0 * m * m * m + 2.0 * m * m + 24.0 * n),
+        trace_bytes: 0.0,
+    }
 }

@@ -1,41 +1,11 @@
-//! Gradients: what backward computes, and what it costs in FLOPs.
+//! Section `gradients_flops`: Gradients: FLOPs.
 
-use super::graph::graph_nodes;
-use super::{SectionCtx, record, sections};
 use crate::autograd::Var;
 use crate::error::Result;
 use crate::flops::{FlopCount, FlopCounter};
+use crate::lecture::{SectionCtx, record};
 use crate::tensor::{DType, Tensor};
 use crate::timing::{self, Budget, Clock};
-
-/// Forward: compute a loss. Backward: compute the gradient of the loss with respect to each
-/// parameter, by the chain rule, from the loss back to the leaves.
-pub fn gradients_basics(cx: &mut SectionCtx) -> Result<()> {
-    let (x_data, w_data, target) = ([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], 5.0);
-    record!(cx, given x = x_data.to_vec())?;
-    record!(cx, given w = w_data.to_vec())?;
-    record!(cx, given target)?;
-    let x = Var::constant(Tensor::from_data(&x_data, DType::F32)?.to_device(&cx.device)?);
-    let w = Var::parameter(Tensor::from_data(&w_data, DType::F32)?.to_device(&cx.device)?); // want a gradient
-    let pred_y = x.matmul(&w)?;
-    record!(cx, computed residual = pred_y.value().item()? - target)?;
-    let loss = pred_y.sub_scalar(target)?.pow_scalar(2.0)?.mul_scalar(0.5)?;
-    record!(cx, computed loss = loss.value().item()?)?;
-    // The graph backward is about to walk (backward frees what its ops saved).
-    let graph = graph_nodes(&loss, &[("w".into(), w.clone())], &[("x", x.value())], 0);
-    record!(cx, computed graph = serde_json::Value::Array(graph))?;
-
-    loss.backward()?;
-    // ∂loss/∂w = (x·w − 5)·x = 1·x.
-    match w.grad() {
-        Some(g) => record!(cx, computed w_grad = &g)?,
-        None => record!(cx, computed w_grad = "none")?,
-    }
-    // Only leaves that asked for one get a gradient: not the data, not the intermediate.
-    record!(cx, computed x_grad_is_none = x.grad().is_none())?;
-    record!(cx, computed pred_y_grad_is_none = pred_y.grad().is_none())?;
-    Ok(())
-}
 
 /// The largest |a − b| over every element (the library has max and min, not abs).
 fn largest_difference(a: &Tensor, b: &Tensor) -> Result<f64> {
@@ -50,7 +20,7 @@ fn matmul_flops(count: &FlopCount) -> u64 {
 /// A two-layer linear model x →w1→ h1 →w2→ h2, loss = mean(h2²). Forward: 2 FLOPs per
 /// (data point, parameter). Backward: 4, because each matmul needs two more of the same size.
 pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
-    let (b, d, k) = super::compute::linear_model_sizes(&cx.device);
+    let (b, d, k) = super::tensor_operations_flops::linear_model_sizes(&cx.device);
     record!(cx, given B = b)?;
     record!(cx, given D = d)?;
     record!(cx, given K = k)?;
@@ -199,10 +169,4 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     let backward_products_flop_per_sec = counted_backward_flops as f64 / backward_products_time.median_s;
     record!(cx, clock backward_products_flop_per_sec, flop_per_sec)?;
     Ok(())
-}
-
-// The sections of this file, in lecture order, with the titles their chapters have.
-sections! {
-    gradients_basics => "Gradients: the basics",
-    gradients_flops => "Gradients: FLOPs",
 }

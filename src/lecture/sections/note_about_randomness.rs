@@ -1,8 +1,8 @@
 //! Randomness: a seed per source of randomness, so each result can be reproduced on its own.
 
-use super::trainer::bits;
-use super::{SectionCtx, record, sections};
 use crate::error::Result;
+use crate::lecture::trainer::bits;
+use crate::lecture::{SectionCtx, record};
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
 
@@ -36,9 +36,4 @@ pub fn note_about_randomness(cx: &mut SectionCtx) -> Result<()> {
     let w_after_batch = Tensor::randn(&[4], DType::F32, &mut init_rng)?;
     record!(cx, computed separate_streams_init_unchanged = bits(&w)? == bits(&w_after_batch)?)?;
     Ok(())
-}
-
-// The sections of this file, in lecture order, with the titles their chapters have.
-sections! {
-    note_about_randomness => "Randomness",
 }

@@ -1,9 +1,10 @@
 //! Napkin math: the two questions the lecture opens with, answered from first principles.
 
-use super::givens::given;
-use super::{SectionCtx, record, sections};
 use crate::device::promised;
 use crate::error::Result;
+use crate::lecture::givens::{MAX_COUNT, Narrower, given};
+use crate::lecture::what_if::Cost;
+use crate::lecture::{SectionCtx, record};
 
 /// How long does it take to train a 70B-parameter dense transformer on 15T tokens on 1024 H100s,
 /// and what is the largest model that fits on 8 H100s with AdamW (naively)?
@@ -62,7 +63,31 @@ pub fn motivating_questions(cx: &mut SectionCtx) -> Result<()> {
     Ok(())
 }
 
-// The sections of this file, in lecture order, with the titles their chapters have.
-sections! {
-    motivating_questions => "Motivating questions",
+/// What a what-if of this section needs (`what_if::check_cost`), with each given as `get` reads it.
+pub(super) fn cost(_get: &dyn Fn(&str) -> f64) -> Cost {
+    // Napkin math: a few multiplications, no tensor.
+    Cost {
+        bytes: 0.0,
+        flops: 0.0,
+        trace_bytes: 0.0,
+    }
 }
+
+/// What this section asks of two givens beyond their types (`givens::Narrower`).
+pub(super) const NARROWERS: &[Narrower] = &[
+    Narrower {
+        // num_parameters = memory_num_gpus × h100_bytes / 16 bytes a parameter is a count, whole
+        // in the trace only when the bytes are a multiple of 16 (`h100_bytes=1` made 0.5
+        // parameters).
+        name: "h100_bytes",
+        words: "a whole number of bytes from 16 to 2⁵³ (about 9.0e15), a multiple of 16",
+        holds: |x| (16.0..=MAX_COUNT).contains(&x) && x % 16.0 == 0.0,
+    },
+    Narrower {
+        // The bytes of a float format a parameter and its gradient can be kept in: fp8, bf16 or
+        // fp16, fp32, fp64.
+        name: "param_grad_bytes",
+        words: "the bytes of a float format: 1, 2, 4 or 8",
+        holds: |x| [1.0, 2.0, 4.0, 8.0].contains(&x),
+    },
+];

@@ -1,10 +1,11 @@
 //! The 2026 lecture's deep network: a stack of Linear + ReLU blocks, the model its memory
 //! sections (gradient accumulation, checkpointing) use.
 
-use super::givens::given;
-use super::{SectionCtx, record, sections};
 use crate::autograd::Var;
 use crate::error::{Error, Result};
+use crate::lecture::givens::given;
+use crate::lecture::what_if::{Cost, Overhead, TRACE_BYTES_PER_NUMBER};
+use crate::lecture::{SectionCtx, record};
 use crate::nn::{DeepNetwork, Module};
 use crate::tensor::{DType, Tensor};
 
@@ -38,7 +39,21 @@ pub fn deep_network(cx: &mut SectionCtx) -> Result<()> {
     Ok(())
 }
 
-// The sections of this file, in lecture order, with the titles their chapters have.
-sections! {
-    deep_network => "A deep network",
+/// What a what-if of this section needs (`what_if::check_cost`), with each given as `get` reads it.
+pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
+    let (d, layers, b) = (get("d"), get("num_layers"), get("batch_size"));
+    // The weights, the batch and each block's product and ReLU output.
+    Cost {
+        bytes: 4.0 * (layers * d * d + b * d * (2.0 * layers + 1.0)),
+        flops: (2.0 * d + 1.0) * b * d * layers,
+        trace_bytes: 2.0 * b * d * TRACE_BYTES_PER_NUMBER,
+    }
+}
+
+/// Its fixed-cost steps (`what_if_overhead`): tensor ops and storage comparisons.
+pub(super) fn overhead(get: &dyn Fn(&str) -> f64) -> Overhead {
+    Overhead {
+        ops: 12.0 * (get("num_layers") + 1.0),
+        comparisons: 0.0,
+    }
 }

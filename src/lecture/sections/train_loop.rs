@@ -3,9 +3,9 @@
 
 use serde_json::json;
 
-use super::trainer::{Batches, LinearData, OnStep, Precision, train_observed};
-use super::{SectionCtx, record, sections};
 use crate::error::Result;
+use crate::lecture::trainer::{Batches, LinearData, OnStep, Precision, train_observed};
+use crate::lecture::{SectionCtx, record};
 use crate::nn::{Cruncher, Module};
 use crate::optim::{AdaGrad, Optimizer, Sgd};
 use crate::tensor::{DType, Tensor};
@@ -87,9 +87,4 @@ pub fn train_loop(cx: &mut SectionCtx) -> Result<()> {
     }
     record!(cx, computed longer_runs = serde_json::Value::Object(runs))?;
     Ok(())
-}
-
-// The sections of this file, in lecture order, with the titles their chapters have.
-sections! {
-    train_loop => "Training loop",
 }

@@ -7,13 +7,14 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use super::givens::given;
-use super::graph::graph_nodes;
-use super::{SectionCtx, record, sections};
 use crate::autograd::{Var, mse_loss, no_grad};
 use crate::device::max_memory;
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
+use crate::lecture::givens::given;
+use crate::lecture::graph::{graph_bytes, graph_nodes};
+use crate::lecture::what_if::{Cost, Overhead};
+use crate::lecture::{SectionCtx, record};
 use crate::nn::{Block, DeepNetwork, Module};
 use crate::tensor::{DType, Tensor};
 
@@ -48,23 +49,6 @@ struct Step {
     counted_peak: usize,
     /// Layer inputs the forward pass kept (the data not counted).
     kept_inputs: usize,
-}
-
-/// Bytes of activation the graph behind `root` keeps: saved tensors that are neither parameters,
-/// nor the data, nor in `held` (counted by the caller), each storage once.
-pub(super) fn graph_bytes(root: &Var, params: &[Tensor], data: &[Tensor], held: &[Tensor]) -> usize {
-    root.saved_tensors()
-        .iter()
-        .map(|s| &s.tensor)
-        .filter(|t| {
-            !params
-                .iter()
-                .chain(data)
-                .chain(held)
-                .any(|p| Tensor::same_storage(p, t))
-        })
-        .map(Tensor::nbytes)
-        .sum()
 }
 
 /// `layers` applied to `h` without a graph: a recomputation keeps nothing.
@@ -338,7 +322,32 @@ pub fn checkpoint_schedule(cx: &mut SectionCtx) -> Result<()> {
     Ok(())
 }
 
-// The sections of this file, in lecture order, with the titles their chapters have.
-sections! {
-    checkpoint_schedule => "The checkpointing schedule",
+/// What a what-if of this section needs (`what_if::check_cost`), with each given as `get` reads it.
+pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
+    let (b, d, deepest) = (get("batch_size"), get("d"), get("max_num_layers"));
+    // The deepest network and its copy, and every layer's activations kept: the other
+    // depths are a quarter and less. Each schedule takes a step of about 6·B·D² FLOPs a
+    // layer, and recomputes up to L(L − 1)/2 layers' forward products (keeping none);
+    // the depths before the deepest add a third at most.
+    let depths = 4.0 / 3.0;
+    Cost {
+        bytes: 4.0 * (2.0 * deepest * d * d + 2.0 * deepest * b * d + 4.0 * b * d),
+        flops: depths * (4.0 * 6.0 + deepest + 2.0) * deepest * b * d * d,
+        trace_bytes: 0.0,
+    }
+}
+
+/// Its fixed-cost steps (`what_if_overhead`): tensor ops and storage comparisons.
+pub(super) fn overhead(get: &dyn Fn(&str) -> f64) -> Overhead {
+    // At each depth L (a third more for the shallower ones): keeping none runs the first
+    // layers again for every layer, L(L + 1)/2 blocks of about three ops, and the four
+    // schedules' steps about forty ops a layer. Each segment's graph lists about two
+    // saved tensors a layer, each compared with the L parameters, the data and the kept
+    // inputs: about 2·L² comparisons a schedule.
+    let deepest = get("max_num_layers");
+    let depths = 4.0 / 3.0;
+    Overhead {
+        ops: depths * (1.5 * deepest * (deepest + 1.0) + 160.0 * deepest),
+        comparisons: depths * 4.0 * 2.0 * deepest * (deepest + 2.0),
+    }
 }

@@ -1,12 +1,13 @@
-//! Models: parameters, their initialisation, and a first custom model.
+//! Section `module_parameters`: Parameters and initialisation.
 
 use serde_json::json;
 
-use super::givens::given;
-use super::{SectionCtx, record, sections};
 use crate::autograd::Var;
 use crate::error::Result;
-use crate::nn::{Cruncher, Init, Module, TRUNCATION_SIGMAS};
+use crate::lecture::givens::given;
+use crate::lecture::what_if::Cost;
+use crate::lecture::{SectionCtx, record};
+use crate::nn::{Init, TRUNCATION_SIGMAS};
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
 
@@ -91,34 +92,13 @@ fn std_vs_input_dim(rng: &mut Rng) -> Result<serde_json::Value> {
     Ok(serde_json::Value::Array(points))
 }
 
-/// A custom model: `num_layers` D×D linear layers and a final D×1 head.
-pub fn custom_model(cx: &mut SectionCtx) -> Result<()> {
-    let d = given!(cx, d: Count = 64, count, "width of the Cruncher's layers")?;
-    let num_layers = given!(cx, num_layers: Count = 2, count, "D×D layers before the head")?;
-    let model = Cruncher::new(d, num_layers, &mut cx.rng)?;
-    let params: Vec<serde_json::Value> = model
-        .named_parameters()
-        .iter()
-        .map(|(name, p)| json!({"name": name, "shape": p.shape(), "numel": p.value().numel()}))
-        .collect();
-    record!(cx, computed param_sizes = serde_json::Value::Array(params))?;
-    record!(cx, computed num_parameters = model.num_parameters())?;
-    record!(cx, computed expected_num_parameters = Cruncher::expected_num_parameters(d, num_layers))?;
-
-    // Move it to the run's device and run a batch through it.
-    let model = model.to_device(&cx.device)?;
-    record!(cx, device device = model.final_layer.weight.value().device().to_string())?;
-    let b = given!(cx, batch_size: Count = 8, count, "data points run through the model")?;
-    let x = Var::constant(Tensor::randn(&[b, d], DType::F32, &mut cx.rng)?.to_device(&cx.device)?);
-    let y = model.forward(&x)?;
-    let y_shape = y.shape().to_vec();
-    record!(cx, computed y_shape)?;
-    record!(cx, computed y = y.value())?;
-    Ok(())
-}
-
-// The sections of this file, in lecture order, with the titles their chapters have.
-sections! {
-    module_parameters => "Parameters and initialisation",
-    custom_model => "A custom model",
+/// What a what-if of this section needs (`what_if::check_cost`), with each given as `get` reads it.
+pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
+    let (i, o) = (get("input_dim"), get("output_dim"));
+    // Four weight matrices (float32, one more as float64 to count its tails) and x.
+    Cost {
+        bytes: 4.0 * i + 4.0 * 3.0 * i * o + 8.0 * i * o,
+        flops: 2.0 * i * o * 3.0,
+        trace_bytes: 0.0,
+    }
 }

@@ -2,13 +2,14 @@
 
 use serde_json::json;
 
-use super::givens::given;
-use super::{SectionCtx, record, sections};
 use crate::device::cuda::GemmRoute;
 use crate::device::promised::{self, MathMode, PromisedPeak};
 use crate::device::{Device, F32Matmul, cpu};
 use crate::error::Result;
 use crate::flops::FlopCounter;
+use crate::lecture::givens::given;
+use crate::lecture::what_if::Cost;
+use crate::lecture::{SectionCtx, record};
 use crate::tensor::{DType, Tensor};
 use crate::timing::{self, Budget, Clock, Contender, Timing};
 use crate::trace::Kind;
@@ -329,7 +330,15 @@ fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_jso
     Ok((serde_json::Value::Array(points), serde_json::Value::Object(peak_lines)))
 }
 
-// The sections of this file, in lecture order, with the titles their chapters have.
-sections! {
-    tensor_operations_flops => "Counting FLOPs",
+/// What a what-if of this section needs (`what_if::check_cost`), with each given as `get` reads it.
+pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
+    let (b, d, k) = (get("B"), get("D"), get("K"));
+    let elements = b * d + d * k + b * k;
+    // x, w and y in float32 and in bfloat16; timed for at least a second in each dtype,
+    // at least a few times each: the FLOPs of about ten products per dtype.
+    Cost {
+        bytes: elements * (4.0 + 2.0),
+        flops: 2.0 * b * d * k * 2.0 * 10.0,
+        trace_bytes: 0.0,
+    }
 }

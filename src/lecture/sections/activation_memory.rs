@@ -3,12 +3,13 @@
 
 use serde_json::json;
 
-use super::givens::given;
-use super::{SectionCtx, record, sections};
 use crate::autograd::{Var, mse_loss, no_grad};
 use crate::device::memory_allocated;
 use crate::error::Result;
 use crate::flops::FlopCounter;
+use crate::lecture::givens::given;
+use crate::lecture::what_if::{Cost, Overhead};
+use crate::lecture::{SectionCtx, record};
 use crate::nn::{Cruncher, Module};
 use crate::tensor::{DType, Tensor};
 
@@ -114,7 +115,7 @@ pub fn activation_memory(cx: &mut SectionCtx) -> Result<()> {
 /// counted by the caller).
 fn kept_bytes(root: &Var, model: &dyn Module, data: &[Tensor], held: &[Tensor]) -> usize {
     let params: Vec<Tensor> = model.state_dict().into_iter().map(|(_, t)| t).collect();
-    super::checkpoint_schedule::graph_bytes(root, &params, data, held)
+    crate::lecture::graph::graph_bytes(root, &params, data, held)
 }
 
 struct Checkpointed {
@@ -170,7 +171,30 @@ fn checkpointed_step(model: &Cruncher, x: &Var, y: &Var, segment_layers: usize) 
     Ok(Checkpointed { peak_kept, boundaries })
 }
 
-// The sections of this file, in lecture order, with the titles their chapters have.
-sections! {
-    activation_memory => "Activations and checkpointing",
+/// What a what-if of this section needs (`what_if::check_cost`), with each given as `get` reads it.
+pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
+    let (b, d, layers) = (get("batch_size"), get("d"), get("num_layers"));
+    // The model and its copy, their gradients, and every layer's input and gradient.
+    let parameters = layers * d * d + d;
+    Cost {
+        bytes: 4.0 * (4.0 * parameters + 2.0 * (layers + 3.0) * b * d),
+        flops: 2.0 * b * d * d * layers * 7.0,
+        trace_bytes: 0.0,
+    }
+}
+
+/// Its fixed-cost steps (`what_if_overhead`): tensor ops and storage comparisons.
+pub(super) fn overhead(get: &dyn Fn(&str) -> f64) -> Overhead {
+    let layers = get("num_layers");
+    let segment = get("segment_layers").max(1.0);
+    // The plain pass, the checkpointed one (every layer twice forward) and a copy of the
+    // model. After each layer i, the i·2 tensors the graph keeps are each compared with
+    // the 2·(layers + 1) parameters and the data: Σ 2i · 2(layers + 2) ≈ 2·layers³. The
+    // checkpointed pass does it once per segment for the segment's own graph.
+    let per_layer = 2.0 * (layers + 2.0);
+    Overhead {
+        ops: 40.0 * (layers + 1.0),
+        comparisons: 2.0 * layers * (layers + 1.0) / 2.0 * per_layer
+            + (layers / segment).ceil() * 2.0 * segment * per_layer,
+    }
 }

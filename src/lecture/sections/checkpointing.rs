@@ -5,11 +5,11 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::trainer::{Batches, LinearData, Precision, bits, message_in, temp_dir, train};
-use super::{SectionCtx, record, sections};
 use crate::atomic_file;
 use crate::checkpoint;
 use crate::error::{Error, Result};
+use crate::lecture::trainer::{Batches, LinearData, Precision, bits, message_in, temp_dir, train};
+use crate::lecture::{SectionCtx, record};
 use crate::nn::{Cruncher, Module};
 use crate::optim::{AdaGrad, Optimizer};
 use crate::rng::Rng;
@@ -118,9 +118,4 @@ fn load_error(dir: &Path, path: &Path, model: &dyn Module, optimizer: &mut dyn O
         Ok(step) => format!("no error (loaded step {step})"),
         Err(e) => message_in(dir, &e),
     }
-}
-
-// The sections of this file, in lecture order, with the titles their chapters have.
-sections! {
-    checkpointing => "Checkpointing",
 }

@@ -3,12 +3,13 @@
 
 use serde_json::json;
 
-use super::givens::given;
-use super::{SectionCtx, record, sections};
 use crate::autograd::{Var, mse_loss};
 use crate::device::{Device, max_memory};
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
+use crate::lecture::givens::given;
+use crate::lecture::what_if::{Cost, Overhead};
+use crate::lecture::{SectionCtx, record};
 use crate::nn::{DeepNetwork, Module};
 use crate::optim::{Optimizer, Sgd};
 use crate::tensor::{DType, Tensor};
@@ -185,7 +186,28 @@ pub fn gradient_accumulation(cx: &mut SectionCtx) -> Result<()> {
     Ok(())
 }
 
-// The sections of this file, in lecture order, with the titles their chapters have.
-sections! {
-    gradient_accumulation => "Gradient accumulation",
+/// What a what-if of this section needs (`what_if::check_cost`), with each given as `get` reads it.
+pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
+    let (b, d, layers, k) = (get("batch_size"), get("d"), get("num_layers"), get("max_micro_batches"));
+    // The model and its copies (one per k, each with gradients), the batch and its
+    // targets, and the full batch's activations. Each way of taking the step runs once
+    // measured and, timed in turns for 0.1 s each, about ten more times; a step is
+    // 6·B·D²·L FLOPs whatever k is.
+    let ways = k.log2().floor() + 1.0;
+    Cost {
+        bytes: 4.0 * (2.0 * (2.0 * ways + 1.0) * layers * d * d + 2.0 * b * d + 2.0 * b * d * layers),
+        flops: ways * 11.0 * 6.0 * b * d * d * layers,
+        trace_bytes: 0.0,
+    }
+}
+
+/// Its fixed-cost steps (`what_if_overhead`): tensor ops and storage comparisons.
+pub(super) fn overhead(get: &dyn Fn(&str) -> f64) -> Overhead {
+    // Per way of taking the step (k = 1, 2, 4, …), about eleven steps of k micro-batches,
+    // each a forward and backward of about eight ops a block, and a model copy.
+    let (layers, k) = (get("num_layers"), get("max_micro_batches"));
+    Overhead {
+        ops: 11.0 * 2.0 * k * 8.0 * (layers + 1.0) + 100.0,
+        comparisons: 0.0,
+    }
 }

@@ -3,11 +3,12 @@
 
 use serde_json::json;
 
-use super::givens::given;
-use super::{SectionCtx, record, sections};
 use crate::autograd::{Var, mse_loss};
 use crate::error::Result;
 use crate::flops::FlopCounter;
+use crate::lecture::givens::given;
+use crate::lecture::what_if::{Cost, Overhead, TRACE_BYTES_PER_NUMBER};
+use crate::lecture::{SectionCtx, record};
 use crate::nn::{Cruncher, Module};
 use crate::optim::{AdaGrad, Optimizer};
 use crate::tensor::{DType, Tensor};
@@ -162,7 +163,28 @@ fn counted_step_flops_with_input_grad(model: &Cruncher, x: &Var, y: &Var) -> Res
     Ok(counter.finish().by_op.get("matmul").copied().unwrap_or(0))
 }
 
-// The sections of this file, in lecture order, with the titles their chapters have.
-sections! {
-    optimizer => "Optimizer",
+/// What a what-if of this section needs (`what_if::check_cost`), with each given as `get` reads it.
+pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
+    let (d, layers) = (get("d"), get("num_layers"));
+    // Parameters, gradients and AdaGrad's state, and a copy with its gradients. The trace
+    // keeps every parameter four times (before and after the step, its gradient and its
+    // AdaGrad state) and a few entries per layer of what backward saved.
+    let parameters = layers * d * d + d;
+    Cost {
+        bytes: 4.0 * 5.0 * parameters,
+        flops: 2.0 * 2.0 * parameters * 6.0 * 2.0,
+        trace_bytes: (4.0 * parameters + 16.0 * layers) * TRACE_BYTES_PER_NUMBER,
+    }
+}
+
+/// Its fixed-cost steps (`what_if_overhead`): tensor ops and storage comparisons.
+pub(super) fn overhead(get: &dyn Fn(&str) -> f64) -> Overhead {
+    let layers = get("num_layers");
+    // Two forward and backward passes, AdaGrad's step (about six ops per parameter
+    // tensor, two tensors a layer), the parameters' listing before and after. The saved
+    // tensors (two a layer) are each compared with every parameter (two a layer).
+    Overhead {
+        ops: 40.0 * (layers + 1.0),
+        comparisons: 4.0 * (layers + 1.0) * (layers + 1.0),
+    }
 }

@@ -1,0 +1,22 @@
+//! Section `tensor_elementwise`: Elementwise operations.
+
+use crate::error::Result;
+use crate::lecture::{SectionCtx, record};
+use crate::tensor::{DType, Tensor};
+
+/// Elementwise operations apply to each element independently; the output has the input's shape.
+pub fn tensor_elementwise(cx: &mut SectionCtx) -> Result<()> {
+    let x = Tensor::from_data(&[1.0, 4.0, 9.0], DType::F32)?;
+    record!(cx, given x)?;
+    record!(cx, computed pow_2 = &x.pow_scalar(2.0)?)?;
+    record!(cx, computed sqrt = &x.sqrt()?)?;
+    record!(cx, computed rsqrt = &x.rsqrt()?)?; // 1 / sqrt(x)
+    record!(cx, computed x_plus_x = &x.add(&x)?)?;
+    record!(cx, computed x_times_2 = &x.mul_scalar(2.0)?)?;
+    record!(cx, computed x_div_0_5 = &x.div_scalar(0.5)?)?;
+    // triu keeps the upper triangle: the building block of a causal attention mask.
+    let ones = Tensor::ones(&[3, 3], DType::F32)?;
+    record!(cx, given ones_shape = ones.shape())?;
+    record!(cx, computed triu = &ones.triu(0)?)?;
+    Ok(())
+}
