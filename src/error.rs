@@ -70,6 +70,17 @@ pub enum Error {
     #[error("{path}: {msg}")]
     File { path: PathBuf, msg: String },
 
+    /// A section's `check!` that did not hold: the run stops here, naming the claim, where it is
+    /// written and what each side was.
+    #[error("check `{name}` at {file}:{line} failed: `{claim}` does not hold ({values})")]
+    CheckFailed {
+        name: String,
+        claim: String,
+        file: String,
+        line: u32,
+        values: String,
+    },
+
     /// The OS error is part of the message, not a `source`: with a source, `anyhow`'s `{:#}`
     /// would print it twice.
     #[error("{path}: {err}")]

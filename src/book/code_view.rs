@@ -158,7 +158,11 @@ fn place(record: &SectionRecord, row: impl Fn(u32, Option<usize>) -> Option<usiz
             .chain(finals);
         for (k, (v, line, token, dtype, shape, layout)) in all.enumerate() {
             let at = row(line, token);
-            let text = shown_value(v, value.unit);
+            // A check's claim is the code on its own line; beside it, only that it held.
+            let text = match value.kind() {
+                Some(crate::trace::Kind::Checked) => "✓".to_string(),
+                _ => shown_value(v, value.unit),
+            };
             let grid = match (dtype, shape) {
                 (Some(dtype), Some(shape)) => super::tensor_grid::grid(v, dtype, shape, layout.as_ref(), &short_number),
                 _ => None,

@@ -10,6 +10,7 @@ pub fn class(record: &ValueRecord) -> &'static str {
     match record.kind() {
         Some(Kind::Given) => "lecture-given",
         Some(Kind::Computed) => "lecture-computed",
+        Some(Kind::Checked) => "lecture-checked",
         _ => "lecture-measured",
     }
 }
@@ -29,6 +30,7 @@ pub fn kind_words(kind: Kind) -> &'static str {
         Kind::Clock => "measured: a clock decided it",
         Kind::Device => "measured: this machine decided it",
         Kind::Rounding => "measured: the rounding of the kernel that ran decided it",
+        Kind::Checked => "checked by the run where it computed it: a check that fails stops the run",
     }
 }
 
@@ -54,7 +56,8 @@ mod tests {
                 "lecture-computed",
                 "lecture-measured",
                 "lecture-measured",
-                "lecture-measured"
+                "lecture-measured",
+                "lecture-checked"
             ]
         );
         let mut words: Vec<&str> = seen.iter().map(|s| s.1).collect();

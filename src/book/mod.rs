@@ -88,6 +88,7 @@ pub mod address;
 mod bench_tables;
 pub mod bibliography;
 pub mod chart;
+mod checks;
 mod citations;
 mod claims;
 pub mod code_view;

@@ -254,6 +254,11 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
             Ok(device_tag(&trace, &shown, &mark))
         }
         Directive::Devices => devices::render(traces),
+        Directive::Check { address, trace } => {
+            let path = traces.path(trace.as_deref())?;
+            let trace = traces.load(&path)?;
+            super::checks::render(traces, &path, &trace, address)
+        }
         Directive::Times { top, bottom, trace } => {
             let path = traces.path(trace.as_deref())?;
             let trace = traces.load(&path)?;

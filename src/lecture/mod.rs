@@ -53,8 +53,8 @@ pub mod what_if;
 mod what_if_files;
 mod what_if_overhead;
 
-pub(crate) use recorder::record;
 pub use recorder::{Recordable, SectionCtx};
+pub(crate) use recorder::{check, record};
 
 use crate::error::Result;
 

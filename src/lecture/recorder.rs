@@ -16,7 +16,9 @@ use crate::trace::{Kind, State, Step, Unit, ValueRecord};
 
 // What a call may say and how its value becomes JSON live in `recorder/record.rs`; they keep their
 // paths here (`recorder::unit!` is spelled out in `record!` and `given!`).
+mod check;
 mod record;
+pub(crate) use check::check;
 pub use record::{MAX_RECORDED_ELEMENTS, Observed, Recordable};
 pub(crate) use record::{kind, record, unit};
 

@@ -280,10 +280,21 @@ pub enum Kind {
     /// differently, so a rerun on the same kernel reproduces it and one on another does not.
     #[serde(rename = "measured: rounding")]
     Rounding,
+    /// A fact the section's code checked where it computed it (`check!`): the value is the
+    /// claim's text, recorded only because it held (a failing check stops the run).
+    #[serde(rename = "checked")]
+    Checked,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [Kind::Given, Kind::Computed, Kind::Clock, Kind::Device, Kind::Rounding];
+    pub const ALL: [Kind; 6] = [
+        Kind::Given,
+        Kind::Computed,
+        Kind::Clock,
+        Kind::Device,
+        Kind::Rounding,
+        Kind::Checked,
+    ];
 
     /// Whether a rerun of the same code on the same machine reproduces it bit for bit (a rounding
     /// does, on the same kernel).
@@ -299,6 +310,7 @@ impl Kind {
             Kind::Clock => "measured: clock",
             Kind::Device => "measured: device",
             Kind::Rounding => "measured: rounding",
+            Kind::Checked => "checked",
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Checks a trace file passes beyond its schema, each naming the place that is wrong: no JSON
 //! object repeats a key (a parse into a map would silently keep the last), no section id appears
-//! twice, and a value recorded with a unit holds numbers. Optional fields (such as
-//! `memory_bytes`) may still be null: the schema says which fields are optional.
+//! twice, a value recorded with a unit holds numbers, and a checked fact holds its claim.
+//! Optional fields (such as `memory_bytes`) may still be null: the schema says which are.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -10,7 +10,7 @@ use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::history::MAX_HISTORY;
-use super::schema::{Trace, Unit};
+use super::schema::{Kind, Trace, Unit};
 use crate::json::number_from_json;
 
 /// The first key that an object of `text` (valid JSON) repeats, with its place.
@@ -101,6 +101,15 @@ pub fn contents(trace: &Trace) -> Result<(), String> {
             ));
         }
         for (name, record) in &section.values {
+            // A check is recorded once, and only when it held: its value is the claim.
+            let claim_only = record.value.is_string() && record.history.is_empty() && record.unit == Unit::None;
+            if record.kind() == Some(Kind::Checked) && !claim_only {
+                return Err(format!(
+                    "value `{}.{name}` (at `sections[{i}].values.{name}`) is of kind checked, but is not what a run \
+                     records for a check: its claim as text, once, without a unit",
+                    section.id
+                ));
+            }
             // The final value and every earlier state: a merge writes them all back.
             let states = std::iter::once(("value".to_string(), &record.value)).chain(
                 record

@@ -7,6 +7,7 @@ mod common;
 
 mod book_browser;
 mod book_build;
+mod book_checks;
 mod book_claims;
 mod book_history;
 mod book_hostile;

@@ -27,7 +27,12 @@ fn every_recorded_value_is_named_in_its_sections_pytorch_panel() {
             def.id
         );
         let section = trace.section(def.id).expect("a fresh run records every section");
-        for name in section.values.keys() {
+        for (name, value) in &section.values {
+            // A check is the Rust code's claim about values the panel already names (and, where
+            // they are deterministic, compares), not a value PyTorch computes.
+            if value.kind() == Some(cs336::trace::Kind::Checked) {
+                continue;
+            }
             if !named.contains(&name.as_str()) {
                 missing.push(format!("{}.{name}", def.id));
             }

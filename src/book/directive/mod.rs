@@ -53,6 +53,9 @@ pub enum Directive {
         unit: Option<Unit>,
         trace: Option<String>,
     },
+    /// `{{check SECTION.NAME [trace=SLUG]}}`: a tick for a fact the section's code checked
+    /// (`check!`), its claim and line on hover; the book quotes it, it does not decide it again.
+    Check { address: Address, trace: Option<String> },
     /// `{{else}}`
     Else,
     /// `{{end}}`
@@ -86,6 +89,7 @@ impl Directive {
                 | Directive::Else
                 | Directive::End
                 | Directive::Assert { .. }
+                | Directive::Check { .. }
         )
     }
 }
@@ -93,7 +97,7 @@ impl Directive {
 /// The directive forms, for messages.
 pub const SYNTAX: &str = "{{value SECTION.NAME[.PATH] [state=first|last|K] [format=F] [unit=U] [trace=SLUG]}}, {{code SECTION}}, \
      {{chart ID}}, {{provenance}}, {{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}, \
-     {{table SECTION.NAME[.PATH]}}, {{times SECTION.NAME SECTION.NAME [trace=SLUG]}}, {{device SECTION [trace=SLUG]}}, {{devices}}, {{if CLAIM}} … {{else if CLAIM}} … {{else}} … {{end}}, {{assert CLAIM}} \
+     {{table SECTION.NAME[.PATH]}}, {{times SECTION.NAME SECTION.NAME [trace=SLUG]}}, {{device SECTION [trace=SLUG]}}, {{devices}}, {{if CLAIM}} … {{else if CLAIM}} … {{else}} … {{end}}, {{assert CLAIM}}, {{check SECTION.NAME}} \
      (CLAIM: `a.b > c.d`, `a.b < 2 * c.d`, `ratio(a.b, c.d) in [0.8, 1.25]`, `reldiff(a.b, c.d) < 0.05`, \
      `has a.b`, a recorded boolean `a.b`, joined with and/or/not), {{cite KEY}}, {{references}}";
 
@@ -206,6 +210,13 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
                 trace,
             }
         }
+        ("check", [address]) => {
+            allow(false, true)?;
+            Directive::Check {
+                address: parse_address(address)?,
+                trace,
+            }
+        }
         ("else", []) => {
             allow(false, false)?;
             Directive::Else
@@ -226,7 +237,7 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
         }
         (
             "value" | "compare" | "table" | "code" | "chart" | "provenance" | "device" | "devices" | "else" | "end"
-            | "cite" | "references" | "times",
+            | "cite" | "references" | "times" | "check",
             args,
         ) => {
             return Err(format!("`{kind}` got {} argument(s) ({})", args.len(), args.join(" ")));

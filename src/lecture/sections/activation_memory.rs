@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::flops::FlopCounter;
 use crate::lecture::givens::given;
 use crate::lecture::what_if::{Cost, Overhead};
-use crate::lecture::{SectionCtx, record};
+use crate::lecture::{SectionCtx, check, record};
 use crate::nn::{Cruncher, Module};
 use crate::tensor::{DType, Tensor};
 
@@ -56,6 +56,7 @@ pub fn activation_memory(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed activation_bytes_per_layer, bytes)?;
     let formula_kept_for_backward = (num_layers * b * d + b) * bytes_per_float32;
     record!(cx, computed formula_kept_for_backward, bytes)?;
+    check!(cx, kept_as_formula: kept_for_backward == formula_kept_for_backward)?;
     loss.backward()?;
     let plain_matmul_flops = counter.finish().by_op.get("matmul").copied().unwrap_or(0);
     record!(cx, computed plain_matmul_flops, flop)?;
@@ -69,7 +70,8 @@ pub fn activation_memory(cx: &mut SectionCtx) -> Result<()> {
     let checkpointed = checkpointed_step(&copy, &x, &y, segment_layers)?;
     let checkpoint_matmul_flops = counter.finish().by_op.get("matmul").copied().unwrap_or(0);
     record!(cx, computed checkpoint_matmul_flops, flop)?;
-    record!(cx, computed checkpoint_peak_kept = checkpointed.peak_kept, bytes)?;
+    let checkpoint_peak_kept = checkpointed.peak_kept;
+    record!(cx, computed checkpoint_peak_kept, bytes)?;
     record!(cx, computed checkpoint_boundaries = checkpointed.boundaries)?;
     // During segment s's backward, s kept inputs are alive with the segment's own layer inputs
     // and, in every segment but the last, the gradient that arrived at its output (the last has
@@ -85,11 +87,13 @@ pub fn activation_memory(cx: &mut SectionCtx) -> Result<()> {
     };
     let formula_checkpoint_peak = last.max(before_last) * bytes_per_float32;
     record!(cx, computed formula_checkpoint_peak, bytes)?;
+    check!(cx, checkpoint_peak_as_formula: checkpoint_peak_kept == formula_checkpoint_peak)?;
     let recomputed_matmul_flops = checkpoint_matmul_flops - plain_matmul_flops;
     record!(cx, computed recomputed_matmul_flops, flop)?;
     // Every layer outside the last segment runs forward twice.
     let formula_recomputed_flops = 2 * b * d * d * (num_layers - last_len);
     record!(cx, computed formula_recomputed_flops, flop)?;
+    check!(cx, recomputed_as_formula: recomputed_matmul_flops == formula_recomputed_flops as u64)?;
     let recomputed_fraction = recomputed_matmul_flops as f64 / plain_matmul_flops as f64;
     record!(cx, computed recomputed_fraction, ratio)?;
     // Hardware FLOPs utilisation counts the recomputation as work done; MFU counts only the

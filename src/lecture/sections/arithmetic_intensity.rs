@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
 use crate::lecture::givens::given;
 use crate::lecture::what_if::Cost;
-use crate::lecture::{SectionCtx, record};
+use crate::lecture::{SectionCtx, check, record};
 use crate::tensor::{DType, Tensor};
 use crate::timing::{self, Budget, Clock, Contender};
 
@@ -70,6 +70,13 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     // FLOP counter, which must agree.
     let counts = ops.iter().map(Op::count).collect::<Result<Vec<_>>>()?;
     record!(cx, computed op_counts = counts_json(&ops, &counts))?;
+    // Every operation but the matrix product does a few FLOPs per byte at most, whatever its size:
+    // far below what an H100 needs to keep busy.
+    let highest_other_intensity = (ops.iter().zip(&counts))
+        .filter(|(op, _)| op.name != "matmul")
+        .map(|(_, c)| c.flops as f64 / c.bytes as f64)
+        .fold(0.0, f64::max);
+    check!(cx, others_below_a_fiftieth: 50.0 * highest_other_intensity < h100_accelerator_intensity)?;
 
     // Each timed in turns with the others, so that a busy moment slows them all.
     let times = time_in_turns(&cx.device, &ops)?;

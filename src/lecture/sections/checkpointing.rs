@@ -9,7 +9,7 @@ use crate::atomic_file;
 use crate::checkpoint;
 use crate::error::{Error, Result};
 use crate::lecture::trainer::{Batches, LinearData, Precision, bits, message_in, temp_dir, train};
-use crate::lecture::{SectionCtx, record};
+use crate::lecture::{SectionCtx, check, record};
 use crate::nn::{Cruncher, Module};
 use crate::optim::{AdaGrad, Optimizer};
 use crate::rng::Rng;
@@ -59,14 +59,16 @@ pub fn checkpointing(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed loaded_step = step)?;
     let loaded_bit_identical = checkpoint_bits(&new_model, &new_optimizer)? == saved_values;
     record!(cx, computed loaded_bit_identical)?;
+    check!(cx, loads_what_it_saved: loaded_bit_identical)?;
     losses_resumed.extend(train_steps(&new_model, &mut new_optimizer, step..total_steps)?);
-    let same = losses_uninterrupted
+    let resumed_bit_identical = losses_uninterrupted
         .iter()
         .map(|x| x.to_bits())
         .eq(losses_resumed.iter().map(|x| x.to_bits()));
     record!(cx, computed losses_uninterrupted)?;
     record!(cx, computed losses_resumed)?;
-    record!(cx, computed resumed_bit_identical = same)?;
+    record!(cx, computed resumed_bit_identical)?;
+    check!(cx, resumes_as_if_never_stopped: resumed_bit_identical)?;
 
     // The file: a plain safetensors file any reader can list.
     let info = checkpoint::inspect(&path)?;

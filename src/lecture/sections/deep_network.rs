@@ -2,10 +2,10 @@
 //! sections (gradient accumulation, checkpointing) use.
 
 use crate::autograd::Var;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lecture::givens::given;
 use crate::lecture::what_if::{Cost, Overhead, TRACE_BYTES_PER_NUMBER};
-use crate::lecture::{SectionCtx, record};
+use crate::lecture::{SectionCtx, check, record};
 use crate::nn::{DeepNetwork, Module};
 use crate::tensor::{DType, Tensor};
 
@@ -18,12 +18,7 @@ pub fn deep_network(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed num_parameters)?;
     let expected_num_parameters = DeepNetwork::expected_num_parameters(d, num_layers);
     record!(cx, computed expected_num_parameters)?;
-    if num_parameters != expected_num_parameters {
-        return Err(Error::invalid(
-            "deep_network",
-            format!("the model has {num_parameters} parameters, not D·D·L = {expected_num_parameters}"),
-        ));
-    }
+    check!(cx, parameters_as_formula: num_parameters == expected_num_parameters)?;
 
     // A batch of data through it.
     let b = given!(cx, batch_size: Count = 4, count, "data points run through the network")?;

@@ -2,7 +2,7 @@
 
 use crate::error::Result;
 use crate::lecture::caught::expect_error;
-use crate::lecture::{SectionCtx, record};
+use crate::lecture::{SectionCtx, check, record};
 use crate::tensor::einops::{einsum, rearrange};
 use crate::tensor::{DType, Tensor};
 
@@ -19,15 +19,20 @@ pub fn einops_rearrange(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, given heads)?;
     let x_split = rearrange(&x, "... (heads hidden1) -> ... heads hidden1", &[("heads", heads)])?;
     record!(cx, computed x_split_shape = x_split.shape())?;
-    record!(cx, computed x_split_same_storage = Tensor::same_storage(&x, &x_split))?; // a view
+    let x_split_same_storage = Tensor::same_storage(&x, &x_split);
+    record!(cx, computed x_split_same_storage)?;
+    check!(cx, split_is_a_view: x_split_same_storage)?;
 
     let x_heads = einsum("... hidden1, hidden1 hidden2 -> ... hidden2", &[&x_split, &w])?;
     record!(cx, computed x_transformed = &x_heads)?; // sums of 4 ones
+    let hidden1 = w.dim(0)? as f64;
+    check!(cx, entries_count_hidden1: x_heads.to_vec_f64()?.iter().all(|&entry| entry == hidden1))?;
 
     // The inverse: the two dimensions grouped back into one.
     let x_merged = rearrange(&x_heads, "... heads hidden2 -> ... (heads hidden2)", &[])?;
     record!(cx, computed x_merged_shape = x_merged.shape())?;
     record!(cx, computed x_merged)?;
+    check!(cx, merge_restores_width: x_merged.dim(2)? == x.dim(2)?)?;
 
     // Bad patterns: 8 is not 3 × anything, and a pattern for 2 dimensions on a 3-dimensional tensor.
     let wrong_split = rearrange(&x, "... (heads hidden1) -> ... heads hidden1", &[("heads", 3)]);

@@ -3,7 +3,7 @@
 use crate::autograd::Var;
 use crate::error::Result;
 use crate::flops::{FlopCount, FlopCounter};
-use crate::lecture::{SectionCtx, record};
+use crate::lecture::{SectionCtx, check, record};
 use crate::tensor::{DType, Tensor};
 use crate::timing::{self, Budget, Clock};
 
@@ -49,6 +49,7 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     let counted = counter.finish();
     let counted_forward_flops = matmul_flops(&counted);
     record!(cx, computed counted_forward_flops, flop)?;
+    check!(cx, forward_counter_agrees: counted_forward_flops == num_forward_flops as u64)?;
     // The elementwise square and the mean add one FLOP per element of h2: small next to matmuls.
     record!(cx, computed counted_forward_flops_all_ops = counted.forward, flop)?;
 
@@ -70,6 +71,7 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed step_flop_per_parameter_datum, flop)?;
     let backward_to_forward_ratio = num_backward_flops as f64 / num_forward_flops as f64;
     record!(cx, computed backward_to_forward_ratio, ratio)?;
+    check!(cx, backward_twice_forward: num_backward_flops == 2 * num_forward_flops)?;
 
     let counter = FlopCounter::start();
     loss.backward()?;
@@ -80,6 +82,7 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed counted_backward_flops_all_ops = counted.backward, flop)?;
     let backward_flops_skipped = num_backward_flops as u64 - counted_backward_flops;
     record!(cx, computed backward_flops_skipped, flop)?;
+    check!(cx, skipped_is_x_grad: backward_flops_skipped == (flop_per_multiply_add * b * d * d) as u64)?;
     let skipped_explanation = "x needs no gradient, so backward skips x.grad = h1.grad @ w1ᵀ (2·B·D·D FLOPs)";
     record!(cx, given skipped_explanation)?;
 
@@ -89,7 +92,9 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     let loss = forward(&Var::parameter(x.clone()))?;
     let counter = FlopCounter::start();
     loss.backward()?;
-    record!(cx, computed counted_backward_flops_x_requires_grad = matmul_flops(&counter.finish()), flop)?;
+    let counted_backward_flops_x_requires_grad = matmul_flops(&counter.finish());
+    record!(cx, computed counted_backward_flops_x_requires_grad, flop)?;
+    check!(cx, backward_counter_agrees: counted_backward_flops_x_requires_grad == num_backward_flops as u64)?;
 
     // The chain rule by hand against autograd (2026's check), on the second layer h2 = h1 @ w2:
     // h1.grad = h2.grad @ w2ᵀ and w2.grad = h1ᵀ @ h2.grad, from the h2.grad backward kept.
@@ -113,11 +118,18 @@ pub fn gradients_flops(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, rounding h1_grad_by_hand = &corner(&h1_grad_by_hand)?)?;
     record!(cx, rounding w2_grad_autograd = &corner(&w2_grad)?)?;
     record!(cx, rounding w2_grad_by_hand = &corner(&w2_grad_by_hand)?)?;
-    record!(cx, rounding h1_grad_max_difference = largest_difference(&h1_grad, &h1_grad_by_hand)?)?;
-    record!(cx, rounding w2_grad_max_difference = largest_difference(&w2_grad, &w2_grad_by_hand)?)?;
+    let h1_grad_max_difference = largest_difference(&h1_grad, &h1_grad_by_hand)?;
+    record!(cx, rounding h1_grad_max_difference)?;
+    let w2_grad_max_difference = largest_difference(&w2_grad, &w2_grad_by_hand)?;
+    record!(cx, rounding w2_grad_max_difference)?;
     // How large the gradients are, for the differences to be read against.
-    record!(cx, rounding h1_grad_max_abs = largest_difference(&h1_grad, &h1_grad.mul_scalar(0.0)?)?)?;
-    record!(cx, rounding w2_grad_max_abs = largest_difference(&w2_grad, &w2_grad.mul_scalar(0.0)?)?)?;
+    let h1_grad_max_abs = largest_difference(&h1_grad, &h1_grad.mul_scalar(0.0)?)?;
+    record!(cx, rounding h1_grad_max_abs)?;
+    let w2_grad_max_abs = largest_difference(&w2_grad, &w2_grad.mul_scalar(0.0)?)?;
+    record!(cx, rounding w2_grad_max_abs)?;
+    // Any order of the same float32 products agrees to about a millionth of the largest element.
+    check!(cx, h1_by_hand_agrees: 1e6 * h1_grad_max_difference <= h1_grad_max_abs)?;
+    check!(cx, w2_by_hand_agrees: 1e6 * w2_grad_max_difference <= w2_grad_max_abs)?;
     drop((h1, h2, h1_grad, h2_grad, w2_grad, h1_grad_by_hand, w2_grad_by_hand));
 
     // Time both passes in turns, so a busy moment slows both (the backward needs a fresh graph

@@ -6,7 +6,7 @@ use crate::autograd::Var;
 use crate::error::Result;
 use crate::lecture::givens::given;
 use crate::lecture::what_if::Cost;
-use crate::lecture::{SectionCtx, record};
+use crate::lecture::{SectionCtx, check, record};
 use crate::nn::{Init, TRUNCATION_SIGMAS};
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
@@ -55,8 +55,11 @@ pub fn module_parameters(cx: &mut SectionCtx) -> Result<()> {
     let w = Init::TruncatedXavier.sample(&[input_dim, output_dim], DType::F32, &mut cx.rng)?;
     let truncation_bound = TRUNCATION_SIGMAS * sigma;
     record!(cx, computed truncation_bound)?;
-    record!(cx, computed truncated_min = w.min_all()?.item()?)?;
-    record!(cx, computed truncated_max = w.max_all()?.item()?)?;
+    let truncated_min = w.min_all()?.item()?;
+    record!(cx, computed truncated_min)?;
+    let truncated_max = w.max_all()?.item()?;
+    record!(cx, computed truncated_max)?;
+    check!(cx, within_the_bound: truncated_min.abs().max(truncated_max.abs()) <= truncation_bound)?;
     let output = x.matmul(&Var::parameter(w.to_device(&cx.device)?))?;
     record!(cx, computed truncated_output_std = std_of(output.value())?)?;
     // The original passes a=-3, b=3 as absolute bounds with std 1/128: 3 is 384σ, so nothing

@@ -2,7 +2,7 @@
 
 use crate::error::Result;
 use crate::lecture::trainer::bits;
-use crate::lecture::{SectionCtx, record};
+use crate::lecture::{SectionCtx, check, record};
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
 
@@ -14,8 +14,12 @@ pub fn note_about_randomness(cx: &mut SectionCtx) -> Result<()> {
     let x_other = Tensor::randn(&[4, 4], DType::F32, &mut Rng::seed(seed + 1))?;
     record!(cx, computed x_seed_0 = &x)?;
     record!(cx, computed x_seed_1 = &x_other)?;
-    record!(cx, computed same_seed_bit_identical = bits(&x)? == bits(&x_again)?)?;
-    record!(cx, computed different_seed_identical = bits(&x)? == bits(&x_other)?)?;
+    let same_seed_bit_identical = bits(&x)? == bits(&x_again)?;
+    record!(cx, computed same_seed_bit_identical)?;
+    check!(cx, same_seed_same_draw: same_seed_bit_identical)?;
+    let different_seed_identical = bits(&x)? == bits(&x_other)?;
+    record!(cx, computed different_seed_identical)?;
+    check!(cx, other_seed_other_draw: !different_seed_identical)?;
 
     // One stream shared by initialisation and data: drawing one more batch first changes the
     // initial weights. Separate streams (forked from one seed) keep them apart.
@@ -24,7 +28,9 @@ pub fn note_about_randomness(cx: &mut SectionCtx) -> Result<()> {
     let mut shared = Rng::seed(seed);
     let _batch = Tensor::randn(&[4], DType::F32, &mut shared)?;
     let w_after_batch = Tensor::randn(&[4], DType::F32, &mut shared)?;
-    record!(cx, computed shared_stream_init_unchanged = bits(&w)? == bits(&w_after_batch)?)?;
+    let shared_stream_init_unchanged = bits(&w)? == bits(&w_after_batch)?;
+    record!(cx, computed shared_stream_init_unchanged)?;
+    check!(cx, shared_stream_moves_init: !shared_stream_init_unchanged)?;
     let streams = |seed: u64| {
         let mut root = Rng::seed(seed);
         (root.fork(), root.fork()) // (initialisation, data)
@@ -34,6 +40,8 @@ pub fn note_about_randomness(cx: &mut SectionCtx) -> Result<()> {
     let (mut init_rng, mut data_rng) = streams(seed);
     let _batch = Tensor::randn(&[4], DType::F32, &mut data_rng)?;
     let w_after_batch = Tensor::randn(&[4], DType::F32, &mut init_rng)?;
-    record!(cx, computed separate_streams_init_unchanged = bits(&w)? == bits(&w_after_batch)?)?;
+    let separate_streams_init_unchanged = bits(&w)? == bits(&w_after_batch)?;
+    record!(cx, computed separate_streams_init_unchanged)?;
+    check!(cx, own_stream_keeps_init: separate_streams_init_unchanged)?;
     Ok(())
 }

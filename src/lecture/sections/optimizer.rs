@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::flops::FlopCounter;
 use crate::lecture::givens::given;
 use crate::lecture::what_if::{Cost, Overhead, TRACE_BYTES_PER_NUMBER};
-use crate::lecture::{SectionCtx, record};
+use crate::lecture::{SectionCtx, check, record};
 use crate::nn::{Cruncher, Module};
 use crate::optim::{AdaGrad, Optimizer};
 use crate::tensor::{DType, Tensor};
@@ -82,10 +82,13 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
 
     // Memory the library actually held, by category.
     let activation_bytes: usize = saved.iter().filter(|s| s.kind == "activation").map(|s| s.bytes).sum();
+    let parameter_bytes = model.parameter_bytes();
+    let gradient_bytes = gradients.iter().map(|(_, g)| g.nbytes()).sum::<usize>();
+    let optimizer_state_bytes = optimizer.state_bytes();
     let measured = json!({
-        "parameters": model.parameter_bytes(),
-        "gradients": gradients.iter().map(|(_, g)| g.nbytes()).sum::<usize>(),
-        "optimizer_state": optimizer.state_bytes(),
+        "parameters": parameter_bytes,
+        "gradients": gradient_bytes,
+        "optimizer_state": optimizer_state_bytes,
         "saved_activations": activation_bytes,
         "saved_inputs": saved.iter().filter(|s| s.kind != "activation").map(|s| s.bytes).sum::<usize>(),
     });
@@ -95,6 +98,12 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
         .sum::<u64>();
     record!(cx, computed measured_bytes = measured)?;
     record!(cx, computed measured_total_memory = measured_total, bytes)?;
+    // What the library held is what the formula counts, category by category (the loss also
+    // keeps the model's B outputs).
+    check!(cx, parameters_as_formula: parameter_bytes == num_parameters * bytes_per_float32)?;
+    check!(cx, gradients_as_formula: gradient_bytes == num_gradients * bytes_per_float32)?;
+    check!(cx, optimizer_state_as_formula: optimizer_state_bytes == num_optimizer_states * bytes_per_float32)?;
+    check!(cx, activations_as_formula: activation_bytes == (num_activations + b) * bytes_per_float32)?;
     let saved_for_backward: Vec<serde_json::Value> = saved.iter().map(SavedInfo::to_json).collect();
     record!(cx, computed saved_for_backward)?;
 
@@ -108,11 +117,14 @@ pub fn optimizer(cx: &mut SectionCtx) -> Result<()> {
     // x is data, so backward skips x.grad = h.grad @ W0ᵀ: 2·B·D·D fewer than the formula.
     let counted_flops_x_requires_grad = counted_step_flops_with_input_grad(&model, &x, &y)?;
     record!(cx, computed counted_flops_x_requires_grad, flop)?;
+    check!(cx, counter_meets_formula: counted_flops_x_requires_grad == flops as u64)?;
     record!(cx, computed counted_optimizer_flops = optimizer_flops.total(), flop)?;
     // zero_grad drops the gradients (PyTorch's `set_to_none=True`, its default): until the next
     // backward they take no memory at all, instead of a tensor of zeros each.
     optimizer.zero_grad();
-    record!(cx, computed gradient_bytes_after_zero_grad = grads(&model).iter().map(|(_, g)| g.nbytes()).sum::<usize>(), bytes)?;
+    let gradient_bytes_after_zero_grad = grads(&model).iter().map(|(_, g)| g.nbytes()).sum::<usize>();
+    record!(cx, computed gradient_bytes_after_zero_grad, bytes)?;
+    check!(cx, zero_grad_frees_gradients: gradient_bytes_after_zero_grad == 0)?;
     Ok(())
 }
 

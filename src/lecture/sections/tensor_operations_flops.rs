@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::flops::FlopCounter;
 use crate::lecture::givens::given;
 use crate::lecture::what_if::Cost;
-use crate::lecture::{SectionCtx, record};
+use crate::lecture::{SectionCtx, check, record};
 use crate::tensor::{DType, Tensor};
 use crate::timing::{self, Budget, Clock, Contender, Timing};
 use crate::trace::Kind;
@@ -31,8 +31,13 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, given h100_flop_per_sec, flop_per_sec)?;
     // The B200 (2026's table), dense: its float32 rate and its bf16 tensor-core rate.
     let b200 = promised::datasheet_for("B200");
-    record!(cx, given b200_fp32_flop_per_sec = b200.map_or(f64::NAN, |p| p.fp32), flop_per_sec)?;
-    record!(cx, given b200_flop_per_sec = b200.map_or(f64::NAN, |p| p.bf16), flop_per_sec)?;
+    let b200_fp32_flop_per_sec = b200.map_or(f64::NAN, |p| p.fp32);
+    record!(cx, given b200_fp32_flop_per_sec, flop_per_sec)?;
+    let b200_flop_per_sec = b200.map_or(f64::NAN, |p| p.bf16);
+    record!(cx, given b200_flop_per_sec, flop_per_sec)?;
+    // The newer chip is faster, and only in the narrow formats its tensor cores take.
+    check!(cx, b200_beats_h100: b200_flop_per_sec > h100_flop_per_sec)?;
+    check!(cx, b200_fp32_far_below_bf16: 10.0 * b200_fp32_flop_per_sec < b200_flop_per_sec)?;
 
     // 8 H100s running flat out for one week (2025 called this two weeks but computed one), and
     // for the two weeks 2026 computes.
@@ -44,6 +49,7 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed total_flops, flop)?;
     let two_weeks_total_flops = num_h100s as f64 * 2.0 * one_week_seconds * h100_flop_per_sec;
     record!(cx, computed two_weeks_total_flops, flop)?;
+    check!(cx, two_weeks_twice_one: two_weeks_total_flops == 2.0 * total_flops)?;
 
     // A linear model y = x @ w: B points of dimension D mapped to K outputs.
     let b = given!(cx, B: Count = device => linear_model_sizes(device).0, count, "rows of x: data points")?;
@@ -60,7 +66,9 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed actual_num_flops, flop)?;
     let counter = FlopCounter::start();
     let y = x.matmul(&w)?;
-    record!(cx, computed counted_num_flops = counter.finish().total(), flop)?;
+    let counted_num_flops = counter.finish().total();
+    record!(cx, computed counted_num_flops, flop)?;
+    check!(cx, counter_agrees: counted_num_flops == actual_num_flops as u64)?;
     record!(cx, computed y_shape = y.shape())?;
 
     // Wall-clock time: warm up, then repeat for a fixed time (1 s each: the chapter's headline

@@ -1,7 +1,7 @@
 //! Section `tensors_basics`: Tensors: the basics.
 
 use crate::error::Result;
-use crate::lecture::{SectionCtx, record};
+use crate::lecture::{SectionCtx, check, record};
 use crate::tensor::{DType, Tensor};
 
 /// Tensors are the basic building block: parameters, gradients, optimizer state, data and
@@ -28,6 +28,7 @@ pub fn tensors_basics(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed rank4_shape = x.shape())?;
     record!(cx, computed rank4_rank = x.ndim())?;
     record!(cx, computed rank4_numel = x.numel(), count)?;
+    check!(cx, numel_is_the_product: x.numel() == batch * seq * heads * head_dim)?;
 
     let x = Tensor::from_data(&[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], DType::F32)?;
     record!(cx, given x_from_data = &x)?;
@@ -45,7 +46,9 @@ pub fn tensors_basics(cx: &mut SectionCtx) -> Result<()> {
     // holds zeros; do not rely on that, fill it before use.
     let x = Tensor::empty(&filled_shape, DType::F32)?;
     record!(cx, computed x_empty_nbytes = x.nbytes(), bytes)?;
-    record!(cx, computed x_empty_all_zero = x.to_vec_f64()?.iter().all(|&v| v == 0.0))?;
+    let x_empty_all_zero = x.to_vec_f64()?.iter().all(|&v| v == 0.0);
+    record!(cx, computed x_empty_all_zero)?;
+    check!(cx, empty_holds_zeros: x_empty_all_zero)?;
 
     // A truncated normal redraws samples that fall outside [a, b].
     let (a, b) = (-2.0, 2.0);

@@ -5,7 +5,7 @@ use serde_json::json;
 use crate::device::Device;
 use crate::error::Result;
 use crate::lecture::trainer::{Batches, LinearData, Precision, train};
-use crate::lecture::{SectionCtx, record};
+use crate::lecture::{SectionCtx, check, record};
 use crate::nn::Cruncher;
 use crate::optim::Sgd;
 use crate::tensor::formats::{self, FloatFormat};
@@ -43,21 +43,29 @@ pub fn tensors_memory(cx: &mut SectionCtx) -> Result<()> {
 
     // float16 halves the memory, but its range is small: 1e-8 underflows to zero.
     let x = Tensor::zeros(&shape, DType::F16)?;
-    record!(cx, computed float16_element_size = x.element_size(), bytes)?;
+    let float16_element_size = x.element_size();
+    record!(cx, computed float16_element_size, bytes)?;
+    check!(cx, float16_is_half_float32: 2 * float16_element_size == formats::FLOAT32.bits() as usize / 8)?;
     let test_value = 1e-8;
     record!(cx, given test_value)?;
     let x = Tensor::from_data(&[test_value], DType::F16)?;
-    record!(cx, computed fp16_1e_8 = x.item()?)?;
+    let fp16_1e_8 = x.item()?;
+    record!(cx, computed fp16_1e_8)?;
+    check!(cx, fp16_underflows: fp16_1e_8 == 0.0)?;
 
     // bfloat16 keeps float32's exponent range with fewer mantissa bits: 1e-8 survives, coarsely.
     let x = Tensor::from_data(&[test_value], DType::BF16)?;
     record!(cx, computed bfloat16_element_size = x.element_size(), bytes)?;
-    record!(cx, computed bf16_1e_8 = x.item()?)?;
+    let bf16_1e_8 = x.item()?;
+    record!(cx, computed bf16_1e_8)?;
+    check!(cx, bf16_keeps_it: bf16_1e_8 > 0.0)?;
 
     // The numbers behind those behaviours, derived from each format's bit layout.
     record!(cx, computed float32_info = info_json(&formats::FLOAT32))?;
     record!(cx, computed float16_info = info_json(&formats::FLOAT16))?;
     record!(cx, computed bfloat16_info = info_json(&formats::BFLOAT16))?;
+    check!(cx, bf16_has_float32_exponent: formats::BFLOAT16.exponent_bits == formats::FLOAT32.exponent_bits)?;
+    check!(cx, bf16_as_wide_as_float16: formats::BFLOAT16.bits() == formats::FLOAT16.bits())?;
     // fp8 (H100 tensor cores): E4M3 trades range for precision, E5M2 the other way round.
     record!(cx, computed fp8_e4m3_info = info_json(&formats::FP8_E4M3))?;
     record!(cx, computed fp8_e5m2_info = info_json(&formats::FP8_E5M2))?;
@@ -87,7 +95,8 @@ pub fn tensors_memory(cx: &mut SectionCtx) -> Result<()> {
     let w = trained.to_vec_f64()?;
     record!(cx, given nvfp4_block = nvfp4::BLOCK)?;
     let q = nvfp4::quantize(&w)?;
-    record!(cx, computed nvfp4_bits_per_parameter = q.bits_per_value())?;
+    let nvfp4_bits_per_parameter = q.bits_per_value();
+    record!(cx, computed nvfp4_bits_per_parameter)?;
     record!(cx, computed nvfp4_relative_error = nvfp4::relative_error(&w, &q.dequantize()))?;
     // fp8 E4M3 with one float32 scale for the tensor, and bf16 as it is (no scale).
     let (fp8, _) = nvfp4::per_tensor_round_trip(&w, &formats::FP8_E4M3)?;
@@ -95,7 +104,10 @@ pub fn tensors_memory(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed fp8_bits_per_parameter)?;
     record!(cx, computed fp8_relative_error = nvfp4::relative_error(&w, &fp8))?;
     let bf16: Vec<f64> = trained.to_dtype(DType::BF16)?.to_vec_f64()?;
-    record!(cx, computed bf16_bits_per_parameter = (8 * DType::BF16.size_in_bytes()) as f64)?;
+    let bf16_bits_per_parameter = (8 * DType::BF16.size_in_bytes()) as f64;
+    record!(cx, computed bf16_bits_per_parameter)?;
+    check!(cx, nvfp4_fewer_bits_than_fp8: nvfp4_bits_per_parameter < fp8_bits_per_parameter)?;
+    check!(cx, fp8_fewer_bits_than_bf16: fp8_bits_per_parameter < bf16_bits_per_parameter)?;
     record!(cx, computed bf16_relative_error = nvfp4::relative_error(&w, &bf16))?;
     Ok(())
 }

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use crate::device::cuda;
 use crate::error::Result;
-use crate::lecture::{SectionCtx, record};
+use crate::lecture::{SectionCtx, check, record};
 use crate::tensor::{DType, Tensor};
 
 /// Tensors start in CPU memory; using a GPU means copying them into its memory, and the
@@ -50,6 +50,7 @@ pub fn tensors_on_gpus(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, computed new_memory_allocated, bytes)?;
     let memory_used = new_memory_allocated - memory_allocated;
     record!(cx, computed memory_used, bytes)?; // 2 x (32 x 32 x 4 bytes)
+    check!(cx, allocator_counts_the_shapes: memory_used == expected_bytes)?;
 
     // The driver hands out memory in pages (2 MiB), and the stream-ordered pool behind each
     // allocation keeps what it reserved for reuse: its free-memory drop is a different number.

@@ -1,7 +1,8 @@
 //! Claims: comparisons over trace values that the build decides. A chapter states what happened
-//! on this device with `{{if CLAIM}} … {{else if CLAIM}} … {{else}} … {{end}}`, and a fact that
-//! must hold on every device with `{{assert CLAIM}}`, so that no sentence comparing two measured
-//! quantities can say the opposite of the trace it is built from.
+//! on this device with `{{if CLAIM}} … {{else if CLAIM}} … {{else}} … {{end}}`, and with
+//! `{{assert CLAIM}}` what must hold of measured values (a fact of the code alone is checked in
+//! the section, `check!`, and quoted with `{{check}}`), so that no sentence comparing two
+//! measured quantities can say the opposite of the trace it is built from.
 //!
 //! ```text
 //! claim  := or

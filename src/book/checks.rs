@@ -1,0 +1,45 @@
+//! `{{check SECTION.NAME}}`: a tick where the prose states a fact that the section's code checked
+//! on the line that computes it (`check!`). The book quotes the check; it does not decide it
+//! again. The trace holds a check only because it held, so the tick needs nothing but the record;
+//! its hover gives the claim, the trace and the line.
+
+use std::path::Path;
+
+use super::directive::Address;
+use super::html::escape_inline;
+use super::problem::Cause;
+use super::traces::Traces;
+use crate::trace::{Kind, Trace};
+
+pub(super) fn render(traces: &mut Traces, path: &Path, trace: &Trace, address: &Address) -> Result<String, Cause> {
+    let found = traces.resolve(path, trace, address)?;
+    let bad = |msg: String| Cause::BadValue {
+        trace: path.to_path_buf(),
+        address: address.to_string(),
+        msg,
+    };
+    if found.record.kind() != Some(Kind::Checked) {
+        let kind = found.record.kind().map_or("no kind (older code)", Kind::word);
+        return Err(bad(format!(
+            "`{{{{check}}}}` quotes a fact the section checked with `check!`, and this value is of kind {kind}: \
+             quote it with `{{{{value {address}}}}}`, or check it in the section's code"
+        )));
+    }
+    // Validation keeps a checked value's claim a string; anything else was written by hand.
+    let claim = found
+        .value
+        .as_str()
+        .ok_or_else(|| bad("a checked fact holds its claim as text".into()))?;
+    let mark = match &found.older_code {
+        Some(older) => traces.older_mark(path, &address.section, older),
+        None => String::new(),
+    };
+    let title = format!(
+        "checked by the run: {claim} · {address} · {} trace · {}:{}",
+        trace.provenance.device.slug, found.section.source_file, found.line
+    );
+    Ok(format!(
+        "<span class=\"lecture-check\" role=\"img\" aria-label=\"checked\" title=\"{}\">✓</span>{mark}",
+        escape_inline(&title)
+    ))
+}
