@@ -17,6 +17,7 @@
 //! | `{{table SECTION.NAME[.PATH] [state=S] [format=F] [unit=U] [trace=SLUG]}}` | an object, or a list of objects, as a table (never raw JSON in prose) |
 //! | `{{if CLAIM}}` … `{{else if CLAIM}}` … `{{else}}` … `{{end}}` | keeps the text of the branch whose claim holds, inside a sentence or around paragraphs ([`directive::claim`]) |
 //! | `{{assert CLAIM}}` | nothing; the build fails, naming the claim and its values, unless it holds |
+//! | `{{check SECTION.NAME [trace=SLUG]}}` | a tick for a fact the section's code checked with `check!`, the claim and its line on hover (inline; `checks.rs`) |
 //! | `{{cite KEY}}` | a link to a source of [`bibliography`] (`book/references.toml`), title, authors and year on hover (inline) |
 //! | `{{references}}` | every source of the bibliography, in the file's order, with the chapters that cite it |
 //!
