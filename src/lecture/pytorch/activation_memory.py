@@ -50,7 +50,8 @@ with FlopCounterMode(display=False) as plain, torch.autograd.graph.saved_tensors
         allocated_by_forward = torch.cuda.memory_allocated() - allocated_before  # -> allocated_by_forward
     bytes_per_float32 = record("bytes_per_float32", 4)
     activation_bytes_per_layer = record("activation_bytes_per_layer", B * D * bytes_per_float32)
-    record("formula_kept_for_backward", (num_layers * B * D + B) * bytes_per_float32)
+    formula_kept_for_backward = record("formula_kept_for_backward", (num_layers * B * D + B) * bytes_per_float32)
+    assert kept_for_backward == formula_kept_for_backward  # -> kept_as_formula
     loss.backward()
 plain_matmul_flops = record("plain_matmul_flops", plain.get_total_flops())
 plain_grads = [p.grad.clone() for p in [*layers.parameters(), *final.parameters()]]

@@ -10,7 +10,7 @@ device = "cuda" if torch.cuda.is_available() else "cpu"
 # An H100 by its datasheet: dense bf16 FLOP/s, HBM bytes/s, and the FLOPs per byte it needs.
 h100_flop_per_sec = record("h100_flop_per_sec", 989.5e12)
 h100_bytes_per_sec = record("h100_bytes_per_sec", 3.35e12)
-record("h100_accelerator_intensity", h100_flop_per_sec / h100_bytes_per_sec)
+h100_accelerator_intensity = record("h100_accelerator_intensity", h100_flop_per_sec / h100_bytes_per_sec)
 
 # This device's two rates: its bf16 peak (a datasheet's on a GPU; the Rust times an FMA loop on a
 # CPU) and its memory's speed, from copying a buffer far larger than any cache.
@@ -57,6 +57,9 @@ for name, (f, inputs) in ops.items():
     flops = elementwise_flops.get(name, counter.get_total_flops())
     bytes_moved = sum(nbytes(t) for t in inputs) + nbytes(out)
     counts[name] = (bytes_moved, flops, flops / bytes_moved)  # -> op_counts
+# Every operation but the matrix product does a few FLOPs per byte at most, whatever its size.
+highest_other_intensity = max(i for name, (_, _, i) in counts.items() if name != "matmul")
+assert 50 * highest_other_intensity < h100_accelerator_intensity  # -> others_below_a_fiftieth
 
 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 # Each op timed in turns with the others (two warm-up rounds), the median kept.

@@ -57,10 +57,12 @@ new_model.load_state_dict(checkpoint["model"])
 new_optimizer.load_state_dict(checkpoint["optimizer"])
 step = record("loaded_step", checkpoint["step"])
 loaded = list(new_model.state_dict().values()) + [s["sum"] for s in new_optimizer.state.values()]
-record("loaded_bit_identical", all(torch.equal(a.view(torch.int32), c.view(torch.int32))
-                                    for a, c in zip(saved, loaded)))
+loaded_bit_identical = record("loaded_bit_identical", all(torch.equal(a.view(torch.int32), c.view(torch.int32))
+                                                           for a, c in zip(saved, loaded)))
+assert loaded_bit_identical  # -> loads_what_it_saved
 losses_resumed += train(new_model, new_optimizer, range(step, total_steps))  # -> losses_resumed
-record("resumed_bit_identical", losses_uninterrupted == losses_resumed)  # Python floats: equal means bit-equal
+resumed_bit_identical = record("resumed_bit_identical", losses_uninterrupted == losses_resumed)  # Python floats: equal means bit-equal
+assert resumed_bit_identical  # -> resumes_as_if_never_stopped
 
 # The file: a zip of pickled structure and raw tensor bytes; optimizer state is keyed by the
 # parameter's index (state[0]["sum"], state[0]["step"]), not by name as in the Rust's file.

@@ -32,7 +32,7 @@ d = record("d", 8)
 num_layers = record("num_layers", 3)
 model = DeepNetwork(d, num_layers).to(device)
 num_parameters = record("num_parameters", sum(p.numel() for p in model.parameters()))
-assert num_parameters == record("expected_num_parameters", d * d * num_layers)
+assert num_parameters == record("expected_num_parameters", d * d * num_layers)  # -> parameters_as_formula
 
 b = record("batch_size", 4)
 x = torch.randn(b, d, device=device)  # -> x (random: our RNG is not torch's)

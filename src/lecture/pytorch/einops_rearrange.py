@@ -11,14 +11,17 @@ record("w_shape", w.shape)
 heads = record("heads", 2)
 x_split = rearrange(x, "... (heads hidden1) -> ... heads hidden1", heads=heads)
 record("x_split_shape", x_split.shape)
-record("x_split_same_storage", x_split.untyped_storage().data_ptr() == x.untyped_storage().data_ptr())  # a view
+x_split_same_storage = record("x_split_same_storage", x_split.untyped_storage().data_ptr() == x.untyped_storage().data_ptr())  # a view
+assert x_split_same_storage  # -> split_is_a_view
 
 x_heads = record("x_transformed", einsum(x_split, w, "... hidden1, hidden1 hidden2 -> ... hidden2"))  # sums of 4 ones
+assert (x_heads == w.shape[0]).all()  # -> entries_count_hidden1
 
 # The inverse: the two dimensions grouped back into one.
 x_merged = rearrange(x_heads, "... heads hidden2 -> ... (heads hidden2)")
 record("x_merged_shape", x_merged.shape)
 record("x_merged", x_merged)
+assert x_merged.shape[2] == x.shape[2]  # -> merge_restores_width
 
 # Bad patterns raise EinopsError, worded otherwise than the Rust messages.
 try:

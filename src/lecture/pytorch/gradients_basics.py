@@ -6,7 +6,8 @@ x = torch.tensor(record("x", [1.0, 2.0, 3.0]), device=device)
 w = torch.tensor(record("w", [1.0, 1.0, 1.0]), device=device, requires_grad=True)  # want a gradient
 target = record("target", 5.0)
 pred_y = x @ w
-record("residual", pred_y.item() - target)
+residual = record("residual", pred_y.item() - target)
+assert residual == 1  # -> residual_is_one
 loss = 0.5 * (pred_y - target) ** 2
 record("loss", loss.item())
 
@@ -22,7 +23,9 @@ graph = ops  # -> graph (named differently, so not compared)
 
 loss.backward()
 record("w_grad", w.grad)  # ∂loss/∂w = (x·w − 5)·x = 1·x
+assert torch.equal(w.grad, x)  # -> gradient_is_x
 # Only leaves that asked for one get a gradient: not the data, not the intermediate (PyTorch
 # warns when you read .grad of a non-leaf; pred_y.retain_grad() before backward would keep it).
-record("x_grad_is_none", x.grad is None)
-record("pred_y_grad_is_none", pred_y.grad is None)
+x_grad_is_none = record("x_grad_is_none", x.grad is None)
+pred_y_grad_is_none = record("pred_y_grad_is_none", pred_y.grad is None)
+assert x_grad_is_none and pred_y_grad_is_none  # -> only_asked_leaves_get_gradients

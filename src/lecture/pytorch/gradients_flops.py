@@ -32,7 +32,8 @@ record("forward_flop_per_parameter_datum", num_forward_flops // (B * num_paramet
 # the square and the mean, one FLOP per element of h2 each; PyTorch has no formula for them.
 with FlopCounterMode(display=False) as counter:
     loss = forward(x)  # -> counted_forward_flops_all_ops
-record("counted_forward_flops", counter.get_total_flops())
+counted_forward_flops = record("counted_forward_flops", counter.get_total_flops())
+assert counted_forward_flops == num_forward_flops  # -> forward_counter_agrees
 
 # Backward, by the chain rule, one matmul per gradient, added up term by term.
 num_backward_flops = record("num_backward_flops", 0)
@@ -43,13 +44,15 @@ num_backward_flops = record("num_backward_flops", num_backward_flops + flop_per_
 record("backward_flop_per_parameter_datum", num_backward_flops // (B * num_parameters))
 record("step_flop_per_parameter_datum", (num_forward_flops + num_backward_flops) // (B * num_parameters))
 record("backward_to_forward_ratio", num_backward_flops / num_forward_flops)
+assert num_backward_flops == 2 * num_forward_flops  # -> backward_twice_forward
 
 # (The Rust's count of all ops adds the backward of the square and the mean, as above.)
 with FlopCounterMode(display=False) as counter:
     loss.backward()  # -> counted_backward_flops_all_ops
 # x is data: nothing asked for its gradient, so autograd never runs the last matmul.
 counted_backward_flops = record("counted_backward_flops", counter.get_total_flops())
-record("backward_flops_skipped", num_backward_flops - counted_backward_flops)
+backward_flops_skipped = record("backward_flops_skipped", num_backward_flops - counted_backward_flops)
+assert backward_flops_skipped == flop_per_multiply_add * B * D * D  # -> skipped_is_x_grad
 record("skipped_explanation", "x needs no gradient, so backward skips x.grad = h1.grad @ w1ᵀ (2·B·D·D FLOPs)")
 
 # With x requiring a gradient the count meets the formula.
@@ -57,7 +60,8 @@ w1.grad = w2.grad = None
 loss = forward(x.detach().requires_grad_())
 with FlopCounterMode(display=False) as counter:
     loss.backward()
-record("counted_backward_flops_x_requires_grad", counter.get_total_flops())
+counted_backward_flops_x_requires_grad = record("counted_backward_flops_x_requires_grad", counter.get_total_flops())
+assert counted_backward_flops_x_requires_grad == num_backward_flops  # -> backward_counter_agrees
 
 # The chain rule by hand against autograd, on the second layer h2 = h1 @ w2.
 w2.grad = None
@@ -78,6 +82,8 @@ h1_grad_max_difference = (h1.grad - (h2.grad @ w2.detach().T)).abs().max().item(
 w2_grad_max_difference = (w2.grad - (h1.detach().T @ h2.grad)).abs().max().item()  # -> w2_grad_max_difference
 h1_grad_max_abs = h1.grad.abs().max().item()  # -> h1_grad_max_abs
 w2_grad_max_abs = w2.grad.abs().max().item()  # -> w2_grad_max_abs
+assert 1e6 * h1_grad_max_difference <= h1_grad_max_abs  # -> h1_by_hand_agrees
+assert 1e6 * w2_grad_max_difference <= w2_grad_max_abs  # -> w2_by_hand_agrees
 
 # Time both passes in turns, so a busy moment slows both; the backward needs a fresh graph each
 # time, built untimed, and fresh gradients (no accumulation timed). The Rust times for a fixed

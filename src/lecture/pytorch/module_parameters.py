@@ -27,6 +27,7 @@ truncation_bound = record("truncation_bound", truncation_sigmas * sigma)
 w = nn.init.trunc_normal_(torch.empty(input_dim, output_dim), std=sigma, a=-truncation_bound, b=truncation_bound)
 truncated_min = w.min().item()  # -> truncated_min
 truncated_max = w.max().item()  # -> truncated_max
+assert max(abs(truncated_min), abs(truncated_max)) <= truncation_bound  # -> within_the_bound
 output = x @ nn.Parameter(w.to(device))
 truncated_output_std = output.std(correction=0).item()  # -> truncated_output_std
 # The original's trunc_normal_(std=1/√input_dim, a=-3, b=3): 3 is 384σ, so nothing is cut.

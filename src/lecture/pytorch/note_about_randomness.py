@@ -20,8 +20,10 @@ x_again = torch.randn(4, 4)
 torch.manual_seed(seed + 1)
 x_other = torch.randn(4, 4)  # -> x_seed_1
 # Compared as bits (view as int32): "identical" means identical.
-record("same_seed_bit_identical", torch.equal(x.view(torch.int32), x_again.view(torch.int32)))
-record("different_seed_identical", torch.equal(x.view(torch.int32), x_other.view(torch.int32)))
+same_seed_bit_identical = record("same_seed_bit_identical", torch.equal(x.view(torch.int32), x_again.view(torch.int32)))
+assert same_seed_bit_identical  # -> same_seed_same_draw
+different_seed_identical = record("different_seed_identical", torch.equal(x.view(torch.int32), x_other.view(torch.int32)))
+assert not different_seed_identical  # -> other_seed_other_draw
 
 # One stream shared by initialisation and data: drawing one more batch first changes the initial
 # weights. Separate streams (seeded from one root) keep them apart.
@@ -30,7 +32,8 @@ w = torch.randn(4)
 torch.manual_seed(seed)
 batch = torch.randn(4)
 w_after_batch = torch.randn(4)
-record("shared_stream_init_unchanged", torch.equal(w.view(torch.int32), w_after_batch.view(torch.int32)))
+shared_stream_init_unchanged = record("shared_stream_init_unchanged", torch.equal(w.view(torch.int32), w_after_batch.view(torch.int32)))
+assert not shared_stream_init_unchanged  # -> shared_stream_moves_init
 
 
 def streams(seed):  # (initialisation, data), like the Rust's Rng::fork: each seeded from the root
@@ -44,4 +47,5 @@ w = torch.randn(4, generator=init_gen)
 init_gen, data_gen = streams(seed)
 batch = torch.randn(4, generator=data_gen)
 w_after_batch = torch.randn(4, generator=init_gen)
-record("separate_streams_init_unchanged", torch.equal(w.view(torch.int32), w_after_batch.view(torch.int32)))
+separate_streams_init_unchanged = record("separate_streams_init_unchanged", torch.equal(w.view(torch.int32), w_after_batch.view(torch.int32)))
+assert separate_streams_init_unchanged  # -> own_stream_keeps_init

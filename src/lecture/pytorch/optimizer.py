@@ -84,6 +84,9 @@ measured_bytes = {  # -> measured_bytes
     "saved_inputs": sum(t.nbytes for t in saved if t.data_ptr() in {x.data_ptr(), y.data_ptr()}),
 }
 record("measured_total_memory", sum(v for k, v in measured_bytes.items() if k != "saved_inputs"))
+assert measured_bytes["parameters"] == num_parameters * bytes_per_float32  # -> parameters_as_formula
+assert measured_bytes["gradients"] == num_gradients * bytes_per_float32  # -> gradients_as_formula
+assert measured_bytes["optimizer_state"] == num_optimizer_states * bytes_per_float32  # -> optimizer_state_as_formula
 saved_for_backward = [(list(t.shape), t.nbytes) for t in saved]  # -> saved_for_backward (weights included)
 
 # Compute: 2 FLOPs per (data point, parameter) forward, 4 backward.
@@ -93,11 +96,13 @@ record("counted_flops", step_flops.get_total_flops())
 # x is data, so backward skips x.grad = h.grad @ W0ᵀ: 2·B·D·D fewer than the formula.
 with FlopCounterMode(display=False) as counter:
     F.mse_loss(copy.deepcopy(model)(x.clone().requires_grad_()), y).backward()
-record("counted_flops_x_requires_grad", counter.get_total_flops())
+counted_flops_x_requires_grad = record("counted_flops_x_requires_grad", counter.get_total_flops())
+assert counted_flops_x_requires_grad == flops  # -> counter_meets_formula
 # FlopCounterMode counts matmul-like ops only, so it finds 0 in the optimizer step; the Rust
 # counts 7 FLOPs per parameter element.
 counted_optimizer_flops = optimizer_flops.get_total_flops()  # -> counted_optimizer_flops
 # set_to_none=True, the default since PyTorch 2.0 and what the Rust does: each .grad becomes None
 # (its memory freed) rather than a tensor of zeros, and the next backward allocates it afresh.
 optimizer.zero_grad()
-record("gradient_bytes_after_zero_grad", sum(p.grad.nbytes for p in model.parameters() if p.grad is not None))
+gradient_bytes_after_zero_grad = record("gradient_bytes_after_zero_grad", sum(p.grad.nbytes for p in model.parameters() if p.grad is not None))
+assert gradient_bytes_after_zero_grad == 0  # -> zero_grad_frees_gradients

@@ -15,14 +15,17 @@ record("eu_ai_act_threshold_flops", 1e25)  # the EU AI Act's "systemic risk" lin
 a100_flop_per_sec = record("a100_flop_per_sec", 312e12)
 h100_flop_per_sec = record("h100_flop_per_sec", 989.5e12)
 # The B200 (NVIDIA's Blackwell datasheet): float32, and bf16 dense (half the sparse 4.5e15).
-record("b200_fp32_flop_per_sec", 75e12)
-record("b200_flop_per_sec", 4.5e15 / 2)
+b200_fp32_flop_per_sec = record("b200_fp32_flop_per_sec", 75e12)
+b200_flop_per_sec = record("b200_flop_per_sec", 4.5e15 / 2)
+assert b200_flop_per_sec > h100_flop_per_sec  # -> b200_beats_h100
+assert 10 * b200_fp32_flop_per_sec < b200_flop_per_sec  # -> b200_fp32_far_below_bf16
 
 # 8 H100s running flat out for one week, and for two.
 num_h100s = record("num_h100s", 8)
 one_week_seconds = record("one_week_seconds", 60 * 60 * 24 * 7)
 total_flops = record("total_flops", num_h100s * one_week_seconds * h100_flop_per_sec)
-record("two_weeks_total_flops", num_h100s * 2 * one_week_seconds * h100_flop_per_sec)
+two_weeks_total_flops = record("two_weeks_total_flops", num_h100s * 2 * one_week_seconds * h100_flop_per_sec)
+assert two_weeks_total_flops == 2 * total_flops  # -> two_weeks_twice_one
 
 # A linear model y = x @ w: B points of dimension D mapped to K outputs. The lecture's sizes on a
 # GPU; on a CPU, sizes that keep the run short.
@@ -38,7 +41,8 @@ flop_per_multiply_add = record("flop_per_multiply_add", 2)
 actual_num_flops = record("actual_num_flops", flop_per_multiply_add * B * D * K)
 with FlopCounterMode(display=False) as counter:
     y = x @ w
-record("counted_num_flops", counter.get_total_flops())
+counted_num_flops = record("counted_num_flops", counter.get_total_flops())
+assert counted_num_flops == actual_num_flops  # -> counter_agrees
 record("y_shape", y.shape)
 
 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)

@@ -14,6 +14,7 @@ x = torch.zeros(batch, seq, heads, head_dim)
 record("rank4_shape", x.shape)
 record("rank4_rank", x.dim())
 record("rank4_numel", x.numel())
+assert x.numel() == batch * seq * heads * head_dim  # -> numel_is_the_product
 
 x = record("x_from_data", torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
 record("x_from_data_shape", x.shape)

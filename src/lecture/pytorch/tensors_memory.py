@@ -20,15 +20,18 @@ del w
 
 # float16 halves the memory, but its range is small: 1e-8 underflows to zero.
 x = torch.zeros(shape, dtype=torch.float16)
-record("float16_element_size", x.element_size())
+float16_element_size = record("float16_element_size", x.element_size())
+assert 2 * float16_element_size == torch.finfo(torch.float32).bits // 8  # -> float16_is_half_float32
 test_value = record("test_value", 1e-8)
 x = torch.tensor([test_value], dtype=torch.float16)
-record("fp16_1e_8", x.item())
+fp16_1e_8 = record("fp16_1e_8", x.item())
+assert fp16_1e_8 == 0  # -> fp16_underflows
 
 # bfloat16 keeps float32's exponent range with fewer mantissa bits: 1e-8 survives, coarsely.
 x = torch.tensor([test_value], dtype=torch.bfloat16)
 record("bfloat16_element_size", x.element_size())
-record("bf16_1e_8", x.item())
+bf16_1e_8 = record("bf16_1e_8", x.item())
+assert bf16_1e_8 > 0  # -> bf16_keeps_it
 
 
 def info(dtype):
@@ -42,9 +45,11 @@ def info(dtype):
     }
 
 
-record("float32_info", info(torch.float32))
-record("float16_info", info(torch.float16))
-record("bfloat16_info", info(torch.bfloat16))
+float32_info = record("float32_info", info(torch.float32))
+float16_info = record("float16_info", info(torch.float16))
+bfloat16_info = record("bfloat16_info", info(torch.bfloat16))
+assert bfloat16_info["exponent_bits"] == float32_info["exponent_bits"]  # -> bf16_has_float32_exponent
+assert bfloat16_info["bits"] == float16_info["bits"]  # -> bf16_as_wide_as_float16
 # fp8 (H100 tensor cores): E4M3 trades range for precision, E5M2 the other way round.
 record("fp8_e4m3_info", info(torch.float8_e4m3fn))
 record("fp8_e5m2_info", info(torch.float8_e5m2))
@@ -109,11 +114,13 @@ block_scale = (blocks.abs().amax(1, keepdim=True) / 6.0 / tensor_scale).to(torch
 scale = block_scale * tensor_scale
 dequantized = round_e2m1((blocks / scale).reshape(-1)).reshape(blocks.shape) * scale
 packed_bytes = w.numel() // 2 + blocks.shape[0] * torch.float8_e4m3fn.itemsize + tensor_scale.element_size()
-record("nvfp4_bits_per_parameter", 8 * packed_bytes / w.numel())
+nvfp4_bits_per_parameter = record("nvfp4_bits_per_parameter", 8 * packed_bytes / w.numel())
 nvfp4_relative_error = ((dequantized - blocks).norm() / blocks.norm()).item()  # -> nvfp4_relative_error
 fp8_scale = w.abs().max() / 448.0
 fp8 = (w / fp8_scale).to(torch.float8_e4m3fn).float() * fp8_scale
-record("fp8_bits_per_parameter", (8 * w.numel() + 32) / w.numel())
+fp8_bits_per_parameter = record("fp8_bits_per_parameter", (8 * w.numel() + 32) / w.numel())
 fp8_relative_error = ((fp8 - w).norm() / w.norm()).item()  # -> fp8_relative_error
-record("bf16_bits_per_parameter", 8 * torch.bfloat16.itemsize)
+bf16_bits_per_parameter = record("bf16_bits_per_parameter", 8 * torch.bfloat16.itemsize)
+assert nvfp4_bits_per_parameter < fp8_bits_per_parameter  # -> nvfp4_fewer_bits_than_fp8
+assert fp8_bits_per_parameter < bf16_bits_per_parameter  # -> fp8_fewer_bits_than_bf16
 bf16_relative_error = ((w.bfloat16().float() - w).norm() / w.norm()).item()  # -> bf16_relative_error

@@ -31,6 +31,7 @@ else:
     z_device = str(z.device)  # -> z_device
     new_memory_allocated = torch.cuda.memory_allocated()  # -> new_memory_allocated
     memory_used = new_memory_allocated - memory_allocated  # -> memory_used  (2 x 32 x 32 x 4 bytes)
+    assert memory_used == expected_bytes  # -> allocator_counts_the_shapes (on a GPU)
 
     # torch's caching allocator takes 2 MiB segments for small tensors and keeps them after `del`;
     # the Rust uses the driver's stream-ordered pool, so the driver's counts differ.
