@@ -31,7 +31,7 @@ fn every_recorded_value_is_named_in_its_sections_pytorch_panel() {
             // A check is the Rust code's claim about values the panel already names. The panel
             // states it as an `assert` where PyTorch holds the same fact, and cannot where it
             // does not (the Rust's `empty` zeroes its memory; PyTorch's checkpointing recomputes
-            // less), so a check need not be named.
+            // less; its FLOP counter sees no elementwise FLOPs), so a check need not be named.
             if value.kind() == Some(cs336::trace::Kind::Checked) {
                 continue;
             }

@@ -64,6 +64,6 @@ while k <= max_micro_batches:
 # -> full_batch_activation, accumulated_activation, peak_ratio, activation_ratio
 time_ratio = rows[-1]["seconds_per_sample"] / rows[0]["seconds_per_sample"]  # -> time_ratio
 step_matmul_flops = record("step_matmul_flops", rows[0]["matmul_flops"])
-assert all(r["matmul_flops"] == step_matmul_flops for r in rows)  # the same work for every k
+assert all(r["matmul_flops"] == step_matmul_flops for r in rows)  # -> same_flops_for_every_k
 largest_gradient_difference = rows[-1]["largest_gradient_difference"]  # -> largest_gradient_difference
 record("gradient_bytes", sum(g.numel() * g.element_size() for g in grads[1]))

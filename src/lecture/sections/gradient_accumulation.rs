@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
 use crate::lecture::givens::given;
 use crate::lecture::what_if::{Cost, Overhead};
-use crate::lecture::{SectionCtx, record};
+use crate::lecture::{SectionCtx, check, record};
 use crate::nn::{DeepNetwork, Module};
 use crate::optim::{Optimizer, Sgd};
 use crate::tensor::{DType, Tensor};
@@ -114,15 +114,9 @@ pub fn gradient_accumulation(cx: &mut SectionCtx) -> Result<()> {
         measured.push(measure(&cx.device, &model, &x, &y, k, lr)?);
     }
     let full = &measured[0];
-    if let Some(m) = measured.iter().find(|m| m.matmul_flops != full.matmul_flops) {
-        return Err(Error::invalid(
-            "gradient_accumulation",
-            format!(
-                "matmul FLOPs differ with k: {} against {}",
-                m.matmul_flops, full.matmul_flops
-            ),
-        ));
-    }
+    // Micro-batches split the rows of each product, so the work is the same for every k.
+    let matmul_flops_by_k: Vec<u64> = measured.iter().map(|m| m.matmul_flops).collect();
+    check!(cx, same_flops_for_every_k: matmul_flops_by_k == vec![full.matmul_flops; ks.len()])?;
 
     // Time per sample: each way of taking the step, in turns, on its own copy of the model.
     let clock = Clock::for_device(&cx.device);
