@@ -93,15 +93,14 @@ impl SectionCtx {
 
 #[cfg(test)]
 mod tests {
-    use crate::device::{self, DeviceRequest};
     use crate::error::{Error, Result};
     use crate::lecture::SectionCtx;
-    use crate::trace::{Kind, Unit};
+    use crate::lecture::recorder::tests::ctx_in;
 
     fn ctx() -> Result<SectionCtx> {
-        let choice = device::choose(DeviceRequest::Cpu)?;
-        Ok(SectionCtx::new("test", file!(), &choice, 0))
+        ctx_in(file!())
     }
+    use crate::trace::{Kind, Unit};
 
     #[test]
     fn a_check_that_holds_is_recorded_as_its_claim_at_its_line() -> Result<()> {

@@ -4,8 +4,14 @@ use crate::tensor::{DType, Tensor};
 use crate::trace::Unit;
 
 fn ctx() -> Result<SectionCtx> {
+    ctx_in(file!())
+}
+
+/// A section context on the CPU whose code is `file` (the lines recorded are those of calls made
+/// in it), for the recorder's tests and `check!`'s.
+pub(super) fn ctx_in(file: &'static str) -> Result<SectionCtx> {
     let choice = device::choose(DeviceRequest::Cpu)?;
-    Ok(SectionCtx::new("test", file!(), &choice, 0))
+    Ok(SectionCtx::new("test", file, &choice, 0))
 }
 
 #[test]
