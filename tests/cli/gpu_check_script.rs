@@ -46,7 +46,7 @@ fn step_limits_fit_the_documented_call() {
                 .expect("seconds")
         })
         .collect();
-    assert_eq!(limits.len(), 5, "one limit per timed step");
+    assert_eq!(limits.len(), 6, "one limit per timed step");
     let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README");
     let documented: Vec<u64> = [check.as_str(), script("gpu-prepare").as_str(), readme.as_str()]
         .iter()
@@ -71,16 +71,25 @@ fn step_limits_fit_the_documented_call() {
         "steps {limits:?} add up to {sum} s, not 30 s under {timeout}"
     );
     // Every timed step uses its limit.
-    for name in ["LECTURE", "INVARIANTS", "AGREEMENT", "BENCH", "TORCH"] {
+    for name in ["LECTURE", "PANELS", "INVARIANTS", "AGREEMENT", "BENCH", "TORCH"] {
         assert!(
-            check.contains(&format!("timeout \"$LIMIT_{name}\"")),
+            check.contains(&format!("timeout \"$LIMIT_{name}\"")) || check.contains(&format!("SECONDS + LIMIT_{name}")),
             "LIMIT_{name} is not used"
         );
     }
 }
 
-#[test]
-fn our_binaries_get_the_library_path_and_pytorch_keeps_its_own() {
+/// What `.ci/gpu-check` did with stand-ins: its log, the lines the stand-ins wrote when started
+/// (each its name and loader path, the lecture also its arguments), and whether it passed.
+struct Rehearsal {
+    log: String,
+    calls: String,
+    passed: bool,
+}
+
+/// Runs `.ci/gpu-check` against stand-in binaries and a stand-in `python3`; `lecture` is the
+/// stand-in lecture's shell body after it notes its start (its arguments are `$@`).
+fn rehearse(lecture: &str) -> Rehearsal {
     let dir = tempfile::tempdir().expect("tempdir");
     let t = dir.path();
     let calls = t.join("calls.log");
@@ -100,10 +109,8 @@ fn our_binaries_get_the_library_path_and_pytorch_keeps_its_own() {
     ] {
         write_exe(&t.join(".gpu").join(b), &format!("#!/bin/sh\n{note}"));
     }
-    write_exe(
-        &t.join(".gpu/lecture"),
-        &format!("#!/bin/sh\n{note}mkdir -p \"$4/lecture_02\" && echo '{{}}' > \"$4/lecture_02/fake-gpu.json\"\n"),
-    );
+    let args = format!("echo \"lecture args: $*\" >> {}\n", calls.display());
+    write_exe(&t.join(".gpu/lecture"), &format!("#!/bin/sh\n{note}{args}{lecture}"));
     // PyTorch's wheel folder, as `import nvidia` would report it.
     let wheel = t.join("site-packages/nvidia/cu13/lib");
     for lib in ["libcublas.so.13", "libcublasLt.so.13", "libnvrtc.so.13", "libcuda.so.1"] {
@@ -132,8 +139,19 @@ fn our_binaries_get_the_library_path_and_pytorch_keeps_its_own() {
         .env("TMPDIR", t)
         .output()
         .expect("bash runs");
-    let log = std::fs::read_to_string(out.join("gpu-check.log")).expect("the log");
-    let calls = std::fs::read_to_string(&calls).expect("the binaries ran");
+    Rehearsal {
+        log: std::fs::read_to_string(out.join("gpu-check.log")).expect("the log"),
+        calls: std::fs::read_to_string(&calls).expect("the binaries ran"),
+        passed: status.status.success(),
+    }
+}
+
+/// The stand-in lecture's body that writes a trace into its `--trace-dir` (its fourth argument).
+const WRITES_A_TRACE: &str = "mkdir -p \"$4/lecture_02\" && echo '{}' > \"$4/lecture_02/fake-gpu.json\"\n";
+
+#[test]
+fn our_binaries_get_the_library_path_and_pytorch_keeps_its_own() {
+    let Rehearsal { log, calls, passed } = rehearse(WRITES_A_TRACE);
     let ld_of = |who: &str| -> String {
         let line = calls
             .lines()
@@ -141,7 +159,12 @@ fn our_binaries_get_the_library_path_and_pytorch_keeps_its_own() {
             .unwrap_or_else(|| panic!("{who} never ran:\n{log}"));
         line.split_once("LD=").expect("LD=").1.to_string()
     };
-    let wheel = wheel.display().to_string();
+    let wheel = calls
+        .lines()
+        .find_map(|l| l.strip_prefix("lecture LD="))
+        .and_then(|ld| ld.strip_suffix(":/as/started"))
+        .expect("the lecture ran with a folder in front of the path it was started with");
+    assert!(wheel.ends_with("site-packages/nvidia/cu13/lib"), "{wheel}");
     for ours in [
         "lecture",
         "cuda_bench",
@@ -152,12 +175,13 @@ fn our_binaries_get_the_library_path_and_pytorch_keeps_its_own() {
     ] {
         assert_eq!(ld_of(ours), format!("{wheel}:/as/started"), "{ours}");
     }
-    assert_eq!(
-        ld_of("python3 torch_matmul_gpu.py"),
-        "/as/started",
-        "PyTorch must keep its own loader path"
-    );
-    assert_eq!(ld_of("python3 gpu_summary.py"), "/as/started");
+    for theirs in ["torch_matmul_gpu.py", "run_panels.py", "gpu_summary.py"] {
+        assert_eq!(
+            ld_of(&format!("python3 {theirs}")),
+            "/as/started",
+            "PyTorch must keep its own loader path ({theirs})"
+        );
+    }
     // The log is complete: its last line is the verdict, written right before the script exits.
     let last = log
         .lines()
@@ -165,10 +189,47 @@ fn our_binaries_get_the_library_path_and_pytorch_keeps_its_own() {
         .find(|l| !l.trim().is_empty())
         .expect("a non-empty log");
     assert!(last.starts_with("gpu-check: "), "last line: {last}");
-    assert!(
-        status.status.success(),
-        "every stand-in step succeeded, so the check passes:\n{log}"
+    assert!(passed, "every stand-in step succeeded, so the check passes:\n{log}");
+}
+
+/// A section that fails on the GPU costs only itself: the lecture is run again without it, the
+/// trace holds the others, and the check fails naming it.
+#[test]
+fn a_failing_section_is_left_out_and_the_others_are_recorded() {
+    let lecture = format!(
+        "if [ \"$1\" = --list ]; then printf ' 1. alpha  A\\n 2. beta   B\\n 3. gamma  C\\n'; exit 0; fi\n\
+         case \"$*\" in *--section*) ;; *) echo 'error: section `beta` failed: out of luck' >&2; exit 1 ;; esac\n\
+         {WRITES_A_TRACE}"
     );
+    let Rehearsal { log, calls, passed } = rehearse(&lecture);
+    let runs: Vec<&str> = calls.lines().filter_map(|l| l.strip_prefix("lecture args: ")).collect();
+    assert_eq!(runs.len(), 3, "a run, the list, a run without beta: {runs:?}\n{log}");
+    assert!(!runs[0].contains("--section"), "{runs:?}");
+    assert_eq!(runs[1], "--list");
+    assert!(
+        runs[2].ends_with("--no-book --section alpha --section gamma"),
+        "{runs:?}"
+    );
+    assert!(log.contains("without: beta"), "{log}");
+    assert!(
+        log.contains("these sections failed and are not in the trace: beta"),
+        "{log}"
+    );
+    // The later steps ran on the trace of the sections that passed.
+    assert!(calls.contains("python3 run_panels.py"), "{calls}");
+    assert!(calls.contains("cuda_bench LD="), "{calls}");
+    assert!(!passed, "a left-out section fails the check:\n{log}");
+}
+
+/// A lecture that fails without naming a section is not run again.
+#[test]
+fn a_lecture_failing_outside_a_section_is_not_run_again() {
+    let Rehearsal { log, calls, passed } = rehearse("echo 'error: no CUDA driver' >&2; exit 1\n");
+    let runs = calls.lines().filter(|l| l.starts_with("lecture args: ")).count();
+    assert_eq!(runs, 1, "{calls}");
+    assert!(log.contains("FAILED: the lecture on CUDA (exit 1)"), "{log}");
+    assert!(log.contains("the PyTorch panels (no trace was written)"), "{log}");
+    assert!(!passed);
 }
 
 #[test]
