@@ -85,6 +85,22 @@ struct Rehearsal {
     log: String,
     calls: String,
     passed: bool,
+    /// The files left under `$OUT`, which the device tool brings back (8 at most).
+    files_back: Vec<PathBuf>,
+}
+
+/// Every file under `dir`, however deep, hidden ones too.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten() {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }
 
 /// Runs `.ci/gpu-check` against stand-in binaries and a stand-in `python3`; `lecture` is the
@@ -143,15 +159,31 @@ fn rehearse(lecture: &str) -> Rehearsal {
         log: std::fs::read_to_string(out.join("gpu-check.log")).expect("the log"),
         calls: std::fs::read_to_string(&calls).expect("the binaries ran"),
         passed: status.status.success(),
+        files_back: files_under(&out),
     }
 }
 
-/// The stand-in lecture's body that writes a trace into its `--trace-dir` (its fourth argument).
-const WRITES_A_TRACE: &str = "mkdir -p \"$4/lecture_02\" && echo '{}' > \"$4/lecture_02/fake-gpu.json\"\n";
+/// The stand-in lecture's body that writes a trace into its `--trace-dir` (its fourth argument),
+/// leaving the trace's lock file beside it as the lecture does.
+const WRITES_A_TRACE: &str = "mkdir -p \"$4/lecture_02\" && echo '{}' > \"$4/lecture_02/fake-gpu.json\" \\
+    && echo 1 > \"$4/lecture_02/.fake-gpu.json.lock\"\n";
 
 #[test]
 fn our_binaries_get_the_library_path_and_pytorch_keeps_its_own() {
-    let Rehearsal { log, calls, passed } = rehearse(WRITES_A_TRACE);
+    let Rehearsal {
+        log,
+        calls,
+        passed,
+        files_back,
+    } = rehearse(WRITES_A_TRACE);
+    // The device tool brings back 8 files at most: the trace must be one of them, its lock not.
+    let names: Vec<String> = files_back
+        .iter()
+        .map(|p| p.file_name().expect("a name").to_string_lossy().into_owned())
+        .collect();
+    assert!(names.len() <= 8, "{names:?}");
+    assert!(names.iter().any(|n| n == "fake-gpu.json"), "{names:?}");
+    assert!(!names.iter().any(|n| n.ends_with(".lock")), "{names:?}");
     let ld_of = |who: &str| -> String {
         let line = calls
             .lines()
@@ -201,7 +233,7 @@ fn a_failing_section_is_left_out_and_the_others_are_recorded() {
          case \"$*\" in *--section*) ;; *) echo 'error: section `beta` failed: out of luck' >&2; exit 1 ;; esac\n\
          {WRITES_A_TRACE}"
     );
-    let Rehearsal { log, calls, passed } = rehearse(&lecture);
+    let Rehearsal { log, calls, passed, .. } = rehearse(&lecture);
     let runs: Vec<&str> = calls.lines().filter_map(|l| l.strip_prefix("lecture args: ")).collect();
     assert_eq!(runs.len(), 3, "a run, the list, a run without beta: {runs:?}\n{log}");
     assert!(!runs[0].contains("--section"), "{runs:?}");
@@ -224,7 +256,7 @@ fn a_failing_section_is_left_out_and_the_others_are_recorded() {
 /// A lecture that fails without naming a section is not run again.
 #[test]
 fn a_lecture_failing_outside_a_section_is_not_run_again() {
-    let Rehearsal { log, calls, passed } = rehearse("echo 'error: no CUDA driver' >&2; exit 1\n");
+    let Rehearsal { log, calls, passed, .. } = rehearse("echo 'error: no CUDA driver' >&2; exit 1\n");
     let runs = calls.lines().filter(|l| l.starts_with("lecture args: ")).count();
     assert_eq!(runs, 1, "{calls}");
     assert!(log.contains("FAILED: the lecture on CUDA (exit 1)"), "{log}");
