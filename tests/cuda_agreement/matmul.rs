@@ -148,3 +148,30 @@ fn matmul_agrees_in_every_layout_and_precision() {
         "bf16 inputs: relative error {f32_out:e} with an f32 output, {bf16_out:e} with a bf16 output"
     );
 }
+
+/// cuBLASLt's heuristic search runs once per distinct product: the same product again reuses its
+/// answer (and gets the same bits); another shape searches anew.
+#[test]
+fn cublaslt_searches_once_per_product() {
+    let Some((dev, _g)) = gpu() else { return };
+    let backend = &dev.cuda().expect("a GPU").0;
+    let Some(before) = backend.lt_searches() else {
+        eprintln!("skipped: no cuBLASLt ({:?})", backend.lt_unavailable());
+        return;
+    };
+    let (a, b) = (random(48, 40, DType::BF16, 21), random(40, 24, DType::BF16, 22));
+    let (ga, gb) = (on(&a, &dev), on(&b, &dev));
+    let first = ga.matmul(&gb).expect("product");
+    let searched = backend.lt_searches().expect("cuBLASLt");
+    assert_eq!(searched, before + 1, "a new product searches once");
+    let again = ga.matmul(&gb).expect("product");
+    assert_eq!(
+        backend.lt_searches(),
+        Some(searched),
+        "the same product asks nothing new"
+    );
+    assert_agree("the same product again", &first, &again, 0.0);
+    let other = random(40, 25, DType::BF16, 23);
+    ga.matmul(&on(&other, &dev)).expect("product");
+    assert_eq!(backend.lt_searches(), Some(searched + 1), "another shape searches anew");
+}

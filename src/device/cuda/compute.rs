@@ -156,9 +156,9 @@ pub fn matmul_with(mode: GemmMode, a: &CudaBuffer, la: &Layout, b: &CudaBuffer, 
         c: out.device_ptr(),
     };
     if be.route_for(mode) == GemmRoute::CublasLt {
-        let lt = be.lt()?;
+        let mut lt = be.lt()?;
         // SAFETY: as below.
-        match unsafe { blas::lt::run(&lt, mode, &plan, ptrs) } {
+        match unsafe { blas::lt::run(&mut lt, mode, &plan, ptrs) } {
             Ok(_) => return Ok(out),
             // cuBLASLt found no algorithm or failed: cuBLAS computes the same product (every
             // output element is written again), and the refusal is counted for the trace.

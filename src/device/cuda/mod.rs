@@ -254,6 +254,14 @@ impl CudaBackend {
             .map(|h| h.lock().unwrap_or_else(|p| p.into_inner()).workspace_bytes())
     }
 
+    /// How many heuristic searches cuBLASLt ran (one per distinct product), where it is used.
+    pub fn lt_searches(&self) -> Option<usize> {
+        self.lt
+            .as_ref()
+            .ok()
+            .map(|h| h.lock().unwrap_or_else(|p| p.into_inner()).searches())
+    }
+
     /// How many products cuBLASLt refused (each then ran on cuBLAS), and the last reason.
     pub fn lt_fallbacks(&self) -> (u64, Option<String>) {
         let last = self.lt_last_refusal.lock().unwrap_or_else(|p| p.into_inner()).clone();

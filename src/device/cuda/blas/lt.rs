@@ -7,13 +7,16 @@
 //! workspace of 32 MiB on Hopper, the size NVIDIA recommends there (4 MiB before it), and the
 //! alignments of its pointers. We ask for a few, take the first that succeeded and fits our
 //! workspace ([`choose`]: the same one PyTorch would get), and keep the output in the input's
-//! dtype, as PyTorch does.
+//! dtype, as PyTorch does. Unlike PyTorch, which searches at every call, the search's answer is
+//! kept per question ([`Question`]): the same question gets the same answer, and a search can
+//! cost more than a small product.
 //!
 //! cuBLASLt is column-major, as cuBLAS is: C = A·B (row-major) is computed as Cᵀ = Bᵀ·Aᵀ, so its
 //! first operand is our B ([`layouts`]). Everything that can be decided without a GPU (the route,
 //! the workspace, the alignments, the layouts, the choice among candidates) is a plain function,
 //! tested on any machine; `tests` below multiplies through the layouts on the CPU.
 
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -23,6 +26,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use super::{GemmMode, GemmPlan, GemmPtrs};
 use crate::base::DType;
 use crate::error::{Error, Result};
+use search::{Answer, Descs};
 
 /// The workspace NVIDIA recommends for Hopper (compute capability 9) and later.
 pub const HOPPER_WORKSPACE_BYTES: usize = 32 << 20;
@@ -89,7 +93,7 @@ pub fn alignment(address: u64) -> u32 {
 
 /// One stored matrix as cuBLASLt reads it: rows × cols, column-major with leading dimension `ld`,
 /// transposed by the operation or not, and `batch_stride` elements to the next matrix of a batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LtMatrix {
     pub rows: u64,
     pub cols: u64,
@@ -100,7 +104,7 @@ pub struct LtMatrix {
 
 /// The three layouts of a planned product: cuBLASLt's A (our B), its B (our A) and its D (our
 /// output, also its C, which beta = 0 leaves unread), and the batch count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LtLayouts {
     pub a: LtMatrix,
     pub b: LtMatrix,
@@ -170,6 +174,38 @@ pub struct LtChoice {
     pub workspace_bytes: usize,
 }
 
+/// Everything the heuristic search is told about one product under a handle's fixed workspace:
+/// the arithmetic, the layouts and each operand's alignment (an algorithm chosen for aligned
+/// addresses may not run on others). Equal questions get the same answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Question {
+    pub mode: GemmMode,
+    pub layouts: LtLayouts,
+    /// A, B, C and D (cuBLASLt's names), in bytes.
+    pub alignments: [u32; 4],
+}
+
+impl Question {
+    /// The question a product of `plan` at `ptrs` asks.
+    pub fn of(mode: GemmMode, plan: &GemmPlan, ptrs: GemmPtrs) -> Result<Question> {
+        let (a, b) = operand_addresses(mode, plan, ptrs);
+        Ok(Question {
+            mode,
+            layouts: layouts(plan)?,
+            alignments: [alignment(a), alignment(b), alignment(ptrs.c), alignment(ptrs.c)],
+        })
+    }
+}
+
+/// cuBLASLt's A and B addresses: our B and A, at their views' offsets.
+fn operand_addresses(mode: GemmMode, plan: &GemmPlan, ptrs: GemmPtrs) -> (u64, u64) {
+    let in_size = mode.input_dtype().size_in_bytes() as u64;
+    (
+        ptrs.b + plan.b.offset as u64 * in_size,
+        ptrs.a + plan.a.offset as u64 * in_size,
+    )
+}
+
 fn lt_error(what: &str, e: lt::CublasError) -> Error {
     Error::Cuda(format!("cuBLASLt {what}: {e:?}"))
 }
@@ -180,6 +216,10 @@ pub struct LtHandle {
     handle: lt_sys::cublasLtHandle_t,
     workspace: CudaSlice<u8>,
     stream: Arc<CudaStream>,
+    /// The searches' answers, by question (a handful of shapes in a run).
+    answers: HashMap<Question, Answer>,
+    /// How many searches ran: one per distinct question.
+    searches: usize,
 }
 
 // SAFETY: the handle is used under the backend's lock, one thread at a time.
@@ -208,11 +248,18 @@ impl LtHandle {
             handle,
             workspace,
             stream: Arc::clone(stream),
+            answers: HashMap::new(),
+            searches: 0,
         })
     }
 
     pub fn workspace_bytes(&self) -> usize {
         self.workspace.len()
+    }
+
+    /// How many heuristic searches this handle ran: one per distinct [`Question`].
+    pub fn searches(&self) -> usize {
+        self.searches
     }
 }
 
@@ -295,14 +342,11 @@ fn ptr<T>(v: &T) -> *const c_void {
 ///
 /// # Safety
 /// The pointers are valid device memory of the mode's dtypes, covering the plan.
-pub unsafe fn run(h: &LtHandle, mode: GemmMode, plan: &GemmPlan, ptrs: GemmPtrs) -> Result<LtChoice> {
+pub unsafe fn run(h: &mut LtHandle, mode: GemmMode, plan: &GemmPlan, ptrs: GemmPtrs) -> Result<LtChoice> {
     use lt_sys::cublasLtMatmulDescAttributes_t::*;
-    use lt_sys::cublasLtMatmulPreferenceAttributes_t::*;
-    let l = layouts(plan)?;
-    let in_size = mode.input_dtype().size_in_bytes() as u64;
-    // cuBLASLt's A is our B and its B our A.
-    let a_addr = ptrs.b + plan.b.offset as u64 * in_size;
-    let b_addr = ptrs.a + plan.a.offset as u64 * in_size;
+    let question = Question::of(mode, plan, ptrs)?;
+    let l = question.layouts;
+    let (a_addr, b_addr) = operand_addresses(mode, plan, ptrs);
     let (a_desc, b_desc, d_desc) = (
         layout(mode.input_dtype(), l.a, l.batch)?,
         layout(mode.input_dtype(), l.b, l.batch)?,
@@ -312,76 +356,29 @@ pub unsafe fn run(h: &LtHandle, mode: GemmMode, plan: &GemmPlan, ptrs: GemmPtrs)
         .map_err(|e| lt_error("matmul descriptor", e))?;
     let desc = Owned(desc, lt::destroy_matmul_desc);
     let (trans_a, trans_b) = (l.a.transpose as i32, l.b.transpose as i32);
-    let pref = lt::create_matmul_pref().map_err(|e| lt_error("preference", e))?;
-    let pref = Owned(pref, lt::destroy_matmul_pref);
-    let workspace = h.workspace_bytes() as u64;
-    let aligned = [
-        alignment(a_addr),
-        alignment(b_addr),
-        alignment(ptrs.c),
-        alignment(ptrs.c),
-    ];
-    // SAFETY: live descriptors; every value has the attribute's type (int32, uint64, uint32).
+    // SAFETY: a live descriptor; every value has the attribute's type (int32).
     unsafe {
         lt::set_matmul_desc_attribute(desc.0, CUBLASLT_MATMUL_DESC_TRANSA, ptr(&trans_a), size_of::<i32>())
             .map_err(|e| lt_error("TRANSA", e))?;
         lt::set_matmul_desc_attribute(desc.0, CUBLASLT_MATMUL_DESC_TRANSB, ptr(&trans_b), size_of::<i32>())
             .map_err(|e| lt_error("TRANSB", e))?;
-        lt::set_matmul_pref_attribute(pref.0, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, ptr(&workspace), 8)
-            .map_err(|e| lt_error("workspace preference", e))?;
-        for (attr, bytes) in [
-            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-        ]
-        .into_iter()
-        .zip(&aligned)
-        {
-            lt::set_matmul_pref_attribute(pref.0, attr, ptr(bytes), size_of::<u32>())
-                .map_err(|e| lt_error("alignment preference", e))?;
+    }
+    let answer = match h.answers.get(&question) {
+        Some(&answer) => answer,
+        None => {
+            let descs = Descs {
+                matmul: desc.0,
+                a: a_desc.0,
+                b: b_desc.0,
+                d: d_desc.0,
+            };
+            // SAFETY: live descriptors of this question's product.
+            let answer = unsafe { search::search(h, &question, plan, descs) }?;
+            h.searches += 1;
+            h.answers.insert(question, answer);
+            answer
         }
-    }
-    let mut results: [std::mem::MaybeUninit<lt_sys::cublasLtMatmulHeuristicResult_t>; REQUESTED_CANDIDATES] =
-        [const { std::mem::MaybeUninit::uninit() }; REQUESTED_CANDIDATES];
-    let mut returned = 0i32;
-    // SAFETY: live descriptors, room for REQUESTED_CANDIDATES results, of which `returned` are written.
-    unsafe {
-        lt_sys::cublasLtMatmulAlgoGetHeuristic(
-            h.handle,
-            desc.0,
-            a_desc.0,
-            b_desc.0,
-            d_desc.0,
-            d_desc.0,
-            pref.0,
-            REQUESTED_CANDIDATES as i32,
-            results.as_mut_ptr().cast(),
-            &mut returned,
-        )
-    }
-    .result()
-    .map_err(|e| lt_error("heuristic search", e))?;
-    let returned = (returned.max(0) as usize).min(REQUESTED_CANDIDATES);
-    // SAFETY: the search wrote the first `returned` results.
-    let found: Vec<lt_sys::cublasLtMatmulHeuristicResult_t> =
-        results[..returned].iter().map(|r| unsafe { r.assume_init() }).collect();
-    let candidates: Vec<Candidate> = found
-        .iter()
-        .map(|r| Candidate {
-            succeeded: r.state == lt_sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS,
-            workspace_bytes: r.workspaceSize,
-        })
-        .collect();
-    let chosen = choose(&candidates, h.workspace_bytes()).map_err(|why| {
-        Error::Cuda(format!(
-            "cuBLASLt {} matmul ({}×{}×{}): {why}",
-            mode.name(),
-            plan.m,
-            plan.n,
-            plan.k
-        ))
-    })?;
+    };
     let (alpha, beta) = (1.0f32, 0.0f32);
     let (w, _sync) = h.workspace.device_ptr(&h.stream);
     // SAFETY: the caller's pointers cover the plan; D is also C (beta = 0: never read).
@@ -399,7 +396,7 @@ pub unsafe fn run(h: &LtHandle, mode: GemmMode, plan: &GemmPlan, ptrs: GemmPtrs)
             d_desc.0,
             ptrs.c as *mut c_void,
             d_desc.0,
-            &found[chosen].algo,
+            &answer.algo,
             w as *mut c_void,
             h.workspace_bytes(),
             h.stream.cu_stream() as lt_sys::cudaStream_t,
@@ -415,12 +412,9 @@ pub unsafe fn run(h: &LtHandle, mode: GemmMode, plan: &GemmPlan, ptrs: GemmPtrs)
             plan.batch
         ))
     })?;
-    Ok(LtChoice {
-        candidate: chosen,
-        candidates: candidates.len(),
-        workspace_bytes: candidates[chosen].workspace_bytes,
-    })
+    Ok(answer.choice)
 }
 
+mod search;
 #[cfg(test)]
 mod tests;

@@ -197,3 +197,26 @@ fn cublaslt_types_are_the_cublas_choices() {
         }
     }
 }
+
+/// The kept answer is reused only for the same question: the same product at other addresses of
+/// the same alignment asks it again; another alignment, a view's offset that changes one, another
+/// layout or another arithmetic asks a new one.
+#[test]
+fn a_question_is_the_product_its_layouts_and_its_alignments() {
+    let (la, lb) = (Layout::contiguous(&[64, 32]), Layout::contiguous(&[32, 16]));
+    let p = plan(&la, &lb).expect("no copy needed");
+    let at = |a: u64, b: u64, c: u64| GemmPtrs { a, b, c };
+    let ask = |mode, p: &GemmPlan, ptrs| Question::of(mode, p, ptrs).expect("small sizes");
+    let q = ask(GemmMode::Bf16, &p, at(1 << 20, 2 << 20, 3 << 20));
+    assert_eq!(q.alignments, [256; 4]);
+    assert_eq!(q, ask(GemmMode::Bf16, &p, at(5 << 20, 6 << 20, 7 << 20)));
+    assert_ne!(q, ask(GemmMode::Bf16, &p, at(1 << 20, 2 << 20, (3 << 20) + 16)));
+    assert_ne!(q, ask(GemmMode::Bf16F32Out, &p, at(1 << 20, 2 << 20, 3 << 20)));
+    // Our B starting one bf16 element in: cuBLASLt's A is then 2-byte aligned.
+    let offset = plan(&la, &strided(&[32, 16], &[16, 1], 1)).expect("no copy needed");
+    let q_offset = ask(GemmMode::Bf16, &offset, at(1 << 20, 2 << 20, 3 << 20));
+    assert_eq!(q_offset.alignments[0], 2);
+    assert_ne!(q, q_offset);
+    let wider = plan(&la, &Layout::contiguous(&[32, 17])).expect("no copy needed");
+    assert_ne!(q, ask(GemmMode::Bf16, &wider, at(1 << 20, 2 << 20, 3 << 20)));
+}
