@@ -8,8 +8,10 @@
 //! alignments of its pointers. We ask for a few, take the first that succeeded and fits our
 //! workspace ([`choose`]: the same one PyTorch would get), and keep the output in the input's
 //! dtype, as PyTorch does. Unlike PyTorch, which searches at every call, the search's answer is
-//! kept per question ([`Question`]): the same question gets the same answer, and a search can
-//! cost more than a small product.
+//! kept per question ([`Question`]): the same question gets the same answer, and the lecture
+//! times each product many times. (On an H200, 2026-12-04, a 256×256 bf16 product took 155 µs
+//! and a 1024×1024 matrix-vector product 143 µs with a search at every call, against 9 µs for an
+//! elementwise op on 4 MB; whether the search is what costs that was not yet measured.)
 //!
 //! cuBLASLt is column-major, as cuBLAS is: C = A·B (row-major) is computed as Cᵀ = Bᵀ·Aᵀ, so its
 //! first operand is our B ([`layouts`]). Everything that can be decided without a GPU (the route,
