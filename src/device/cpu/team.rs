@@ -163,10 +163,22 @@ pub(crate) fn in_chunks(len: usize, split: Split, chunk: &(dyn Fn(std::ops::Rang
         return;
     }
     let size = split.chunk.max(1);
-    let (count, next) = (len.div_ceil(size), AtomicUsize::new(0));
-    Team::global().run(threads.min(count), &|_| {
-        while let Some(i) = claim(&next, count) {
-            chunk(i * size..((i + 1) * size).min(len));
+    let count = len.div_ceil(size);
+    let workers = threads.min(count);
+    // One contiguous share of the chunks per thread, each walked from its start, so that every
+    // thread streams through memory in order (the prefetchers follow one stream per thread; chunks
+    // claimed alternately from one counter make each thread's reads jump). A thread done with its
+    // share helps with the others' from where they are: no thread waits for a slow one, and a run
+    // the team cannot staff (busy, `Team::run` gives no helpers) is done by the caller alone.
+    let shares: Vec<(AtomicUsize, usize)> = (0..workers)
+        .map(|s| (AtomicUsize::new(count * s / workers), count * (s + 1) / workers))
+        .collect();
+    Team::global().run(workers, &|id| {
+        for s in (0..workers).map(|k| (id + k) % workers) {
+            let (next, end) = &shares[s];
+            while let Some(i) = claim(next, *end) {
+                chunk(i * size..((i + 1) * size).min(len));
+            }
         }
     });
 }
