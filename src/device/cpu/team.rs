@@ -231,6 +231,43 @@ mod tests {
         }
     }
 
+    /// `in_chunks` hands every range out exactly once and covers `0..len`, with the team free and
+    /// with the team busy (a call from inside another: the caller then walks every share alone).
+    #[test]
+    fn in_chunks_covers_every_item_once_whoever_takes_part() {
+        let cover = |len: usize, chunk: usize| {
+            let done: Vec<AtomicUsize> = (0..len).map(|_| AtomicUsize::new(0)).collect();
+            let split = Split { parallel_min: 0, chunk };
+            in_chunks(len, split, &|r| {
+                assert!(r.end <= len && r.start < r.end, "{r:?} of {len}");
+                for d in &done[r] {
+                    d.fetch_add(1, Relaxed);
+                }
+            });
+            assert!(done.iter().all(|d| d.load(Relaxed) == 1), "len {len}, chunk {chunk}");
+        };
+        for (len, chunk) in [
+            (1, 1),
+            (7, 3),
+            (100, 7),
+            (1000, 1),
+            (1000, 999),
+            (1000, 2000),
+            (4096, 512),
+        ] {
+            cover(len, chunk);
+            // The team is busy inside: the nested call runs on its caller alone.
+            in_chunks(
+                2,
+                Split {
+                    parallel_min: 0,
+                    chunk: 1,
+                },
+                &|_| cover(len, chunk),
+            );
+        }
+    }
+
     #[test]
     fn a_panicking_helper_is_reported_to_the_caller() {
         let team = Team::new(1);
