@@ -78,7 +78,7 @@
 //! directive is malformed, names a missing trace, section or value, or reads a section whose code
 //! changed after the trace recorded it (the section's `source_hash` differs from the hash of its
 //! function in the file now). That holds for one trace: the one `lecture` has just written, else
-//! the folder's most complete and newest. Every other trace renders as it is, since only its own
+//! the folder's most complete and newest (a CPU's before a GPU's). Every other trace renders as it is, since only its own
 //! device (a GPU lent now and then, another CPU) can record it again: a stale section shows its
 //! values with a visible mark "recorded by older code (commit …)", and a value that older run
 //! never recorded shows "not recorded by the run of commit …", listed once at the page's end. A

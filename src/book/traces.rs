@@ -1,7 +1,7 @@
 //! Which trace a directive reads, loading it once per build, and the checks that keep the book
 //! honest: the section must be in the trace, and its code must not have changed since it ran
 //! (`sections`). One trace is held to that strictly: the one `lecture` has just written, else the
-//! folder's most complete and newest trace (what `mdbook serve` shows). Every other trace (another
+//! folder's most complete and newest trace, a CPU's before a GPU's (what `mdbook serve` shows). Every other trace (another
 //! CPU, a GPU, read as the page default by `lecture book --trace FILE`, or through `trace=SLUG`,
 //! `compare` and the Devices chapter) renders as it is: a section that older code recorded is shown
 //! with a mark, and a value that older run never recorded with a placeholder, since only that
@@ -21,8 +21,8 @@ use crate::trace::{self, Trace};
 /// The trace a page uses when its directives do not name one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TraceChoice {
-    /// Of the traces in the folder holding the most sections, the one whose newest section is the
-    /// newest (`Trace::created_at`): after a full `lecture` run, its own.
+    /// Of the traces in the folder holding the most sections, a CPU's before a GPU's, the one whose
+    /// newest section is the newest (`Trace::created_at`): after a full `lecture` run, its own.
     Newest,
     /// `<dir>/<slug>.json`.
     Slug(String),
@@ -173,10 +173,15 @@ impl Traces {
     /// newest.
     fn newest(&mut self) -> Result<PathBuf, Cause> {
         let all = self.all()?;
-        // The most complete trace first, then the newest: `lecture --section ID` on a machine with
-        // no trace yet writes one holding that section alone, which would otherwise hide every
-        // full trace and fail the build on the first other section.
-        let newest = all.iter().max_by_key(|(_, t)| (t.sections.len(), created(t)));
+        // The most complete trace first: `lecture --section ID` on a machine with no trace yet
+        // writes one holding that section alone, which would otherwise hide every full trace and
+        // fail the build on the first other section. Then a CPU's before a GPU's: this trace is
+        // held to the code, and only a CPU's can be recorded again on any machine (CI has no GPU;
+        // a GPU run, however recent, is shown beside it through `trace=gpu`). Then the newest.
+        let is_cpu = |t: &Trace| t.provenance.device.kind == "cpu";
+        let newest = all
+            .iter()
+            .max_by_key(|(_, t)| (t.sections.len(), is_cpu(t), created(t)));
         newest
             .map(|(p, _)| p.clone())
             .ok_or_else(|| Cause::NoTraces { dir: self.dir.clone() })

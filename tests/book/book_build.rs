@@ -443,6 +443,16 @@ fn pages_default_to_the_newest_trace_unless_told_otherwise() {
         Traces::new(&dir, TraceChoice::parse("newest"), root).path(None),
         Ok(dir.join("cpu.json"))
     );
+    // Of the complete traces a CPU's comes before a GPU's, however recent: the default is held to
+    // the code, and only a CPU's can be recorded again where there is no GPU (CI).
+    let mut gpu = fresh_trace().clone();
+    gpu.provenance.device.kind = "cuda".into();
+    recorded_at(&mut gpu, "2050-01-01T00:00:00Z");
+    ws.write_trace("gpu", &gpu);
+    assert_eq!(
+        Traces::new(&dir, TraceChoice::parse("newest"), root).path(None),
+        Ok(dir.join("cpu.json"))
+    );
     // A directive's own `trace=` wins over the default.
     assert_eq!(
         Traces::new(&dir, TraceChoice::Newest, root).path(Some("cpu")),
