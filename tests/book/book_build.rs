@@ -446,9 +446,12 @@ fn pages_default_to_the_newest_trace_unless_told_otherwise() {
     // Of the complete traces a CPU's comes before a GPU's, however recent: the default is held to
     // the code, and only a CPU's can be recorded again where there is no GPU (CI).
     let mut gpu = fresh_trace().clone();
-    gpu.provenance.device.kind = "cuda".into();
+    // A GPU's device facts, from the committed H200 trace (a trace is checked to describe one device).
+    let h200 = Path::new(ROOT).join("trace/lecture_02/nvidia-h200.json");
+    let h200 = cs336::trace::load(&h200).expect("the committed H200 trace");
+    gpu.provenance.device = h200.provenance.device;
     recorded_at(&mut gpu, "2050-01-01T00:00:00Z");
-    ws.write_trace("gpu", &gpu);
+    ws.write_trace("nvidia-h200", &gpu);
     assert_eq!(
         Traces::new(&dir, TraceChoice::parse("newest"), root).path(None),
         Ok(dir.join("cpu.json"))

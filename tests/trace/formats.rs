@@ -352,11 +352,50 @@ fn tables_match_independent_constants() {
     assert_eq!(round_to_format(1e-8, &BFLOAT16), 1.0011717677116394e-08);
 }
 
+/// A GPU check's table (`trace/bench/<gpu>-gpu-check.txt`, written by `.ci/gpu-check`): named
+/// after a committed GPU trace, whose device it names on its first line, with ours against
+/// PyTorch per dtype and its verdicts.
+fn assert_gpu_check_table(path: &std::path::Path, text: &str) {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    let gpu = stem.strip_suffix("-gpu-check").unwrap_or_else(|| {
+        panic!(
+            "{}: a text table is a GPU check's, `<gpu>-gpu-check.txt`",
+            path.display()
+        )
+    });
+    let trace = path
+        .with_file_name("")
+        .join("../lecture_02")
+        .join(format!("{gpu}.json"));
+    let trace: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&trace)
+            .unwrap_or_else(|e| panic!("{}: no committed trace {gpu}.json beside it: {e}", path.display())),
+    )
+    .unwrap_or_else(|e| panic!("{gpu}.json: {e}"));
+    let device = trace["provenance"]["device"]["name"]
+        .as_str()
+        .expect("the trace names its device");
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!("{device}:")),
+        "{}: first line {first:?}",
+        path.display()
+    );
+    for needed in ["ours/torch", "bf16 ", "fp32 ", "device copy", "bf16 >= 740 TFLOP/s"] {
+        assert!(text.contains(needed), "{}: no {needed:?}", path.display());
+    }
+    let verdicts = text
+        .lines()
+        .filter(|l| l.starts_with("PASS  ") || l.starts_with("MISS  "));
+    assert!(verdicts.count() >= 4, "{}: a verdict per target", path.display());
+}
+
 /// The benchmark tables kept beside the traces (`trace/bench/<trace name>.json`, written by
 /// `bench cpu-matmul --json`, and `<trace name>-elementwise.json`, by `bench elementwise --json`):
 /// each names a CPU whose trace is committed; a matmul table holds every shape the bench times
 /// with our speed and the references' as GFLOP/s from their own medians, an elementwise one its
-/// GB/s as bytes over medians.
+/// GB/s as bytes over medians. A GPU check's text table is held to its GPU trace
+/// (`assert_gpu_check_table`).
 #[test]
 fn committed_bench_tables_name_their_cpu_and_hold_every_shape() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("trace/bench");
@@ -364,6 +403,11 @@ fn committed_bench_tables_name_their_cpu_and_hold_every_shape() {
     for entry in std::fs::read_dir(&dir).expect("trace/bench is committed").flatten() {
         let path = entry.path();
         let text = std::fs::read_to_string(&path).expect("readable");
+        if path.extension().is_some_and(|e| e == "txt") {
+            assert_gpu_check_table(&path, &text);
+            seen += 1;
+            continue;
+        }
         let table: serde_json::Value =
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let name = table["trace_name"]
