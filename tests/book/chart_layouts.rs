@@ -214,3 +214,26 @@ fn equal_peaks_share_one_labelled_line() {
     apart.sort();
     assert_eq!(apart, ["peak bf16", "peak fp32"]);
 }
+
+/// The roofline's legend names the sweep's sizes as the run chose them (a CPU sweeps 16 … 1024,
+/// a GPU 256 … 8192), not a fixed range.
+#[test]
+fn the_roofline_names_the_sizes_its_sweep_ran() {
+    let t = fresh_trace();
+    let sweep = value(t, "arithmetic_intensity", "matmul_sweep")
+        .as_array()
+        .expect("the sweep")
+        .clone();
+    let n = |row: &Value| row["n"].as_u64().expect("n");
+    let (first, last) = (n(&sweep[0]), n(&sweep[sweep.len() - 1]));
+    let texts = figure_texts(t, "roofline");
+    assert!(texts.contains(&format!("matmul, n = {first} … {last}")), "{texts:?}");
+    // A sweep of other sizes: the legend follows.
+    let mut other = sweep.clone();
+    other.truncate(2);
+    other[0]["n"] = json!(256);
+    other[1]["n"] = json!(8192);
+    let edited = edited(&[("arithmetic_intensity", "matmul_sweep", Value::Array(other))]);
+    let texts = figure_texts(&edited, "roofline");
+    assert!(texts.contains(&"matmul, n = 256 … 8192".to_string()), "{texts:?}");
+}
