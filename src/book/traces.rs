@@ -169,8 +169,8 @@ impl Traces {
             .ok_or_else(|| Cause::NoGpuTrace { dir: self.dir.clone() })
     }
 
-    /// Of the traces in the folder holding the most sections, the one whose newest section is the
-    /// newest.
+    /// Of the traces in the folder holding the most sections, a CPU's before a GPU's, the one
+    /// whose newest section is the newest.
     fn newest(&mut self) -> Result<PathBuf, Cause> {
         let all = self.all()?;
         // The most complete trace first: `lecture --section ID` on a machine with no trace yet

@@ -108,11 +108,10 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
             .push(Series::measured(op, vec![(intensity, flop_per_sec)], vec![key]));
     }
     // The sweep's sizes as the run chose them (a CPU's and a GPU's differ).
-    let sizes = data.list("matmul_sweep", MAX_POINTS)?.len();
     let size = |i: usize| data.number(&format!("matmul_sweep.{i}.n"));
-    let label = match sizes {
+    let label = match sweep.len() {
         0 => "matmul, by size".to_string(),
-        _ => format!("matmul, n = {} … {}", size(0)?, size(sizes - 1)?),
+        sizes => format!("matmul, n = {} … {}", size(0)?, size(sizes - 1)?),
     };
     chart.series.push(Series::measured(label, sweep, sweep_keys));
     // Upper left: the roofs and points rise to the right, and the H100's dashed line starts low.

@@ -218,10 +218,8 @@ pub struct LtHandle {
     handle: lt_sys::cublasLtHandle_t,
     workspace: CudaSlice<u8>,
     stream: Arc<CudaStream>,
-    /// The searches' answers, by question (a handful of shapes in a run).
+    /// The searches' answers, by question (a handful of shapes in a run): one search each.
     answers: HashMap<Question, Answer>,
-    /// How many searches ran: one per distinct question.
-    searches: usize,
 }
 
 // SAFETY: the handle is used under the backend's lock, one thread at a time.
@@ -251,7 +249,6 @@ impl LtHandle {
             workspace,
             stream: Arc::clone(stream),
             answers: HashMap::new(),
-            searches: 0,
         })
     }
 
@@ -261,7 +258,7 @@ impl LtHandle {
 
     /// How many heuristic searches this handle ran: one per distinct [`Question`].
     pub fn searches(&self) -> usize {
-        self.searches
+        self.answers.len()
     }
 }
 
@@ -376,7 +373,6 @@ pub unsafe fn run(h: &mut LtHandle, mode: GemmMode, plan: &GemmPlan, ptrs: GemmP
             };
             // SAFETY: live descriptors of this question's product.
             let answer = unsafe { search::search(h, &question, plan, descs) }?;
-            h.searches += 1;
             h.answers.insert(question, answer);
             answer
         }
