@@ -9,6 +9,8 @@
 //! [`SUM_BLOCK`] elements from its start; in a block, the product of elements `i` is added into
 //! f32 lane `i mod 64`; the lanes are folded in halves; the block sums are added in f32, in
 //! index order, starting from 0 (`reduce`'s order, in f32 throughout, as `gemm` accumulates).
+//!
+//! A bf16 matrix on AVX-512 takes `dot_bf16`'s loop, which keeps this order with cheaper widening.
 
 use std::mem::MaybeUninit;
 
@@ -62,9 +64,21 @@ fn block_dot4<A: Lane>(rows: [&[A]; 4], x: &[f32]) -> [f32; 4] {
             }
         }
     }
-    // The short last run goes into its own lanes, added after (`reduce::add_tail`): indexed by a
-    // loop count, it would keep `lanes` in memory for the whole block.
-    let mut tails = [[0f32; LANES]; 4];
+    finish_rows(lanes, rows, x, full)
+}
+
+/// Four rows' lanes over a block's whole runs of 64 (`..full`), completed with the block's short
+/// last run and folded: the short run goes into lanes of its own, added after
+/// (`reduce::add_tail`), since indexed by a loop count it would keep `lanes` in memory for the
+/// whole block.
+#[inline(always)]
+pub(super) fn finish_rows<A: Lane, const R: usize>(
+    mut lanes: [[f32; LANES]; R],
+    rows: [&[A]; R],
+    x: &[f32],
+    full: usize,
+) -> [f32; R] {
+    let mut tails = [[0f32; LANES]; R];
     for (tail, row) in tails.iter_mut().zip(rows) {
         for ((l, &a), &b) in tail.iter_mut().zip(&row[full..]).zip(&x[full..]) {
             *l += a.lane_f32() * b;
@@ -89,18 +103,23 @@ fn block_dot4_avx2<A: Lane>(rows: [&[A]; 4], x: &[f32]) -> [f32; 4] {
 }
 
 /// Four consecutive rows (`a.len() == 4·x.len()`), block by block in order, as four `row_dot`s.
-fn rows_dot4<A: Lane>(level: Level, a: &[A], x: &[f32]) -> [f32; 4] {
+/// `interleaved` is `x` laid out for `dot_bf16` where the rows are bf16 and the level AVX-512.
+pub(super) fn rows_dot4<A: Lane>(level: Level, a: &[A], x: &[f32], interleaved: Option<&[f32]>) -> [f32; 4] {
     let k = x.len();
     let mut totals = [0f32; 4];
     for start in (0..k).step_by(SUM_BLOCK) {
         let end = (start + SUM_BLOCK).min(k);
         let rows: [&[A]; 4] = std::array::from_fn(|r| &a[r * k + start..r * k + end]);
-        let blocks = match level {
+        let bf16_rows = A::as_bf16(a).map(|a| std::array::from_fn(|r| &a[r * k + start..r * k + end]));
+        let blocks = match (level, bf16_rows, interleaved) {
+            // SAFETY: `interleaved` is only given at `Level::Avx512`, which this CPU has.
+            #[cfg(target_arch = "x86_64")]
+            (Level::Avx512, Some(rows), Some(xi)) => unsafe { super::dot_bf16::block_dot(rows, &xi[start..end]) },
             // SAFETY (both): `Level::current` only returns a level this CPU has.
             #[cfg(target_arch = "x86_64")]
-            Level::Avx512 => unsafe { block_dot4_avx512(rows, &x[start..end]) },
+            (Level::Avx512, ..) => unsafe { block_dot4_avx512(rows, &x[start..end]) },
             #[cfg(target_arch = "x86_64")]
-            Level::Avx2 => unsafe { block_dot4_avx2(rows, &x[start..end]) },
+            (Level::Avx2, ..) => unsafe { block_dot4_avx2(rows, &x[start..end]) },
             _ => block_dot4(rows, &x[start..end]),
         };
         for (t, b) in totals.iter_mut().zip(blocks) {
@@ -139,6 +158,12 @@ pub(crate) fn matvec<T: Lane>(level: Level, a: &[T], x: &[T], k: usize, round: f
     let mut wide = vec![0f32; k];
     T::widen(x, &mut wide);
     let x = &wide[..];
+    // bf16 rows on AVX-512 take `dot_bf16`'s loop, which reads `x` in its own layout.
+    #[cfg(target_arch = "x86_64")]
+    let interleaved = (level == Level::Avx512 && T::as_bf16(a).is_some()).then(|| super::dot_bf16::interleave(x));
+    #[cfg(not(target_arch = "x86_64"))]
+    let interleaved: Option<Vec<f32>> = None;
+    let interleaved = interleaved.as_deref();
     // One contiguous share of the rows per thread: two long streams, which the prefetchers
     // follow, rather than short claims that interleave (claims of `CHUNK` read DRAM at 0.6 of
     // PyTorch's speed here).
@@ -151,7 +176,10 @@ pub(crate) fn matvec<T: Lane>(level: Level, a: &[T], x: &[T], k: usize, round: f
         let mut fours = part.chunks_exact_mut(4);
         let mut i = rows.start;
         for d in &mut fours {
-            for (d, v) in d.iter_mut().zip(rows_dot4(level, &a[i * k..(i + 4) * k], x)) {
+            for (d, v) in d
+                .iter_mut()
+                .zip(rows_dot4(level, &a[i * k..(i + 4) * k], x, interleaved))
+            {
                 d.write(round(v));
             }
             i += 4;

@@ -29,6 +29,12 @@ pub(crate) trait Lane: Copy + Send + Sync + 'static {
     /// NaN), so that bf16 widens by a shift alone.
     fn lane_f32(self) -> f32;
 
+    /// The slice as bf16, where `Self` is bf16 (for loops written for its bits alone).
+    #[inline(always)]
+    fn as_bf16(_: &[Self]) -> Option<&[bf16]> {
+        None
+    }
+
     /// `dst[i] = f(src[i])`, widening and rounding a block at a time.
     #[inline(always)]
     fn unary<F: Fn(f32) -> f32>(f: &F, src: &[Self], dst: &mut [MaybeUninit<Self>]) {
@@ -142,6 +148,11 @@ pub(crate) fn f32_to_bf16(x: f32) -> bf16 {
 }
 
 impl Lane for bf16 {
+    #[inline(always)]
+    fn as_bf16(s: &[bf16]) -> Option<&[bf16]> {
+        Some(s)
+    }
+
     /// The bits moved up, nothing else: the cheapest widening, and exact.
     #[inline(always)]
     fn lane_f32(self) -> f32 {

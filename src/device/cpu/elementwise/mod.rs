@@ -10,6 +10,8 @@
 //! loops in `cpu/mod.rs`.
 
 mod dot;
+#[cfg(target_arch = "x86_64")]
+mod dot_bf16;
 mod kernels;
 mod lane;
 mod reduce;
