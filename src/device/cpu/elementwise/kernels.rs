@@ -91,9 +91,18 @@ fn unary_on<T: Lane, F: Fn(f32) -> f32>(level: Level, f: &F, src: &[T], dst: &mu
 #[inline(always)]
 fn binary_on<T: Lane, F: Fn(f32, f32) -> f32>(level: Level, f: &F, a: &[T], b: &[T], dst: &mut [MaybeUninit<T>]) {
     match level {
-        // SAFETY (both): as in `unary_on`.
+        // bf16 rounds with AVX512_BF16 where the CPU has it (`narrow_bf16`); every other case,
+        // and a CPU without it, takes the plain AVX-512 pass, so `dst` is always written.
         #[cfg(target_arch = "x86_64")]
-        Level::Avx512 => unsafe { binary_avx512(f, a, b, dst) },
+        Level::Avx512 => match (T::as_bf16(a), T::as_bf16(b), T::as_bf16_mut(dst)) {
+            // SAFETY: `narrow_bf16::available` said this CPU has what it needs.
+            (Some(a), Some(b), Some(d)) if super::narrow_bf16::available() => unsafe {
+                super::narrow_bf16::binary(f, a, b, d)
+            },
+            // SAFETY: as in `unary_on`.
+            _ => unsafe { binary_avx512(f, a, b, dst) },
+        },
+        // SAFETY: as in `unary_on`.
         #[cfg(target_arch = "x86_64")]
         Level::Avx2 => unsafe { binary_avx2(f, a, b, dst) },
         _ => T::binary(f, a, b, dst),

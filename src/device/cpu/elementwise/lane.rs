@@ -35,6 +35,12 @@ pub(crate) trait Lane: Copy + Send + Sync + 'static {
         None
     }
 
+    /// An output slice as bf16, where `Self` is bf16.
+    #[inline(always)]
+    fn as_bf16_mut(_: &mut [MaybeUninit<Self>]) -> Option<&mut [MaybeUninit<bf16>]> {
+        None
+    }
+
     /// `dst[i] = f(src[i])`, widening and rounding a block at a time.
     #[inline(always)]
     fn unary<F: Fn(f32) -> f32>(f: &F, src: &[Self], dst: &mut [MaybeUninit<Self>]) {
@@ -150,6 +156,11 @@ pub(crate) fn f32_to_bf16(x: f32) -> bf16 {
 impl Lane for bf16 {
     #[inline(always)]
     fn as_bf16(s: &[bf16]) -> Option<&[bf16]> {
+        Some(s)
+    }
+
+    #[inline(always)]
+    fn as_bf16_mut(s: &mut [MaybeUninit<bf16>]) -> Option<&mut [MaybeUninit<bf16>]> {
         Some(s)
     }
 

@@ -14,6 +14,8 @@ mod dot;
 mod dot_bf16;
 mod kernels;
 mod lane;
+#[cfg(target_arch = "x86_64")]
+mod narrow_bf16;
 mod reduce;
 #[cfg(test)]
 mod tests;
