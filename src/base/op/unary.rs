@@ -94,7 +94,7 @@ macro_rules! unary_op_table {
                 accuracy: CorrectlyRounded,
                 grad: |g, x| g.relu_backward(x),
             }
-            /// GeLU, `x·Φ(x)` through `erf` (PyTorch's `F.gelu`, `approximate='none'`). Counted
+            /// GeLU, `x·Φ(x)` with `Φ` from `erfc` (`math::normal_cdf`; PyTorch's `F.gelu`, `approximate='none'`). Counted
             /// as 20 FLOPs per element, the lecture's convention (`GELU_FLOPS_PER_ELEMENT`).
             Gelu => gelu {
                 name: "gelu",
