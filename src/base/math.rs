@@ -51,20 +51,24 @@ pub fn exp(x: f32) -> f32 {
 /// `x = n·ln 2 + r` with |r| ≤ ln 2 / 2, for |x| below about 2²²: `n` as an integer and `r`.
 #[inline(always)]
 fn reduce(x: f32) -> (i32, f32) {
-    // Round to the nearest integer by the 1.5·2²³ trick: one add and one subtract, which
-    // vectorise where `round` may not.
-    const ROUND: f32 = 12_582_912.0;
-    let shifted = x.mul_add(LOG2_E, ROUND);
-    let n = shifted - ROUND;
+    let (n, bits_n) = nearest_multiple_of_ln2(x);
     // ln 2 in two parts (Cody and Waite), so that `n·ln 2` is subtracted without losing `r`.
     const LN2_HI: f32 = 0.693_145_75;
     // The low part from f64: `f32::consts::LN_2` is itself rounded, by 2e-9, which `n` up to 128
     // would carry into `r`.
     const LN2_LO: f32 = (std::f64::consts::LN_2 - LN2_HI as f64) as f32;
-    let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, x));
-    // `n` as an integer from the bits the trick left in the mantissa: `n as i32` saturates, and
-    // its NaN and range checks kept the whole loop from vectorising (four times slower).
-    (shifted.to_bits() as i32 - ROUND.to_bits() as i32, r)
+    (bits_n, n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, x)))
+}
+
+/// `n = round(x / ln 2)`, as an f32 and as an integer, by the 1.5·2²³ trick: one fused multiply-add
+/// and one subtract, which vectorise where `round` may not. The integer comes from the bits the
+/// trick left in the mantissa: `n as i32` saturates, and its NaN and range checks kept the whole
+/// loop from vectorising (four times slower).
+#[inline(always)]
+fn nearest_multiple_of_ln2(x: f32) -> (f32, i32) {
+    const ROUND: f32 = 12_582_912.0;
+    let shifted = x.mul_add(LOG2_E, ROUND);
+    (shifted - ROUND, shifted.to_bits() as i32 - ROUND.to_bits() as i32)
 }
 
 /// `2ⁿ` for -126 ≤ n ≤ 127, from its bits.
@@ -98,9 +102,11 @@ pub fn erf_abs(x: f32) -> f32 {
 /// `eˣ` for `x ≤ 0` where only its absolute error counts, as in `erf_abs`'s tail and GeLU's
 /// [`normal_cdf`]: [`exp`] cut down to what that error allows, since GeLU spends most of its
 /// instructions here.
-/// - Below -87, `eˣ` is under f32's smallest normal number, and `erf_abs` subtracts `poly·eˣ` from 1,
-///   where anything under 6e-8 vanishes: clamping there changes no result, and keeps `n ≥ -126`,
-///   so `2ⁿ` is one normal number built from its bits (no subnormal halves).
+/// - Below -87, `eˣ` is under f32's smallest normal number. `erf_abs` subtracts `poly·eˣ` from 1,
+///   where anything under 6e-8 vanishes, so clamping there changes none of its results; in
+///   `normal_cdf`'s left tail (x below -13.2) it leaves `Φ` under 6e-40 instead of smaller, and
+///   GeLU between -1e-38 and 0 instead of -0 (for any x): absolute errors under 1e-38. It keeps `n ≥ -126`, so `2ⁿ` is one normal number built from its
+///   bits (no subnormal halves).
 /// - A positive `x` never comes (the argument is `-a²`), so there is no upper clamp.
 /// - `n·ln 2` is subtracted with one f32 constant, not Cody and Waite's two: the constant is
 ///   2e-9 off, so `r` is off by `n·2e-9` at most and `eˣ` by that share of itself, under 1e-9 of
@@ -111,9 +117,7 @@ pub fn erf_abs(x: f32) -> f32 {
 fn exp_tail(x: f32) -> f32 {
     // One `vmaxps`: a NaN becomes -87 here, and `t` carries it into the result instead.
     let x = if x > -87.0 { x } else { -87.0 };
-    const ROUND: f32 = 12_582_912.0;
-    let shifted = x.mul_add(LOG2_E, ROUND);
-    let n = shifted - ROUND;
+    let (n, bits_n) = nearest_multiple_of_ln2(x);
     let r = n.mul_add(-std::f32::consts::LN_2, x);
     let p = horner(
         r,
@@ -126,7 +130,7 @@ fn exp_tail(x: f32) -> f32 {
             0.008_290_306,
         ],
     );
-    p * pow2(shifted.to_bits() as i32 - ROUND.to_bits() as i32)
+    p * pow2(bits_n)
 }
 
 /// Abramowitz and Stegun 7.1.26's coefficients, `a₁ … a₅` after a 0 (so that Horner's rule ends
@@ -166,10 +170,10 @@ pub fn relu(x: f32) -> f32 {
 /// `Φ(x)`, the standard normal's distribution function, `(1 + erf(x/√2))/2`, with 7.1.26's
 /// formula for `erfc(a)/2 = poly(t)/2·e^(−a²)` at `a = |x|/√2`: `1 − erfc(a)/2` for `x ≥ 0`, and
 /// `erfc(a)/2` itself below, which keeps the left tail to a few percent of itself (`1 + erf`
-/// there subtracts two numbers near 1, and is 0 from x = -5.5). The halves are folded into the coefficients (halving is exact,
-/// so the bits are those of halving the product). Within 4e-7 absolute, as `(1 + erf_abs)/2` is
-/// (3.7e-7 and 3.5e-7 at worst, both near 0, where 7.1.26's own error is largest); GeLU's forward
-/// and backward share it. Compared with `(1 + erf_abs)/2` and the cuts in [`exp_tail`], GeLU's
+/// there subtracts two numbers near 1, and is 0 from x = -5.5). The halves are folded into the
+/// coefficients (halving is exact, so the bits are those of halving the product). Within 4e-7
+/// absolute, as `(1 + erf_abs)/2` is (3.7e-7 and 3.5e-7 at worst, both near 0, where 7.1.26's
+/// own error is largest); GeLU's forward and backward share it. Compared with `(1 + erf_abs)/2` and the cuts in [`exp_tail`], GeLU's
 /// AVX-512 loop has 19 multiplies and fused multiply-adds per 16 elements instead of 26 (`perf
 /// annotate`), and ran 6–10 % faster.
 #[inline(always)]

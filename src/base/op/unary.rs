@@ -94,8 +94,9 @@ macro_rules! unary_op_table {
                 accuracy: CorrectlyRounded,
                 grad: |g, x| g.relu_backward(x),
             }
-            /// GeLU, `x·Φ(x)` with `Φ` from `erfc` (`math::normal_cdf`; PyTorch's `F.gelu`, `approximate='none'`). Counted
-            /// as 20 FLOPs per element, the lecture's convention (`GELU_FLOPS_PER_ELEMENT`).
+            /// GeLU, `x·Φ(x)` with `Φ` from `erfc` (`math::normal_cdf`; PyTorch's `F.gelu`,
+            /// `approximate='none'`). Counted as 20 FLOPs per element, the lecture's convention
+            /// (`GELU_FLOPS_PER_ELEMENT`).
             Gelu => gelu {
                 name: "gelu",
                 f32: |x| crate::base::math::gelu(x),
