@@ -160,6 +160,8 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    // Before anything runs: a misspelt budget would otherwise time at the benchmarks' own.
+    cs336::timing::budget::from_env()?;
     match cli.command {
         Command::MatmulOverhead(c) => {
             let budget = c.budget()?;

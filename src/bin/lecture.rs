@@ -200,6 +200,8 @@ fn real_main(out: &mut Console) -> Result<()> {
     let cli = Cli::parse();
     let trace_dir = cli.trace_dir.clone().unwrap_or_else(|| root().join("trace"));
     flags::check(&cli)?;
+    // Before anything runs: a misspelt budget would otherwise time at the lecture's own.
+    cs336::timing::budget::from_env()?;
     let request = match cli.device.unwrap_or(DeviceArg::Auto) {
         DeviceArg::Auto => DeviceRequest::Auto,
         DeviceArg::Cpu => DeviceRequest::Cpu,
@@ -359,6 +361,9 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
         out.line(format_args!("Book: {}", index.display()));
     }
     if let Some(warning) = run::unoptimised_warning(&merged) {
+        console::warn(format_args!("{warning}"));
+    }
+    if let Some(warning) = run::test_budget_warning(&merged) {
         console::warn(format_args!("{warning}"));
     }
     if let Some(warning) = run::disturbed_warning(&merged) {

@@ -147,6 +147,19 @@ pub fn render(path: &Path, trace: &Trace, quotes: &[Quote]) -> String {
             )
         })
         .collect();
+    let warnings = warnings
+        + &runs
+            .iter()
+            .filter(|r| r.run.at_test_budget() && !r.timed.is_empty())
+            .map(|r| {
+                format!(
+                    "<p class=\"lecture-warning\"><strong>Timed at the tests' budget:</strong> the times, speeds \
+                     and ratios from {} are from one call each with no warm-up (<code>CS336_BUDGET=test</code>): \
+                     they describe no machine. <code>cargo run --release --bin lecture</code> measures them.</p>",
+                    section_list(&r.timed)
+                )
+            })
+            .collect::<String>();
     // Per section, as it is per section that a run was measured again or not.
     let busy: String = runs
         .iter()

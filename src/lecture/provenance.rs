@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::host;
+use crate::timing::budget;
 use crate::trace::{BuildInfo, GitInfo, HostInfo, RunInfo};
 
 pub fn host() -> HostInfo {
@@ -27,6 +28,7 @@ pub fn run(seed: u64, root: &Path) -> RunInfo {
         // As the OS gave it, lossily: an argument that is not UTF-8 (a folder's name) is kept
         // readable rather than stopping the run after its sections ran.
         command_line: std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
+        budget: budget::is_test().then(|| budget::Scale::Test.name().to_string()),
     }
 }
 

@@ -266,6 +266,26 @@ pub fn unoptimised_warning(trace: &Trace) -> Option<String> {
     })
 }
 
+/// What `lecture` says after a run when the trace holds timings taken at the tests' budget
+/// (`CS336_BUDGET=test`, by this run or an earlier one whose sections it kept).
+pub fn test_budget_warning(trace: &Trace) -> Option<String> {
+    let sections: Vec<&str> = trace
+        .sections
+        .iter()
+        .filter(|s| s.run.at_test_budget() && s.values.values().any(|v| v.timed()))
+        .map(|s| s.id.as_str())
+        .collect();
+    (!sections.is_empty()).then(|| {
+        format!(
+            "warning: the times, speeds and MFU of {} section(s) ({}) were taken at the tests' budget \
+             (CS336_BUDGET=test: one call each, no warm-up): they describe no machine, and every page quoting \
+             them says so. Without CS336_BUDGET, `cargo run --release --bin lecture` measures them.",
+            sections.len(),
+            sections.join(", ")
+        )
+    })
+}
+
 /// What `lecture` says after a run when the trace holds sections measured while the machine was
 /// busy (by this run, or kept from an earlier one): each with why, and the command that measures
 /// them again.

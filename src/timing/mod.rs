@@ -11,9 +11,11 @@
 //!   backward) are timed in alternating blocks, so a busy moment of the machine slows both.
 //! - **Median and spread** (`Timing`): the median ignores the odd slow repetition; min, quartiles
 //!   and max show how much there was.
+//! - **Budgets** (`budget.rs`): `CS336_BUDGET=test` makes every timing one call, for tests.
 //! - **Disturbance** (`disturbance.rs`): every timing's spread is noted for the watch around the
 //!   section, which also reads what other processes and the hypervisor took meanwhile.
 
+pub mod budget;
 pub mod clock;
 pub mod disturbance;
 mod turns;

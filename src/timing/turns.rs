@@ -150,12 +150,18 @@ pub fn in_turns<E: From<Error>>(
     budget: Budget,
     contenders: &mut [Contender<'_, E>],
 ) -> std::result::Result<Vec<Timing>, E> {
+    let budget = super::budget::scaled(budget);
     let mut per_block = Vec::with_capacity(contenders.len());
     let mut warmups = Vec::with_capacity(contenders.len());
     for f in contenders.iter_mut() {
         // Sized from a warm call: a first call that pays for cold caches or sleeping threads
-        // would make the blocks short, and short blocks are mostly hand-over.
-        let (calls, fastest) = warm_up(&budget, &mut **f)?;
+        // would make the blocks short, and short blocks are mostly hand-over. A budget of no
+        // warm-up at all (the tests') times one call per block from the start.
+        let (calls, fastest) = if budget.warmup == 0 && budget.warmup_time.is_zero() {
+            (0, f64::INFINITY)
+        } else {
+            warm_up(&budget, &mut **f)?
+        };
         warmups.push(calls);
         let count = (budget.block.as_secs_f64() / fastest.max(1e-9)).round() as usize;
         per_block.push(count.clamp(1, budget.max_samples.max(1)));
@@ -207,6 +213,18 @@ mod tests {
         })
         .unwrap();
         assert_eq!((calls, t.reps, t.warmup), (7, 5, 2));
+    }
+
+    #[test]
+    fn no_warmup_means_no_untimed_call() {
+        // The tests' budget (`budget::scaled`): one timed call and nothing before it.
+        let mut calls = 0;
+        let t = time(&Device::Cpu, Budget::count(0, 1), || {
+            calls += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((calls, t.reps, t.warmup), (1, 1, 0));
     }
 
     /// Times that are exact in binary, so the sums below are exact.

@@ -78,6 +78,17 @@ pub struct RunInfo {
     pub rustc: String,
     pub build: BuildInfo,
     pub command_line: Vec<String>,
+    /// The timing budget where it was not the lecture's own: `"test"` (`CS336_BUDGET=test`, one
+    /// timed call each with no warm-up, for the tests). Such timings describe no machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
+}
+
+impl RunInfo {
+    /// Whether this run timed at the tests' budget, not the lecture's.
+    pub fn at_test_budget(&self) -> bool {
+        self.budget.as_deref().is_some_and(|b| b != "lecture")
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash)]

@@ -365,7 +365,7 @@ fn compare_shows_every_trace_with_its_device() {
 fn the_lecture_binary_builds_the_book_and_prints_where() {
     let ws = Workspace::new();
     let out_dir = ws.out_dir();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_lecture"))
+    let output = crate::common::process::at_test_budget(env!("CARGO_BIN_EXE_lecture"))
         .args(["--trace-dir", ws.dir.path().join("trace").to_str().expect("utf-8")])
         // mdbook's own override of `build-dir`, so the test does not write into the repository.
         .env("MDBOOK_BUILD__BUILD_DIR", &out_dir)

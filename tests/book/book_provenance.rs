@@ -70,6 +70,10 @@ fn one_run_is_one_line_and_mixed_runs_are_listed_with_their_sections() {
 fn timings_from_an_unoptimised_build_are_marked_on_the_pages_that_quote_them() {
     let ws = Workspace::new();
     let mut trace = fresh_trace().clone();
+    // As a run at the lecture's budget records it: the tests' budget has its own mark (below).
+    for s in &mut trace.sections {
+        s.run.budget = None;
+    }
     let build = &mut section_mut(&mut trace, "tensor_operations_flops").run.build;
     build.profile = "debug".into();
     build.opt_level = "0".into();
@@ -177,4 +181,51 @@ fn timings_measured_on_a_busy_machine_are_marked_at_the_top_and_in_the_box() {
         "{said}"
     );
     assert_eq!(cs336::lecture::run::disturbed_warning(fresh_trace()), None);
+}
+
+/// The tests' own runs time at the tests' budget (`CS336_BUDGET=test`: one call each), and their
+/// trace says so: the pages quoting its timings carry a mark, the others none, and `lecture`
+/// names the sections after such a run. A run at the lecture's budget records no budget.
+#[test]
+fn timings_at_the_tests_budget_are_marked_on_the_pages_that_quote_them() {
+    let ws = Workspace::new();
+    let trace = fresh_trace().clone();
+    assert!(
+        trace.sections.iter().all(|s| s.run.at_test_budget()),
+        "the tests' fresh run is at the tests' budget"
+    );
+    let path = ws.write_trace("cpu", &trace);
+    let marked = |chapter: &str| {
+        let html = ws
+            .build_chapter(&path, &format!("{chapter}\n\n{{{{provenance}}}}\n"))
+            .expect("builds");
+        provenance_box(&html).contains("Timed at the tests' budget")
+    };
+    assert!(marked("{{value tensor_operations_flops.actual_flop_per_sec}}"));
+    assert!(marked("{{value gradients_flops.backward_time}}"));
+    assert!(
+        !marked("{{value tensor_operations_flops.total_flops}}"),
+        "no clock, no mark"
+    );
+    let said = cs336::lecture::run::test_budget_warning(&trace).expect("a warning");
+    assert!(
+        said.contains("tensor_operations_flops")
+            && said.contains("CS336_BUDGET=test")
+            && !said.contains("tensors_memory"),
+        "{said}"
+    );
+    // Recorded at the lecture's budget, the same trace has neither.
+    let mut lecture = trace;
+    for s in &mut lecture.sections {
+        s.run.budget = None;
+    }
+    assert_eq!(cs336::lecture::run::test_budget_warning(&lecture), None);
+    let path = ws.write_trace("cpu", &lecture);
+    let html = ws
+        .build_chapter(
+            &path,
+            "{{value tensor_operations_flops.actual_flop_per_sec}}\n\n{{provenance}}\n",
+        )
+        .expect("builds");
+    assert!(!provenance_box(&html).contains("Timed at the tests' budget"));
 }

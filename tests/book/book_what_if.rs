@@ -14,6 +14,7 @@ use crate::common::{Workspace, fresh_trace};
 fn a_what_if_book_shows_what_changed_against_the_own_run() {
     let changes = what_if::parse(&["motivating_questions.model_parameters=405e9".to_string()]).expect("valid");
     let choice = device::choose(DeviceRequest::Cpu).expect("cpu");
+    crate::common::test_budget();
     let t = run::run_lecture_with(
         &what_if::sections(&changes),
         &choice,

@@ -2,10 +2,10 @@
 //! `get`, and clear non-zero exits (never a panic) on bad input.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn lecture(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lecture"))
+    crate::common::process::at_test_budget(env!("CARGO_BIN_EXE_lecture"))
         .args(args)
         .env("NO_COLOR", "1")
         .output()
@@ -240,29 +240,36 @@ fn forcing_cuda_without_a_gpu_is_a_clear_error() {
 }
 
 /// Kills `lecture` at many points during a run and checks the trace file is always a complete
-/// trace: the old one or the new one, never a mix or a fragment.
+/// trace: the old one or the new one, never a mix or a fragment. The run is of every section but
+/// the slow ones (`quick_section_args`): as large a trace to write, in a fraction of the time.
 #[test]
 fn killing_a_run_never_damages_the_trace() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().to_str().expect("utf-8 path");
     let path = cpu_trace(dir.path());
-    let first = lecture(&["--trace-dir", d, "--no-book", "--seed", "1"]);
+    let quick = crate::common::process::quick_section_args();
+    let args = |seed: &str| {
+        let mut a = vec!["--trace-dir", d, "--no-book", "--seed"];
+        a.push(seed);
+        a.extend(&quick);
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let run = |seed: &str| lecture(&args(seed).iter().map(String::as_str).collect::<Vec<_>>());
+    let first = run("1");
     assert!(first.status.success(), "{:?}", text(&first));
     let original = std::fs::read(&path).expect("read");
+    let before = cs336::trace::load(&path).expect("the first run's trace");
 
-    // Time a full run, then kill runs at points spread across that time.
+    // Time a run, then kill runs at points spread across that time.
     let start = std::time::Instant::now();
-    assert!(
-        lecture(&["--trace-dir", d, "--no-book", "--seed", "1"])
-            .status
-            .success()
-    );
+    assert!(run("1").status.success());
     let full = start.elapsed();
     std::fs::write(&path, &original).expect("restore");
     let mut killed_mid_run = 0;
     for i in 0..12u32 {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lecture"))
-            .args(["--trace-dir", d, "--no-book", "--seed", &(100 + i).to_string()])
+        let seed = (100 + i).to_string();
+        let mut child = crate::common::process::at_test_budget(env!("CARGO_BIN_EXE_lecture"))
+            .args(args(&seed))
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("spawn");
@@ -273,10 +280,10 @@ fn killing_a_run_never_damages_the_trace() {
         killed_mid_run += usize::from(!finished);
         let t = cs336::trace::load(&path).unwrap_or_else(|e| panic!("damaged after kill {i}: {e}"));
         let bytes = std::fs::read(&path).expect("read");
-        assert!(
-            bytes == original || t.sections.iter().all(|s| s.run.seed == 100 + i as u64),
-            "a mix of runs after kill {i}"
-        );
+        // The new trace is the old one with every section this run took measured again.
+        let all_new =
+            t.sections.len() == before.sections.len() && t.sections.iter().all(|s| s.run.seed == 100 + u64::from(i));
+        assert!(bytes == original || all_new, "a mix of runs after kill {i}");
         std::fs::write(&path, &original).expect("restore");
     }
     assert!(
@@ -307,7 +314,7 @@ fn killing_a_run_never_damages_the_trace() {
 fn with_closed_stdout(args: &[&str]) -> Output {
     let (reader, writer) = std::io::pipe().expect("pipe");
     drop(reader);
-    Command::new(env!("CARGO_BIN_EXE_lecture"))
+    crate::common::process::at_test_budget(env!("CARGO_BIN_EXE_lecture"))
         .args(args)
         .stdout(writer)
         .output()
@@ -343,7 +350,7 @@ fn a_full_stdout_is_reported_after_the_work_is_done() {
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().to_str().expect("utf-8 path");
-    let o = Command::new(env!("CARGO_BIN_EXE_lecture"))
+    let o = crate::common::process::at_test_budget(env!("CARGO_BIN_EXE_lecture"))
         .args(["--trace-dir", d, "--no-book", "--section", "motivating_questions"])
         .stdout(full)
         .output()
@@ -424,7 +431,7 @@ fn a_trace_dir_that_is_not_utf8_is_written_to() {
     use std::os::unix::ffi::OsStrExt;
     let dir = tempfile::tempdir().expect("tempdir");
     let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"odd\xffname"));
-    let o = Command::new(env!("CARGO_BIN_EXE_lecture"))
+    let o = crate::common::process::at_test_budget(env!("CARGO_BIN_EXE_lecture"))
         .arg("--trace-dir")
         .arg(&odd)
         .args(["--no-book", "--section", "motivating_questions"])

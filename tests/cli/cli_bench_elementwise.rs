@@ -11,7 +11,7 @@ use common::process::{assert_clean_failure, assert_success, text};
 const LIMIT: Duration = Duration::from_secs(120);
 
 fn run_bench(args: &[&str]) -> std::process::Output {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bench"));
+    let mut cmd = crate::common::process::at_test_budget(env!("CARGO_BIN_EXE_bench"));
     cmd.args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())

@@ -93,6 +93,7 @@ pub(crate) fn bench(args: &[&str], address_space_kib: Option<u64>) -> Output {
         }
         None => Command::new(env!("CARGO_BIN_EXE_bench")),
     };
+    crate::common::process::with_test_budget(&mut cmd);
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

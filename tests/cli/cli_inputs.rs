@@ -199,8 +199,9 @@ fn a_corrupt_neighbour_trace_stops_a_run_that_builds_the_book_before_it_starts()
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().to_str().expect("utf-8");
     let html = dir.path().join("html");
-    let path = trace_file(dir.path());
-    assert_success(&run_lecture(&["--trace-dir", d, "--no-book"], None, RUN));
+    // A complete trace to start from: the binary's one fresh run.
+    let path = common::put_fresh_trace(dir.path());
+    assert_eq!(path, trace_file(dir.path()));
     let neighbour = path.with_file_name("zz-other-device.json");
     std::fs::write(&neighbour, "{ not json").expect("write");
     let before = std::fs::read(&path).expect("read");
@@ -229,7 +230,10 @@ fn a_write_that_fails_for_space_says_so_once() {
     use std::os::unix::process::CommandExt;
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().to_str().expect("utf-8");
-    let mut cmd = common::process::lecture_cmd(&["--trace-dir", d, "--no-book"], None);
+    // Most of the lecture (a trace far past the limit), without the sections that take seconds.
+    let mut args = vec!["--trace-dir", d, "--no-book"];
+    args.extend(common::process::quick_section_args());
+    let mut cmd = common::process::lecture_cmd(&args, None);
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -250,7 +254,7 @@ fn a_write_that_fails_for_space_says_so_once() {
 
 /// `bench` with `args`, at most `limit`.
 fn run_bench(args: &[&str], stdout: Option<std::fs::File>, limit: Duration) -> std::process::Output {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bench"));
+    let mut cmd = crate::common::process::at_test_budget(env!("CARGO_BIN_EXE_bench"));
     cmd.args(args)
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
@@ -297,7 +301,7 @@ fn bench_output_into_a_closed_pipe_or_a_full_device() {
     let args = ["matmul-overhead", "--min-time", "0", "--min-samples", "1"];
     let (reader, writer) = std::io::pipe().expect("pipe");
     drop(reader);
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bench"));
+    let mut cmd = crate::common::process::at_test_budget(env!("CARGO_BIN_EXE_bench"));
     cmd.args(args).stdout(writer).stderr(std::process::Stdio::piped());
     let o = common::process::finish(cmd.spawn().expect("spawn"), QUICK, "bench | (closed)");
     let (_, err) = text(&o);
@@ -399,8 +403,7 @@ fn json_that_is_no_trace_is_passed_over_beside_the_traces() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().to_str().expect("utf-8");
     let html = dir.path().join("html");
-    let path = trace_file(dir.path());
-    assert_success(&run_lecture(&["--trace-dir", d, "--no-book"], None, RUN));
+    let path = common::put_fresh_trace(dir.path());
     std::fs::write(
         path.with_file_name("package.json"),
         r#"{"name": "x", "version": "1.0.0"}"#,

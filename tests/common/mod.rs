@@ -18,10 +18,17 @@ pub const SEED: u64 = 0;
 
 pub const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// All sections run once on the CPU, in this process.
+/// Every timing in this test process from now on at the tests' budget (one call each, no
+/// warm-up: `cs336::timing::budget`). The in-process runs call it first.
+pub fn test_budget() {
+    cs336::timing::budget::use_test_budget().unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// All sections run once on the CPU, in this process, at the tests' budget.
 pub fn fresh_trace() -> &'static Trace {
     static FRESH: OnceLock<Trace> = OnceLock::new();
     FRESH.get_or_init(|| {
+        test_budget();
         let choice = device::choose(DeviceRequest::Cpu).expect("the CPU is always available");
         let mut trace = run::run_lecture(&[], &choice, SEED, Path::new(env!("CARGO_MANIFEST_DIR")), None, |_| {})
             .unwrap_or_else(|e| panic!("a fresh run of the lecture failed: {e}"));
@@ -32,6 +39,17 @@ pub fn fresh_trace() -> &'static Trace {
         }
         trace
     })
+}
+
+/// The fresh run's trace written where `lecture --trace-dir DIR` writes this CPU's
+/// (`DIR/lecture_02/<slug>.json`), for a test that needs a complete trace before it starts: the
+/// one run of the test binary, not one more. Returns its path.
+pub fn put_fresh_trace(trace_dir: &Path) -> PathBuf {
+    let slug = cs336::device::cpu::trace_name().expect("this CPU has a trace name");
+    let path = trace_dir.join(cs336::lecture::LECTURE).join(format!("{slug}.json"));
+    std::fs::create_dir_all(path.parent().expect("a folder")).expect("mkdir");
+    trace::save(&path, fresh_trace()).unwrap_or_else(|e| panic!("the fresh trace is written: {e}"));
+    path
 }
 
 /// `trace/`, or `CS336_TRACE_ROOT` where set (see [`committed_traces`]).

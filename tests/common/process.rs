@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 /// `lecture` with `args`; the book, when built, goes to `html` (mdbook's own override of
 /// `build-dir`), never into the repository.
 pub fn lecture_cmd(args: &[&str], html: Option<&Path>) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lecture"));
+    let mut cmd = at_test_budget(env!("CARGO_BIN_EXE_lecture"));
     cmd.args(args).env("NO_COLOR", "1");
     // The tests run lectures side by side, so each would find the machine busy and measure its
     // sections again (`lecture` retries a disturbed section): no retries unless a test asks.
@@ -20,6 +20,43 @@ pub fn lecture_cmd(args: &[&str], html: Option<&Path>) -> Command {
     }
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
+}
+
+/// One of our binaries at the tests' budget (`CS336_BUDGET=test`: one timed call each, no
+/// warm-up): a test asserts what a run records, never how fast it was. A test that sets the
+/// variable itself keeps its own value.
+pub fn at_test_budget(exe: &str) -> Command {
+    let mut cmd = Command::new(exe);
+    with_test_budget(&mut cmd);
+    cmd
+}
+
+/// `cmd` (a binary of ours, or a shell that execs one) at the tests' budget.
+pub fn with_test_budget(cmd: &mut Command) {
+    if std::env::var_os(cs336::timing::budget::BUDGET_VAR).is_none() {
+        cmd.env(cs336::timing::budget::BUDGET_VAR, "test");
+    }
+}
+
+/// The sections that take seconds even at the tests' budget: their sweeps, networks and
+/// schedules compute what the trace records, which no budget shortens.
+pub const SLOW_SECTIONS: &[&str] = &[
+    "tensor_operations_flops",
+    "arithmetic_intensity",
+    "gradients_flops",
+    "gradient_accumulation",
+    "checkpoint_schedule",
+];
+
+/// `--section ID` for every section but the slow ones: a run of most of the lecture, with a
+/// trace as large, in a fraction of a second. For the tests of what a run does (kills, races),
+/// not of what one section records.
+pub fn quick_section_args() -> Vec<&'static str> {
+    cs336::lecture::SECTIONS
+        .iter()
+        .filter(|s| !SLOW_SECTIONS.contains(&s.id))
+        .flat_map(|s| ["--section", s.id])
+        .collect()
 }
 
 /// Waits for `child` at most `limit`; kills it and panics when it takes longer.

@@ -101,6 +101,7 @@ fn assert_ratio(got: f64, num: f64, den: f64, what: &str) {
 
 /// The compute section, run on the CPU in this process under `level`.
 fn run_under(level: CpuIsa) -> Result<SectionRecord, IsaError> {
+    common::test_budget();
     let def = cs336::lecture::find(SECTION).expect("the section exists");
     let choice = device::choose(DeviceRequest::Cpu).expect("the CPU is always available");
     let run = provenance::run(common::SEED, Path::new(common::ROOT));

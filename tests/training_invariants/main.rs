@@ -32,6 +32,7 @@ fn timing_lock() -> &'static Mutex<()> {
 
 fn fresh(id: &str) -> SectionRecord {
     let _guard = timing_lock().lock().unwrap_or_else(|e| e.into_inner());
+    common::test_budget();
     let def = lecture::find(id).unwrap_or_else(|| panic!("no section {id}"));
     let choice = DeviceChoice {
         device: Device::Cpu,

@@ -20,6 +20,7 @@ fn what_if(sets: &[String]) -> Trace {
     let changes = what_if::parse(sets).unwrap_or_else(|e| panic!("{sets:?} are valid: {e}"));
     let choice = device::choose(DeviceRequest::Cpu).expect("the CPU");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    crate::common::test_budget();
     run::run_lecture_with(
         &what_if::sections(&changes),
         &choice,

@@ -315,6 +315,7 @@ fn every_value_a_bf16_kernel_changes_is_declared_rounding() {
         .collect();
     assert!(!rounding.is_empty(), "the bf16 training runs are declared `rounding`");
     let mut changed = std::collections::BTreeSet::new();
+    common::test_budget();
     for kernel in others {
         let choice = cs336::device::choose(cs336::device::DeviceRequest::Cpu).expect("the CPU is always available");
         let root = Path::new(common::ROOT);
