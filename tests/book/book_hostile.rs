@@ -18,21 +18,36 @@ fn committed() -> (Workspace, std::path::PathBuf) {
     (ws, path)
 }
 
+const VALUE: &str = "{{value tensors_memory.bytes}}";
+
+/// 100,000 lines, each quoting a value.
+fn many_lines() -> String {
+    (0..MANY).map(|i| format!("Line {i} `code` {VALUE}\n")).collect()
+}
+
 #[test]
-fn a_hundred_thousand_values_render_on_their_own_lines_or_on_one() {
+fn a_hundred_thousand_values_render_on_their_own_lines() {
     let (ws, path) = committed();
-    let value = "{{value tensors_memory.bytes}}";
-    let lines: String = (0..MANY).map(|i| format!("Line {i} `code` {value}\n")).collect();
-    let html = ws.build_chapter(&path, &format!("# Many\n\n{lines}")).expect("builds");
+    let html = ws
+        .build_chapter(&path, &format!("# Many\n\n{}", many_lines()))
+        .expect("builds");
     assert_eq!(html.matches("class=\"lecture-value").count(), MANY);
-    let one_line = vec![value; MANY].join(" ");
+}
+
+#[test]
+fn a_hundred_thousand_values_render_on_one_line() {
+    let (ws, path) = committed();
+    let one_line = vec![VALUE; MANY].join(" ");
     let html = ws
         .build_chapter(&path, &format!("# One\n\n{one_line}\n"))
         .expect("builds");
     assert_eq!(html.matches("class=\"lecture-value").count(), MANY);
+}
 
-    // The last of 100,000 lines is still found at its own line.
-    let bad = format!("# Bad\n\n{lines}{{{{value tensors_memory.no_such_value}}}}\n");
+#[test]
+fn the_last_of_a_hundred_thousand_lines_is_found_at_its_own_line() {
+    let (ws, path) = committed();
+    let bad = format!("# Bad\n\n{}{{{{value tensors_memory.no_such_value}}}}\n", many_lines());
     let problem = common::only_problem(ws.build_chapter(&path, &bad));
     assert_eq!(problem.line, MANY + 3, "{problem:?}");
 }
