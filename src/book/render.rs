@@ -49,7 +49,11 @@ pub fn render_chapter(markdown: &str, traces: &mut Traces) -> Result<String, Vec
         if let Some(i) = formula_of(&found.span) {
             // Inside a formula only values stand; an untaken branch leaves the formula out too.
             let rendered = match &found.parsed {
-                Ok(d) if branches.active() => Some(value_in_math(d, traces)),
+                // A value an older run never recorded stands as the placeholder, as outside.
+                Ok(d) if branches.active() => {
+                    let rendered = value_in_math(d, traces);
+                    Some(unrecorded::or_placeholder_in_math(traces, rendered))
+                }
                 Ok(_) => None,
                 Err(msg) => Some(Err(Cause::Malformed(msg.clone()))),
             };

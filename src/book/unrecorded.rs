@@ -42,6 +42,17 @@ impl Unrecorded {
         )
     }
 
+    /// The placeholder inside a formula: the same words and hover title as MathML text.
+    pub fn placeholder_in_math(&self) -> String {
+        format!(
+            "<mtext class=\"lecture-unrecorded\" title=\"{} · the {}'s trace: this run of older code did not record it; only \
+             that device can record the trace again\">{}</mtext>",
+            escape_inline(&self.key),
+            escape_inline(&self.device),
+            escape_inline(&self.text())
+        )
+    }
+
     /// What stands where a claim that needs the value would have chosen a passage.
     pub fn undecided(&self) -> String {
         format!(
@@ -94,16 +105,29 @@ pub fn unrecorded(traces: &mut Traces, cause: &Cause) -> Option<Unrecorded> {
 /// `result`, or the placeholder when it failed for a value the trace's older run never recorded
 /// (noted for the page's list).
 pub fn or_placeholder(traces: &mut Traces, result: Result<String, Cause>) -> Result<String, Cause> {
+    shown_or(traces, result, Unrecorded::placeholder)
+}
+
+/// [`or_placeholder`] for a value inside a formula: the placeholder as MathML.
+pub fn or_placeholder_in_math(traces: &mut Traces, result: Result<String, Cause>) -> Result<String, Cause> {
+    shown_or(traces, result, Unrecorded::placeholder_in_math)
+}
+
+fn shown_or(
+    traces: &mut Traces,
+    result: Result<String, Cause>,
+    placeholder: fn(&Unrecorded) -> String,
+) -> Result<String, Cause> {
     match result {
         Err(cause) => match unrecorded(traces, &cause) {
             Some(missing) => {
-                let html = missing.placeholder();
+                let shown = placeholder(&missing);
                 traces.note_unrecorded(missing);
-                Ok(html)
+                Ok(shown)
             }
             None => Err(cause),
         },
-        Ok(html) => Ok(html),
+        Ok(shown) => Ok(shown),
     }
 }
 
