@@ -439,30 +439,29 @@ fn format_seconds(s: f64) -> String {
 
 fn get(out: &mut Console, path: &Path, key: &str, whole_record: bool) -> Result<()> {
     let trace: Trace = trace::load(path)?;
+    // What the reader typed, echoed at most this long: a 100 KB name buries the message.
+    let cut = |text: &str| console::shorten(text, 200);
+    let file = cut(&path.display().to_string());
     let mut parts = key.split('.');
     let (Some(section), Some(name)) = (parts.next(), parts.next()) else {
-        bail!("`{key}` is not of the form SECTION.NAME");
+        bail!("`{}` is not of the form SECTION.NAME", cut(key));
     };
     let Some(sec) = trace.section(section) else {
         let known: Vec<&str> = trace.sections.iter().map(|s| s.id.as_str()).collect();
-        bail!(
-            "{}: no section `{section}` (it has: {})",
-            path.display(),
-            known.join(", ")
-        );
+        bail!("{file}: no section `{}` (it has: {})", cut(section), known.join(", "));
     };
     let Some(rec) = sec.values.get(name) else {
         let known: Vec<&str> = sec.values.keys().map(String::as_str).collect();
         bail!(
-            "{}: section `{section}` has no value `{name}` (it has: {})",
-            path.display(),
+            "{file}: section `{section}` has no value `{}` (it has: {})",
+            cut(name),
             known.join(", ")
         );
     };
     let steps: Vec<String> = parts.map(String::from).collect();
     // The same walk the book uses for `{{value SECTION.NAME.PATH}}`.
     let value = trace::walk(&rec.value, &steps)
-        .map_err(|(step, what)| anyhow::anyhow!("`{key}`: nothing at `{step}` ({what})"))?;
+        .map_err(|(step, what)| anyhow::anyhow!("`{}`: nothing at `{}` ({what})", cut(key), cut(&step)))?;
     let shown = match serde_json::to_value(rec)? {
         // The record with the part of its value the path leads to.
         serde_json::Value::Object(mut fields) if whole_record => {

@@ -53,6 +53,37 @@ fn number(text: &str) -> Result<f64, String> {
 /// 2⁵³: the largest whole number up to which a float holds every whole number.
 pub const MAX_COUNT: f64 = 9_007_199_254_740_992.0;
 
+/// Whether the number typed as `text` is above 2⁵³, decided on its decimal digits: read as a
+/// float, 2⁵³ + 1 is 2⁵³, and would run as that without a word.
+fn above_max_count(text: &str) -> bool {
+    const MAX_DIGITS: &str = "9007199254740992";
+    let cleaned: String = text.trim().chars().filter(|&c| c != '_').collect();
+    let (mantissa, exponent) = match cleaned.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i64>().ok()),
+        None => (cleaned.as_str(), Some(0)),
+    };
+    let Some(exponent) = exponent else { return false };
+    let mantissa = mantissa.strip_prefix('+').unwrap_or(mantissa);
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if !whole.chars().chain(fraction.chars()).all(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    // The value is `digits` × 10^(exponent − fraction's length).
+    let digits = format!("{whole}{fraction}");
+    let digits = digits.trim_start_matches('0');
+    if digits.is_empty() {
+        return false;
+    }
+    let whole_len = (digits.len() as i64).saturating_add(exponent.saturating_sub(fraction.len() as i64));
+    if whole_len != MAX_DIGITS.len() as i64 {
+        return whole_len > MAX_DIGITS.len() as i64;
+    }
+    let width = MAX_DIGITS.len().max(digits.len());
+    let padded = format!("{digits:0<width$}");
+    let (head, tail) = padded.split_at(MAX_DIGITS.len());
+    head > MAX_DIGITS || (head == MAX_DIGITS && tail.chars().any(|c| c != '0'))
+}
+
 /// What a given of a counted unit (a count, bytes, FLOP) may be, whatever its range type: a
 /// trace's reader takes only whole numbers for such a value (`trace::validate`), and a float holds
 /// every whole number only up to 2⁵³ (as for [`Count`]).
@@ -64,7 +95,7 @@ impl Range for Count {
     fn parse(text: &str) -> Result<usize, String> {
         let x = number(text)?;
         // Past 2⁵³ every float is whole: such a value is not "not whole", it is too large.
-        if x > MAX_COUNT {
+        if x > MAX_COUNT || above_max_count(text) {
             return Err(format!(
                 "`{text}` is too large: the largest count accepted is {} (2⁵³)",
                 MAX_COUNT as u64
@@ -91,9 +122,9 @@ macro_rules! real_range {
             const WORDS: &'static str = $words;
             fn parse(text: &str) -> Result<f64, String> {
                 let $x = number(text)?;
-                if $holds {
+                if $holds && !above_max_count(text) {
                     Ok($x)
-                } else if $x > MAX_COUNT {
+                } else if $x > MAX_COUNT || above_max_count(text) {
                     // A number past the top is not "not a number > 0": it is too large.
                     Err(format!("`{text}` is too large"))
                 } else {
@@ -242,4 +273,40 @@ pub fn all() -> Vec<(&'static SectionDef, &'static GivenDef)> {
 /// The given `SECTION.NAME`.
 pub fn find(section: &str, name: &str) -> Option<(&'static SectionDef, &'static GivenDef)> {
     all().into_iter().find(|(s, g)| s.id == section && g.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_past_two_to_the_53_is_refused_not_rounded() {
+        // 2⁵³ + 1 reads as 2⁵³ in a float; its digits say it is larger.
+        for text in [
+            "9007199254740993",
+            "9_007_199_254_740_993",
+            "9.007199254740993e15",
+            "1e16",
+            "90071992547409930e-1",
+        ] {
+            let err = Count::parse(text).map(|_| ()).unwrap_err();
+            assert!(err.contains("too large") && err.contains(text), "{text}: {err}");
+            let err = Positive::parse(text).map(|_| ()).unwrap_err();
+            assert!(err.contains("too large"), "{text}: {err}");
+        }
+        for (text, n) in [
+            ("9007199254740992", 9_007_199_254_740_992),
+            ("9.007199254740992e15", 9_007_199_254_740_992),
+            ("4096", 4096),
+            ("1e3", 1000),
+            ("0.5e1", 5),
+        ] {
+            assert_eq!(Count::parse(text), Ok(n), "{text}");
+        }
+        assert_eq!(Positive::parse("9007199254740992.0"), Ok(MAX_COUNT));
+        assert_eq!(Positive::parse("0.05"), Ok(0.05));
+        // Not numbers stay not numbers.
+        assert!(!above_max_count("abc") && !above_max_count("-1e99") && !above_max_count("0e999"));
+        assert!(above_max_count("9007199254740992.5"));
+    }
 }

@@ -97,6 +97,21 @@ pub fn shorten(text: &str, max: usize) -> String {
     }
 }
 
+/// A path for a message: whole up to 200 characters, else its start and its end (which names the
+/// file) around an ellipsis, with its length; a path can be tens of kilobytes long.
+pub fn shorten_path(path: &std::path::Path) -> String {
+    const HEAD: usize = 80;
+    const TAIL: usize = 120;
+    let text = path.display().to_string();
+    let n = text.chars().count();
+    if n <= HEAD + TAIL {
+        return text;
+    }
+    let head: String = text.chars().take(HEAD).collect();
+    let tail: String = text.chars().skip(n - TAIL).collect();
+    format!("{head}…{tail} (a path of {n} characters)")
+}
+
 /// `text` with every control character but newline and tab, and every bidirectional override,
 /// written as `\u{…}`: what a terminal would act on instead of show.
 pub fn terminal_safe(text: &str) -> Cow<'_, str> {

@@ -3,19 +3,21 @@
 
 use std::path::PathBuf;
 
+use crate::console::shorten_path;
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{path}: {msg}")]
+    #[error("{}: {msg}", shorten_path(path))]
     File { path: PathBuf, msg: String },
 
     /// The OS error is part of the message, not a `source`: with a source, `anyhow`'s `{:#}`
     /// would print it twice.
-    #[error("{path}: {err}")]
+    #[error("{}: {err}", shorten_path(path))]
     Io { path: PathBuf, err: std::io::Error },
 
-    #[error("trace {path}: {msg}")]
+    #[error("trace {}: {msg}", shorten_path(path))]
     Trace { path: PathBuf, msg: String },
 }
 

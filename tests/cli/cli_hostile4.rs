@@ -78,3 +78,27 @@ fn every_default_lies_in_its_given_s_range() {
         );
     }
 }
+
+/// What a reader typed is echoed cut short, with its length: a 100 KB name, step or path in
+/// `lecture get` gave a message as long.
+#[test]
+fn get_echoes_a_long_name_or_path_cut_short() {
+    let trace = std::path::Path::new(crate::common::ROOT).join("trace/lecture_02/nvidia-h200.json");
+    let t = trace.to_str().expect("utf-8");
+    let long = "x".repeat(100_000);
+    for key in [
+        format!("tensors_memory.{long}"),
+        format!("{long}.bytes"),
+        long.clone(),
+        format!("tensors_memory.gpt3_ffn_bytes.{long}"),
+    ] {
+        let o = run_lecture(&["get", "--trace", t, &key], None, QUICK);
+        let err = assert_clean_failure(&o, &["(100"]);
+        assert!(err.len() < 2_000, "{} characters: {}…", err.len(), &err[..300]);
+    }
+    // A path of 50,000 characters: its start and its end (the file's name) are kept.
+    let path = format!("/nonexistent/{}/cpu-end.json", "d/".repeat(25_000));
+    let o = run_lecture(&["get", "--trace", &path, "tensors_memory.bytes"], None, QUICK);
+    let err = assert_clean_failure(&o, &["/nonexistent/", "cpu-end.json", "characters)"]);
+    assert!(err.len() < 2_000, "{} characters", err.len());
+}
