@@ -77,23 +77,28 @@ pub fn lecture_dir_of(path: &Path) -> Option<&Path> {
     path.parent()?.parent()?.parent()
 }
 
-/// Every what-if trace under `lecture_dir`, sorted.
-pub fn all(lecture_dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(folder(lecture_dir))
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|dir| dir.is_dir())
-        .flat_map(|dir| {
-            std::fs::read_dir(dir)
+/// Every what-if trace under `lecture_dir`, sorted; none when there is no what-if folder yet, and
+/// an error naming a folder that cannot be read.
+pub fn all(lecture_dir: &Path) -> crate::error::Result<Vec<PathBuf>> {
+    let read = |dir: &Path| -> crate::error::Result<Vec<PathBuf>> {
+        let entries = std::fs::read_dir(dir).map_err(|err| crate::trace::Error::io(dir, err))?;
+        Ok(entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+    };
+    let what_ifs = folder(lecture_dir);
+    // No folder yet is no what-if yet; a folder that cannot be read is said to be so.
+    if !what_ifs.exists() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for dir in read(&what_ifs)?.into_iter().filter(|dir| dir.is_dir()) {
+        out.extend(
+            read(&dir)?
                 .into_iter()
-                .flatten()
-                .filter_map(|e| e.ok().map(|e| e.path()))
-        })
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
+                .filter(|p| p.extension().is_some_and(|x| x == "json")),
+        );
+    }
     out.sort();
-    out
+    Ok(out)
 }
 
 /// Refuses to write at `path` (a what-if's trace, or its book's folder) unless it leads to a place

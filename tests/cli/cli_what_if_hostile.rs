@@ -374,3 +374,32 @@ proptest! {
         every_trace_loads(dir.path());
     }
 }
+
+/// `what-if --list` names a what-if folder it cannot read, instead of saying there is no what-if
+/// yet; `book --what-if` refuses a what-if trace of another lecture before it builds anything.
+#[test]
+fn an_unreadable_what_if_folder_and_another_lectures_what_if_are_named() {
+    let (dir, _) = folder_with_own_trace();
+    let d = dir.path().to_str().expect("utf-8");
+    // Readable by root whatever its mode: a file where the folder should be cannot be read as one.
+    let what_ifs = dir.path().join("lecture_02").join(what_if::WHAT_IF_DIR);
+    std::fs::write(&what_ifs, "not a folder").expect("write");
+    let o = run_lecture(&["--trace-dir", d, "what-if", "--list"], None, LIMIT);
+    assert_clean_failure(&o, &[what_if::WHAT_IF_DIR, "Not a directory"]);
+    assert!(!text(&o).0.contains("No what-if yet"), "{:?}", text(&o));
+    std::fs::remove_file(&what_ifs).expect("rm");
+    let o = run_lecture(&["--trace-dir", d, "what-if", "--list"], None, LIMIT);
+    assert!(assert_success(&o).contains("No what-if yet"));
+
+    let set = "motivating_questions.num_gpus=2048";
+    assert_success(&what_if_run(dir.path(), &[set], false));
+    let path = trace_path(dir.path(), &[set]);
+    let mut t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("JSON");
+    t["lecture"] = "lecture_03".into();
+    std::fs::write(&path, serde_json::to_string(&t).expect("JSON")).expect("write");
+    let before = snapshot(dir.path());
+    let p = path.to_str().expect("utf-8");
+    let o = run_lecture(&["book", "--what-if", p], None, LIMIT);
+    assert_clean_failure(&o, &["lecture_03", "this book is of `lecture_02`"]);
+    assert_eq!(snapshot(dir.path()), before, "nothing was written");
+}

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use cs336::atomic_file;
-use cs336::console::{Console, line_safe};
+use cs336::console::{self, Console, line_safe};
 use cs336::device::promised::{self, MathMode};
 use cs336::device::{self, DeviceRequest};
 use cs336::lecture::what_if::{self, Change};
@@ -42,7 +42,7 @@ pub fn list(out: &mut Console, trace_dir: &Path, list: bool) -> Result<()> {
         bail!("`lecture what-if` needs `--list` (a what-if is run with `lecture --set SECTION.NAME=VALUE`)");
     }
     let folder = what_if::folder(&trace_dir.join(LECTURE));
-    let files = what_if::all(&trace_dir.join(LECTURE));
+    let files = what_if::all(&trace_dir.join(LECTURE))?;
     if files.is_empty() {
         out.line(format_args!(
             "No what-if yet in {}; run one with `lecture --set SECTION.NAME=VALUE`.",
@@ -77,6 +77,13 @@ fn book_dir(what_if_trace: &Path) -> std::path::PathBuf {
 /// `lecture book --what-if FILE`: the what-if's book, its values beside the device's own run's.
 pub fn book(out: &mut Console, file: &Path, root: &Path) -> Result<()> {
     let what_if = trace::load_named(file)?;
+    if what_if.lecture != LECTURE {
+        bail!(
+            "{} is a trace of `{}`: this book is of `{LECTURE}`",
+            console::shorten_path(file),
+            console::shorten(&what_if.lecture, 200)
+        );
+    }
     if what_if.changed_givens().is_empty() {
         bail!("{} changes no given: it is not a what-if's trace", file.display());
     }
