@@ -56,17 +56,29 @@ fn tools() -> Option<Tools> {
         .or_else(|| on_path("chromium"))
         .or_else(|| on_path("chromium-browser"));
     let node = on_path("node");
+    // Where `.ci/browser-test-env` puts it: the CI cache folder (as the script finds it), else the
+    // target folder, where it went before.
+    let cache = std::env::var_os("CS336_CI_CACHE").map(PathBuf::from).or_else(|| {
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+        Some(base.join("cs336-ci"))
+    });
     // CARGO_TARGET_TMPDIR is `<target>/tmp`.
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().map(Path::to_path_buf);
-    let puppeteer = std::env::var_os("CS336_PUPPETEER")
-        .map(PathBuf::from)
-        .or_else(|| target.map(|t| t.join("browser-test/node_modules/puppeteer-core")));
+    let puppeteer = std::env::var_os("CS336_PUPPETEER").map(PathBuf::from).or_else(|| {
+        [cache, target]
+            .into_iter()
+            .flatten()
+            .map(|dir| dir.join("browser-test/node_modules/puppeteer-core"))
+            .find(|p| p.join("package.json").is_file())
+    });
     let missing: Vec<&str> = [
         (chromium.is_none(), "chromium (apt-get install -y chromium)"),
         (node.is_none(), "node"),
         (
             !puppeteer.as_ref().is_some_and(|p| p.join("package.json").is_file()),
-            "puppeteer-core (.ci/browser-test-env installs it under the target folder)",
+            "puppeteer-core (.ci/browser-test-env installs it in the CI cache folder)",
         ),
     ]
     .into_iter()
