@@ -12,6 +12,8 @@
 // A scenario: { "name", "url" (relative to the book, with its query), "javascript" (default
 // true), "viewport": [w, h], "actions": [...] }, an action one of
 //   { "observe": LABEL }          what the page shows now (see `observe` below)
+//   { "observe": LABEL, "view": N }   the same, with the values of code view N (from 1) only: a
+//                                 walk through one view reads no other view's values at each step
 //   { "press": KEY }              a key; the page must stay
 //   { "press": KEY, "navigates": true }   a key that must load another page
 //   { "click": CSS selector }     the first element it matches
@@ -65,8 +67,10 @@ function serve(root) {
 
 // What the page shows: the step-mode state of every code view, each value slot with its line,
 // name, text and whether it is hidden, where the marked line and the step bar are in the window
-// (top and bottom, CSS pixels), and presenter mode's effects.
-function observe() {
+// (top and bottom, CSS pixels), and presenter mode's effects. With `only` (a view's number from
+// 1), the other views' value slots are left out (an empty list): reading every slot of a page of
+// 29 views at each of its hundreds of steps took most of a minute.
+function observe(only) {
     // A tensor drawn as a grid in a slot: its head (dtype and shape), its cells with a hover,
     // the first hover, whether it stays inside the window, and whether its box scrolls.
     const tensorGrid = el => {
@@ -98,7 +102,8 @@ function observe() {
         const number = cell && cell.previousElementSibling && cell.previousElementSibling.previousElementSibling;
         return number && number.classList.contains('lecture-ln') ? Number(number.textContent) : null;
     };
-    const views = Array.from(document.querySelectorAll('.lecture-code')).map(view => {
+    const views = Array.from(document.querySelectorAll('.lecture-code')).map((view, index) => {
+        const skip = only !== null && only !== undefined && index + 1 !== only;
         const head = view.querySelector('.lecture-code-head code');
         const current = Array.from(view.querySelectorAll('[aria-current]')).map(el => ({
             value: el.getAttribute('aria-current'),
@@ -106,7 +111,7 @@ function observe() {
                 ? Number(el.previousElementSibling.textContent) : null,
             tag: el.tagName.toLowerCase(),
         }));
-        const slots = Array.from(view.querySelectorAll('[data-slot]')).map(el => {
+        const slots = skip ? [] : Array.from(view.querySelectorAll('[data-slot]')).map(el => {
             const name = el.querySelector('.lecture-lv-name');
             const text = el.textContent;
             const eq = text.indexOf(' = ');
@@ -285,7 +290,7 @@ async function run(browser, origin, scenario, report) {
     await load();
     for (const action of scenario.actions) {
         if ('observe' in action) {
-            report.observations[action.observe] = await page.evaluate(observe);
+            report.observations[action.observe] = await page.evaluate(observe, action.view === undefined ? null : action.view);
         } else if ('press' in action && action.navigates) {
             await Promise.all([page.waitForNavigation({ waitUntil: 'load', timeout: 20000 }), page.keyboard.press(action.press)]);
             await load();

@@ -170,18 +170,20 @@ pub(crate) fn walk_plan(views: &[Planned], prefix: &str) -> Vec<Value> {
     }
     for v in views.iter().filter(|v| !v.steps.is_empty()) {
         let label = |what: String| format!("{prefix}{}#{} {what}", v.page, v.number);
-        let mut actions = vec![json!({ "observe": label("step 1".into()) })];
+        // The walked view's values only: the checks read no other view's at a step.
+        let observe = |what: String| json!({ "observe": label(what), "view": v.number });
+        let mut actions = vec![observe("step 1".into())];
         for k in 2..=v.steps.len() {
             actions.push(json!({ "press": "ArrowRight" }));
-            actions.push(json!({ "observe": label(format!("step {k}")) }));
+            actions.push(observe(format!("step {k}")));
         }
         actions.extend([
             json!({ "press": "ArrowRight" }),
-            json!({ "observe": label("past the end".into()) }),
+            observe("past the end".into()),
             json!({ "press": "Home" }),
-            json!({ "observe": label("home".into()) }),
+            observe("home".into()),
             json!({ "press": "End" }),
-            json!({ "observe": label("end".into()) }),
+            observe("end".into()),
         ]);
         plan.push(json!({
             "name": label("walk".into()),
