@@ -441,7 +441,7 @@ fn get(out: &mut Console, path: &Path, key: &str, whole_record: bool) -> Result<
     let trace: Trace = trace::load(path)?;
     // What the reader typed, echoed at most this long: a 100 KB name buries the message.
     let cut = |text: &str| console::shorten(text, 200);
-    let file = cut(&path.display().to_string());
+    let file = console::shorten_path(path);
     let mut parts = key.split('.');
     let (Some(section), Some(name)) = (parts.next(), parts.next()) else {
         bail!("`{}` is not of the form SECTION.NAME", cut(key));

@@ -134,32 +134,32 @@ pub fn render(path: &Path, trace: &Trace, quotes: &[Quote]) -> String {
             format!(". {which} come from {} runs:<ul>{items}</ul>", many.len())
         }
     };
+    // What a run's timings describe, where it is not the machine: an unoptimised build's, or the
+    // tests' budget's.
     let warnings: String = runs
         .iter()
-        .filter(|r| !r.run.build.is_optimised() && !r.timed.is_empty())
-        .map(|r| {
-            format!(
-                "<p class=\"lecture-warning\"><strong>Unoptimised build:</strong> the times, speeds and ratios from {} \
-                 were measured by a binary built without optimisation ({}): they describe that build, not the \
-                 machine. <code>cargo run --release --bin lecture</code> measures the machine.</p>",
-                section_list(&r.timed),
-                escape(&r.run.build.describe())
-            )
-        })
-        .collect();
-    let warnings = warnings
-        + &runs
-            .iter()
-            .filter(|r| r.run.at_test_budget() && !r.timed.is_empty())
-            .map(|r| {
+        .filter(|r| !r.timed.is_empty())
+        .flat_map(|r| {
+            let unoptimised = (!r.run.build.is_optimised()).then(|| {
+                format!(
+                    "<p class=\"lecture-warning\"><strong>Unoptimised build:</strong> the times, speeds and ratios from {} \
+                     were measured by a binary built without optimisation ({}): they describe that build, not the \
+                     machine. <code>cargo run --release --bin lecture</code> measures the machine.</p>",
+                    section_list(&r.timed),
+                    escape(&r.run.build.describe())
+                )
+            });
+            let test_budget = r.run.at_test_budget().then(|| {
                 format!(
                     "<p class=\"lecture-warning\"><strong>Timed at the tests' budget:</strong> the times, speeds \
                      and ratios from {} are from one call each with no warm-up (<code>CS336_BUDGET=test</code>): \
                      they describe no machine. <code>cargo run --release --bin lecture</code> measures them.</p>",
                     section_list(&r.timed)
                 )
-            })
-            .collect::<String>();
+            });
+            [unoptimised, test_budget].into_iter().flatten()
+        })
+        .collect();
     // Per section, as it is per section that a run was measured again or not.
     let busy: String = runs
         .iter()

@@ -245,13 +245,11 @@ pub fn merge(previous: Option<Trace>, fresh: Trace) -> Trace {
 pub fn unoptimised_warning(trace: &Trace) -> Option<String> {
     let mut sections = Vec::new();
     let mut builds: Vec<String> = Vec::new();
-    for s in &trace.sections {
-        if !s.run.build.is_optimised() && s.values.values().any(|v| v.timed()) {
-            sections.push(s.id.as_str());
-            let build = s.run.build.describe();
-            if !builds.contains(&build) {
-                builds.push(build);
-            }
+    for s in timed_by(trace, |run| !run.build.is_optimised()) {
+        sections.push(s.id.as_str());
+        let build = s.run.build.describe();
+        if !builds.contains(&build) {
+            builds.push(build);
         }
     }
     (!sections.is_empty()).then(|| {
@@ -266,13 +264,18 @@ pub fn unoptimised_warning(trace: &Trace) -> Option<String> {
     })
 }
 
+/// The sections of `trace` with timings, recorded by a run that `run` holds of.
+fn timed_by(trace: &Trace, run: impl Fn(&RunInfo) -> bool) -> impl Iterator<Item = &SectionRecord> {
+    trace
+        .sections
+        .iter()
+        .filter(move |s| run(&s.run) && s.values.values().any(|v| v.timed()))
+}
+
 /// What `lecture` says after a run when the trace holds timings taken at the tests' budget
 /// (`CS336_BUDGET=test`, by this run or an earlier one whose sections it kept).
 pub fn test_budget_warning(trace: &Trace) -> Option<String> {
-    let sections: Vec<&str> = trace
-        .sections
-        .iter()
-        .filter(|s| s.run.at_test_budget() && s.values.values().any(|v| v.timed()))
+    let sections: Vec<&str> = timed_by(trace, RunInfo::at_test_budget)
         .map(|s| s.id.as_str())
         .collect();
     (!sections.is_empty()).then(|| {

@@ -85,9 +85,11 @@ pub fn all(lecture_dir: &Path) -> crate::error::Result<Vec<PathBuf>> {
         Ok(entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
     };
     let what_ifs = folder(lecture_dir);
-    // No folder yet is no what-if yet; a folder that cannot be read is said to be so.
-    if !what_ifs.exists() {
-        return Ok(Vec::new());
+    // No folder yet is no what-if yet; a folder that cannot be read is said to be so (`exists`
+    // would say no for a folder it may not look into).
+    match std::fs::metadata(&what_ifs) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        _ => {}
     }
     let mut out = Vec::new();
     for dir in read(&what_ifs)?.into_iter().filter(|dir| dir.is_dir()) {

@@ -122,13 +122,14 @@ pub fn time_with_setup<S>(
 }
 
 /// Warm-up calls in growing batches (1, 2, 4, …) until there are `budget.warmup` of them and
-/// `budget.warmup_time` in them; returns how many and the fastest.
+/// `budget.warmup_time` in them; returns how many and the fastest. A budget of neither (the
+/// tests') makes none: the blocks are then one call each.
 fn warm_up<E: From<Error>>(budget: &Budget, f: Contender<'_, E>) -> std::result::Result<(usize, f64), E> {
     let (mut calls, mut spent, mut fastest, mut batch) = (0, 0.0, f64::INFINITY, 1);
-    while calls < budget.warmup.max(1) || spent < budget.warmup_time.as_secs_f64() {
+    while calls < budget.warmup || spent < budget.warmup_time.as_secs_f64() {
         // Once the time is reached, only the missing count.
         let count = if spent >= budget.warmup_time.as_secs_f64() {
-            budget.warmup.max(1) - calls
+            budget.warmup - calls
         } else {
             batch
         };
@@ -155,13 +156,8 @@ pub fn in_turns<E: From<Error>>(
     let mut warmups = Vec::with_capacity(contenders.len());
     for f in contenders.iter_mut() {
         // Sized from a warm call: a first call that pays for cold caches or sleeping threads
-        // would make the blocks short, and short blocks are mostly hand-over. A budget of no
-        // warm-up at all (the tests') times one call per block from the start.
-        let (calls, fastest) = if budget.warmup == 0 && budget.warmup_time.is_zero() {
-            (0, f64::INFINITY)
-        } else {
-            warm_up(&budget, &mut **f)?
-        };
+        // would make the blocks short, and short blocks are mostly hand-over.
+        let (calls, fastest) = warm_up(&budget, &mut **f)?;
         warmups.push(calls);
         let count = (budget.block.as_secs_f64() / fastest.max(1e-9)).round() as usize;
         per_block.push(count.clamp(1, budget.max_samples.max(1)));

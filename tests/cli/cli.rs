@@ -247,14 +247,12 @@ fn killing_a_run_never_damages_the_trace() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().to_str().expect("utf-8 path");
     let path = cpu_trace(dir.path());
-    let quick = crate::common::process::quick_section_args();
-    let args = |seed: &str| {
-        let mut a = vec!["--trace-dir", d, "--no-book", "--seed"];
-        a.push(seed);
-        a.extend(&quick);
-        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
-    };
-    let run = |seed: &str| lecture(&args(seed).iter().map(String::as_str).collect::<Vec<_>>());
+    fn args<'a>(d: &'a str, seed: &'a str) -> Vec<&'a str> {
+        let mut a = vec!["--trace-dir", d, "--no-book", "--seed", seed];
+        a.extend(crate::common::process::quick_section_args());
+        a
+    }
+    let run = |seed: &str| lecture(&args(d, seed));
     let first = run("1");
     assert!(first.status.success(), "{:?}", text(&first));
     let original = std::fs::read(&path).expect("read");
@@ -269,7 +267,7 @@ fn killing_a_run_never_damages_the_trace() {
     for i in 0..12u32 {
         let seed = (100 + i).to_string();
         let mut child = crate::common::process::at_test_budget(env!("CARGO_BIN_EXE_lecture"))
-            .args(args(&seed))
+            .args(args(d, &seed))
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("spawn");
