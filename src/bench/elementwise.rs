@@ -293,6 +293,7 @@ mod tests {
     use super::*;
 
     const CACHES: Caches = Caches {
+        l1_bytes: None,
         l2_bytes: 1 << 20,
         llc_bytes: 32 << 20,
         llc_level: 3,

@@ -11,6 +11,7 @@ use crate::timing::{Budget, Timing};
 
 /// Where the cache sizes are unknown: a common laptop's, said as assumed in the output.
 const ASSUMED: Caches = Caches {
+    l1_bytes: None,
     l2_bytes: 1 << 20,
     llc_bytes: 32 << 20,
     llc_level: 3,

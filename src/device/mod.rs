@@ -5,6 +5,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod hierarchy;
 pub mod probe;
 pub mod promised;
 

@@ -43,8 +43,10 @@ macro_rules! sections {
 mod caught;
 pub mod givens;
 mod graph;
+mod op_sweeps;
 pub mod provenance;
 pub mod recorder;
+pub mod roofline;
 pub mod run;
 pub mod sections;
 mod trainer;

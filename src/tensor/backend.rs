@@ -207,7 +207,7 @@ impl Storage {
 pub(crate) fn full(device: &Device, dtype: DType, n: usize, value: f64) -> Result<Buffer> {
     Ok(match device {
         Device::Cpu if value == 0.0 => Buffer::Cpu(CpuBuffer::zeros(dtype, n)?),
-        Device::Cpu => Buffer::Cpu(CpuBuffer::from_f64(dtype, std::iter::repeat_n(value, n))?),
+        Device::Cpu => Buffer::Cpu(CpuBuffer::full(dtype, n, value)?),
         Device::Cuda(c) => Buffer::Cuda(cuda::full(&c.0, dtype, n, value)?),
     })
 }

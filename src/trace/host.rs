@@ -152,6 +152,8 @@ pub fn os() -> String {
 /// The data caches of the first CPU that matter for bandwidth: its L2 and its last level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Caches {
+    /// Bytes of one core's level-1 data cache, where the OS says.
+    pub l1_bytes: Option<u64>,
     /// Bytes of one core's level-2 cache.
     pub l2_bytes: u64,
     /// Bytes of the last-level cache (shared by several cores on most CPUs).
@@ -191,6 +193,7 @@ pub fn caches() -> Option<Caches> {
     let l2_bytes = found.iter().find(|(l, _)| *l == 2)?.1;
     let &(llc_level, llc_bytes) = found.iter().max_by_key(|(l, _)| *l)?;
     Some(Caches {
+        l1_bytes: found.iter().find(|(l, _)| *l == 1).map(|&(_, b)| b),
         l2_bytes,
         llc_bytes,
         llc_level,

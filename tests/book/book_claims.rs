@@ -256,32 +256,68 @@ fn objects_are_tables_never_raw_json_in_prose() {
     );
 }
 
-/// The roofline chapter decides memory-bound and compute-bound from the run: a ReLU that used the
-/// peak more than the bandwidth is called compute-bound, whatever the lecture predicts.
+/// The roofline chapter names what bounds each operation from the run, with three outcomes: a
+/// ReLU recorded as memory-bound, compute-bound or overhead-bound gets that sentence, whatever the
+/// lecture predicts.
 #[test]
-fn the_roofline_chapter_decides_what_bounds_relu_from_the_run() {
+fn the_roofline_chapter_names_the_regime_of_relu_from_the_run() {
     let ws = Workspace::new();
     let md = chapter("arithmetic_intensity.md");
     with_bibliography(&ws);
     let mut trace = committed();
-    // As measured: ReLU at a small share of the peak and a larger one of the bandwidth.
-    let mut relu = section_mut(&mut trace, "arithmetic_intensity").values["op_timings"].value["relu"].clone();
-    relu["mfu"] = 0.001.into();
-    relu["memory_share"] = 0.8.into();
+    let timings = section_mut(&mut trace, "arithmetic_intensity").values["op_timings"]
+        .value
+        .clone();
+    let page_with = |trace: &mut Trace, regime: &str| {
+        let mut timings = timings.clone();
+        for r in ["memory", "compute", "overhead"] {
+            timings["relu"][format!("{r}_bound")] = (r == regime).into();
+        }
+        timings["relu"]["regime"] = regime.into();
+        set(trace, "arithmetic_intensity", "op_timings", timings);
+        words(&ws.build_chapter(&ws.write_trace("cpu", trace), &md).expect("builds"))
+    };
+    let memory = page_with(&mut trace, "memory");
+    assert!(memory.contains("It is memory-bound , as the lecture says."), "{memory}");
+    let compute = page_with(&mut trace, "compute");
+    assert!(compute.contains("On this run it was compute-bound"), "{compute}");
+    assert!(
+        !compute.contains("It is memory-bound , as the lecture says."),
+        "{compute}"
+    );
+    let overhead = page_with(&mut trace, "overhead");
+    assert!(
+        overhead.contains("It was overhead-bound : at this size its call costs more than its bytes."),
+        "{overhead}"
+    );
+    assert!(!overhead.contains("as the lecture says."), "{overhead}");
+}
+
+/// A point above its roof is refused: a copy of the trace whose ReLU moved 145 % of the memory's
+/// bandwidth at its working set (beyond the spread the run allowed) does not build its roofline,
+/// and the message names ReLU. At 90 % it builds.
+#[test]
+fn a_relu_above_its_roof_is_refused_by_the_roofline() {
+    let ws = Workspace::new();
+    let md = "{{chart roofline}}\n";
+    let mut trace = committed();
     let mut timings = section_mut(&mut trace, "arithmetic_intensity").values["op_timings"]
         .value
         .clone();
-    timings["relu"] = relu.clone();
+    let roof = timings["relu"]["roof_bytes_per_sec"].as_f64().expect("relu has a roof");
+    assert!(timings["relu"]["allowance"].as_f64().expect("and an allowance") < 1.45);
+    timings["relu"]["bytes_per_sec"] = (0.9 * roof).into();
     set(&mut trace, "arithmetic_intensity", "op_timings", timings.clone());
-    let before = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), &md).expect("builds"));
-    assert!(before.contains("it is memory-bound , as the lecture says"), "{before}");
-    // Its achieved FLOP/s near the peak: the same sentence must now say compute-bound.
-    relu["mfu"] = 0.95.into();
-    timings["relu"] = relu;
+    ws.build_chapter(&ws.write_trace("cpu", &trace), md)
+        .expect("a point below its roof is drawn");
+    timings["relu"]["bytes_per_sec"] = (1.45 * roof).into();
     set(&mut trace, "arithmetic_intensity", "op_timings", timings);
-    let after = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), &md).expect("builds"));
-    assert!(after.contains("on this run it was compute-bound"), "{after}");
-    assert!(!after.contains("it is memory-bound , as the lecture says"), "{after}");
+    let p = only_problem(ws.build_chapter(&ws.write_trace("cpu", &trace), md));
+    assert!(
+        matches!(&p.cause, Cause::BadValue { msg, address, .. }
+            if address.ends_with("op_timings.relu.bytes_per_sec") && msg.contains("relu moved") && msg.contains("145%")),
+        "{p}"
+    );
 }
 
 /// The gradient accumulation chapter says whether the peak fell with the number of micro-batches

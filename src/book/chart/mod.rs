@@ -22,6 +22,7 @@
 mod curves;
 mod float_formats;
 mod graph;
+mod hierarchy;
 pub mod hover;
 mod layouts;
 pub mod plot;
@@ -69,9 +70,23 @@ pub const CHARTS: &[ChartDef] = &[
     ChartDef {
         id: "roofline",
         caption: "The roofline, measured: each memory level's bandwidth caps FLOP/s at bandwidth × intensity (a slope), \
-                  the bfloat16 peak caps it flat; the points are the five operations and bfloat16 matrix products of \
+                  each precision's peak caps it flat; the points are the five operations and bfloat16 matrix products of \
                   growing size, as timed.",
         draw: roofline::roofline,
+    },
+    ChartDef {
+        id: "memory_hierarchy",
+        caption: "The memory hierarchy, measured: bytes per second against working-set size for STREAM's copy, \
+                  scale, add and triad and a read, on all the run's threads (solid) and on one (dashed); the \
+                  vertical lines are the caches as the operating system reports them.",
+        draw: hierarchy::memory_hierarchy,
+    },
+    ChartDef {
+        id: "op_sweeps",
+        caption: "The operations from a thousand elements to beyond the last cache, in bytes per second, over the \
+                  fastest the memory moved bytes at each working set (dashed); the single points are the \
+                  lecture's sizes.",
+        draw: hierarchy::op_sweeps,
     },
     ChartDef {
         id: "init_std",

@@ -236,6 +236,21 @@ pub fn tick(v: f64, scale: Scale) -> String {
     format_value(&json_number(x), Unit::None, Format::Auto).unwrap_or_default()
 }
 
+/// A whole power of two on a log₂ axis of bytes, in binary units (`4 KiB`, `1 GiB`): the sizes a
+/// memory hierarchy is read in.
+fn bytes_tick(v: f64, scale: Scale, unit: Unit) -> Option<String> {
+    if scale != Scale::Log2 || unit != Unit::Bytes || v.fract() != 0.0 || !(0.0..70.0).contains(&v) {
+        return None;
+    }
+    let power = v as u32;
+    let (name, shift) = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+        .iter()
+        .zip((0..).step_by(10))
+        .take_while(|&(_, shift)| shift <= power)
+        .last()?;
+    Some(format!("{} {name}", 1u64 << (power - shift)))
+}
+
 /// The axis range: padded on a linear axis; whole powers on a log axis, so ticks fall on them.
 fn axis_range(lo: f64, hi: f64, scale: Scale) -> std::ops::Range<f64> {
     if scale != Scale::Linear {
@@ -335,8 +350,8 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
                 .y_label_area_size(76)
                 .build_cartesian_2d(x_range.clone(), y_range.clone()),
         )?;
-        let x_fmt = |v: &f64| tick(*v, xl);
-        let y_fmt = |v: &f64| tick(*v, yl);
+        let x_fmt = |v: &f64| bytes_tick(*v, xl, spec.x.unit).unwrap_or_else(|| tick(*v, xl));
+        let y_fmt = |v: &f64| bytes_tick(*v, yl, spec.y.unit).unwrap_or_else(|| tick(*v, yl));
         drawing(
             chart
                 .configure_mesh()

@@ -13,11 +13,14 @@ use crate::trace::Unit;
 const OPS: [&str; 5] = ["relu", "gelu", "dot", "matvec", "matmul"];
 
 pub fn roofline(data: &ChartData) -> Result<String, Cause> {
-    let peak = data.number("peak_flop_per_sec")?;
+    let ceilings = ceilings(data)?;
+    // The memory slopes rise to the highest ceiling.
+    let peak = ceilings.iter().map(|c| c.1).fold(0.0, f64::max);
     let mut points: Vec<(String, f64, f64)> = Vec::new();
     for op in OPS {
         let intensity = data.number(&format!("op_counts.{op}.intensity"))?;
         let flop_per_sec = data.number(&format!("op_timings.{op}.flop_per_sec"))?;
+        below_its_roof(data, op)?;
         points.push((op.to_string(), intensity, flop_per_sec));
     }
     let sweep_keys = (0..data.list("matmul_sweep", MAX_POINTS)?.len())
@@ -38,7 +41,7 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
     let (h100_peak, h100_bw) = (data.number("h100_flop_per_sec")?, data.number("h100_bytes_per_sec")?);
     let knees = levels
         .iter()
-        .map(|(_, bw)| peak / bw)
+        .flat_map(|(_, bw, _)| ceilings.iter().map(move |c| c.1 / bw))
         .chain(std::iter::once(h100_peak / h100_bw));
     let knees = knees.chain(
         ["h100_flop_per_sec", "h100_bytes_per_sec"]
@@ -71,14 +74,23 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
     );
     // A roof's points follow from two values: its hover names both.
     let roof_key = |bandwidth: String, peak: &str| vec![format!("min({bandwidth} × intensity, {})", data.key(peak))];
-    for (level, bw) in &levels {
+    let top = ceilings
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or("peak_flop_per_sec".to_string(), |c| c.2.clone());
+    for (level, bw, key) in &levels {
         chart.series.push(Series::measured(
-            format!("roof: {level}"),
+            format!("memory: {level}"),
             roof(peak, *bw, (lo, hi)),
-            roof_key(
-                data.key(&format!("memory_roofs.{level}.copy_bytes_per_sec")),
-                "peak_flop_per_sec",
-            ),
+            roof_key(data.key(key), &top),
+        ));
+    }
+    // One flat ceiling per precision route.
+    for (name, flop_per_sec, key) in &ceilings {
+        chart.series.push(Series::measured(
+            format!("ceiling: {name}"),
+            vec![(lo, *flop_per_sec), (hi, *flop_per_sec)],
+            vec![data.key(key)],
         ));
     }
     // The datasheet's roofs, dashed: the lecture's H100 on every device, and this GPU's own where
@@ -130,8 +142,64 @@ fn roof(peak: f64, bw: f64, (lo, hi): (f64, f64)) -> Vec<(f64, f64)> {
     line
 }
 
-/// Each measured level and its copy bandwidth, in the order recorded (fastest first on a CPU).
-fn roof_levels(data: &ChartData) -> Result<Vec<(String, f64)>, Cause> {
+/// The compute ceilings (name, FLOP/s, where the trace holds it): one per precision route, or
+/// the bf16 peak alone in a trace older than them.
+fn ceilings(data: &ChartData) -> Result<Vec<(String, f64, String)>, Cause> {
+    if !data.names().any(|n| n == "compute_ceilings") {
+        return Ok(vec![(
+            "bf16 peak".into(),
+            data.number("peak_flop_per_sec")?,
+            "peak_flop_per_sec".into(),
+        )]);
+    }
+    let names: Vec<String> = (data.value("compute_ceilings")?.as_object())
+        .map(|o| o.keys().take(super::MAX_SERIES / 4).cloned().collect())
+        .unwrap_or_default();
+    names
+        .into_iter()
+        .map(|name| {
+            let key = format!("compute_ceilings.{name}.flop_per_sec");
+            let dtype = data
+                .value(&format!("compute_ceilings.{name}.dtype"))?
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            Ok((format!("{name} ({dtype})"), data.number(&key)?, key))
+        })
+        .collect()
+}
+
+/// Refuses an operation that moved its bytes faster than the memory did at its working set,
+/// beyond the two timings' spreads (`allowance`): a point above its roof is a wrong measurement
+/// or a wrong roof, and the roofline must not draw it. The run checks the same before it records;
+/// a trace timed at the tests' budget (one cold call each) is not held to it.
+fn below_its_roof(data: &ChartData, op: &str) -> Result<(), Cause> {
+    if data.section.record.run.at_test_budget() || !super::hierarchy::has(data, "op_timings", op) {
+        return Ok(());
+    }
+    let row = format!("op_timings.{op}");
+    if !super::hierarchy::has(data, &row, "allowance") {
+        return Ok(());
+    }
+    let achieved = data.number(&format!("{row}.bytes_per_sec"))?;
+    let roof = data.number(&format!("{row}.roof_bytes_per_sec"))?;
+    let allowance = data.number(&format!("{row}.allowance"))?;
+    if achieved > roof * allowance {
+        return Err(data.bad(
+            &format!("{row}.bytes_per_sec"),
+            format!(
+                "{op} moved {achieved:.4e} bytes/s, {:.0}% of the memory's bandwidth at its working set ({roof:.4e} bytes/s, \
+                 allowed {allowance:.3}× for the timings' spread): a point above its roof is not drawn",
+                100.0 * achieved / roof
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Each measured level, its bandwidth and where the trace holds it, in the order recorded
+/// (fastest first on a CPU): the fastest kernel's where recorded, else the copy's.
+fn roof_levels(data: &ChartData) -> Result<Vec<(String, f64, String)>, Cause> {
     let roofs = data.value("memory_roofs")?;
     let levels = roofs
         .as_object()
@@ -140,10 +208,12 @@ fn roof_levels(data: &ChartData) -> Result<Vec<(String, f64)>, Cause> {
         .keys()
         .take(super::MAX_SERIES)
         .map(|level| {
-            Ok((
-                level.clone(),
-                data.number(&format!("memory_roofs.{level}.copy_bytes_per_sec"))?,
-            ))
+            let fastest = format!("memory_roofs.{level}.bytes_per_sec");
+            let key = match data.number(&fastest) {
+                Ok(_) => fastest,
+                Err(_) => format!("memory_roofs.{level}.copy_bytes_per_sec"),
+            };
+            Ok((level.clone(), data.number(&key)?, key))
         })
         .collect()
 }

@@ -157,7 +157,7 @@ pub fn measure(stream: Stream, touched: usize, threads: usize, budget: Budget) -
 /// Runs `work(part)` for every part below `parts`, on `threads` threads of the matmuls' team.
 /// Each thread first takes the parts that are its own (`thread + k·threads`), so that a part
 /// stays with one core from call to call (its L2 keeps it), then helps with what is left.
-fn in_parts(threads: usize, parts: usize, work: &(dyn Fn(usize) + Sync)) {
+pub(super) fn in_parts(threads: usize, parts: usize, work: &(dyn Fn(usize) + Sync)) {
     let taken: Vec<AtomicBool> = (0..parts).map(|_| AtomicBool::new(false)).collect();
     let next = AtomicUsize::new(0);
     let take = |p: usize| !taken[p].swap(true, Relaxed);
@@ -177,7 +177,7 @@ fn in_parts(threads: usize, parts: usize, work: &(dyn Fn(usize) + Sync)) {
 
 /// A sum with 64 independent lanes, which the compiler keeps in vector registers: the read is
 /// limited by the memory, not by the latency of one long chain of additions.
-fn sum(x: &[f32]) -> f32 {
+pub(super) fn sum(x: &[f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     if is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU has AVX-512F (checked just above).

@@ -104,6 +104,31 @@ impl CpuBuffer {
         })
     }
 
+    /// `len` copies of `value`, rounded into `dtype` once: a fill, where [`CpuBuffer::from_f64`]
+    /// would convert every element (22 ns each for bf16, 1.5 s for a 64M-element input).
+    pub fn full(dtype: DType, len: usize, value: f64) -> Result<CpuBuffer> {
+        fn fill<T: Element>(len: usize, value: f64) -> Result<Vec<T>> {
+            let mut out = Vec::new();
+            out.try_reserve_exact(len).map_err(|_| {
+                Error::host_memory(
+                    "tensor",
+                    len as u128 * std::mem::size_of::<T>() as u128,
+                    host::available_memory_bytes(),
+                )
+            })?;
+            out.resize(len, T::from_f64(value));
+            Ok(out)
+        }
+        check_room("tensor", dtype, len)?;
+        Ok(match dtype {
+            DType::F32 => CpuBuffer::F32(fill(len, value)?),
+            DType::F16 => CpuBuffer::F16(fill(len, value)?),
+            DType::BF16 => CpuBuffer::BF16(fill(len, value)?),
+            DType::I32 => CpuBuffer::I32(fill(len, value)?),
+            DType::I64 => CpuBuffer::I64(fill(len, value)?),
+        })
+    }
+
     /// Converts f64 values into a buffer of `dtype`, rounding to nearest even. Refused, with
     /// nothing allocated, when host memory cannot hold them; the allocation itself is fallible too.
     pub fn from_f64(dtype: DType, values: impl ExactSizeIterator<Item = f64>) -> Result<CpuBuffer> {

@@ -12,6 +12,7 @@ pub mod isa;
 pub mod live;
 mod matmul;
 pub mod measured_peak;
+pub mod stream;
 mod team;
 pub mod update;
 

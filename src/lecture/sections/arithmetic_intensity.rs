@@ -5,11 +5,13 @@ use serde_json::{Value, json};
 
 use crate::bench::cuda as gpu_bench;
 use crate::device::Device;
-use crate::device::cpu::bandwidth::{self, Level, Stream};
+use crate::device::hierarchy;
 use crate::device::promised::{self, MathMode};
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
 use crate::lecture::givens::given;
+use crate::lecture::roofline::{self, Hierarchy, Verdict};
+use crate::lecture::op_sweeps as sweeps;
 use crate::lecture::what_if::Cost;
 use crate::lecture::{SectionCtx, check, record};
 use crate::tensor::{DType, Tensor};
@@ -27,18 +29,48 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     let h100_accelerator_intensity = h100_flop_per_sec / h100_bytes_per_sec;
     record!(cx, computed h100_accelerator_intensity, flop_per_byte)?;
 
-    // This device's two rates: its bf16 peak (measured on a CPU, the datasheet's on a GPU) and its
-    // memory's speed, measured here at every level that has one.
+    // This device's compute ceilings, one per precision route (measured on a CPU, the datasheet's
+    // on a GPU), and its bf16 peak, the one the lecture's accelerator intensity takes.
+    let ceilings = roofline::ceilings(&cx.device)?;
     let peak = promised::peak(&cx.device, MathMode::Bf16).map_err(|why| Error::invalid("arithmetic_intensity", why))?;
+    record!(cx, (peak.value_kind()) compute_ceilings = roofline::ceilings_json(&ceilings))?;
     record!(cx, (peak.value_kind()) peak_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
     record!(cx, (peak.value_kind()) peak_source = peak.how.as_str())?;
-    let roofs = memory_roofs(&cx.device)?;
-    record!(cx, clock memory_roofs = roofs_json(&roofs))?;
+    // Its memory: on a CPU the whole hierarchy, bandwidth against working-set size, with the
+    // levels read off the curve; on a GPU its memory's copy bandwidth, far beyond its L2.
+    let threads = rayon::current_num_threads();
+    let hierarchy = match cx.device.is_cpu() {
+        true => Some(Hierarchy::measure(threads)?),
+        false => None,
+    };
+    let roofs = match &hierarchy {
+        Some(h) => {
+            record!(cx, clock hierarchy_one_thread = h.curves_json(false))?;
+            record!(cx, clock hierarchy_all_threads = h.curves_json(true))?;
+            record!(cx, computed hierarchy_threads = threads, count)?;
+            record!(cx, given reported_caches = h.reported_json())?;
+            record!(cx, clock memory_levels_one_thread = roofline::levels_json(&h.levels(false), 1))?;
+            // Where the curve and the OS disagree: a reported cache the curve never falls near
+            // (a VM reports its host's), a level no reported cache explains (the guest's share).
+            record!(cx, clock hierarchy_agreement = h.agreement())?;
+            h.levels(true)
+                .iter()
+                .map(|l| Roof {
+                    level: l.name.clone(),
+                    touched_bytes: l.found.up_to_bytes.unwrap_or(l.found.from_bytes),
+                    bytes_per_sec: l.found.bytes_per_sec,
+                    json: roofline::levels_json(std::slice::from_ref(l), threads)[&l.name].clone(),
+                })
+                .collect()
+        }
+        None => gpu_memory_roof(&cx.device)?,
+    };
+    record!(cx, clock memory_roofs = Value::Object(roofs.iter().map(|r| (r.level.clone(), r.json.clone())).collect()))?;
     // Main memory's (the last roof): what a large working set streams at.
     let memory = roofs
         .last()
         .ok_or_else(|| Error::invalid("arithmetic_intensity", "no memory roof was measured"))?;
-    let memory_bytes_per_sec = memory.copy_bytes_per_sec;
+    let memory_bytes_per_sec = memory.bytes_per_sec;
     record!(cx, clock memory_bytes_per_sec, bytes_per_sec)?;
     let accelerator_intensity = peak.flop_per_sec / memory_bytes_per_sec;
     record!(cx, clock accelerator_intensity, flop_per_byte)?;
@@ -46,6 +78,32 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
         let datasheet_bytes_per_sec = datasheet.memory_bytes_per_sec;
         record!(cx, given datasheet_bytes_per_sec, bytes_per_sec)?;
     }
+    // An operation's memory roof: the hierarchy's bandwidth at its working set, on the same
+    // threads (the fastest of the five kernels there); on a GPU, its memory's.
+    let roof_at = |bytes: usize| -> (f64, f64) {
+        match &hierarchy {
+            Some(h) => {
+                let envelope = h.envelope(true);
+                let best = hierarchy::at(&envelope, bytes, |p| p.best_bytes_per_sec).unwrap_or(f64::NAN);
+                (best, hierarchy::spread_at(&envelope, bytes).unwrap_or(1.0))
+            }
+            None => (memory.bytes_per_sec, 1.0),
+        }
+    };
+    let level_at = |bytes: usize| -> String {
+        (roofs.iter())
+            .find(|r| r.touched_bytes >= bytes)
+            .unwrap_or(memory)
+            .level
+            .clone()
+    };
+    let ceiling_of = |matmul: bool| -> Result<(&'static str, f64)> {
+        let name = roofline::route(&cx.device, matmul)?;
+        let c = (ceilings.iter().find(|c| c.name == name))
+            .ok_or_else(|| Error::invalid("arithmetic_intensity", format!("no ceiling measured for the {name} route")))?;
+        Ok((c.name, c.flop_per_sec))
+    };
+    let (vector_ceiling, matmul_ceiling) = (ceiling_of(false)?, ceiling_of(true)?);
 
     // The lecture's five operations in bf16: vectors of n elements, n×n matrices.
     let n = given!(cx, n: Count = _device => 1024 * 1024, count, "elements of each vector (relu, gelu, dot)")?;
@@ -82,48 +140,60 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     check!(cx, others_below_a_fiftieth: 50.0 * highest_other_intensity < h100_accelerator_intensity)?;
 
     // Each timed in turns with the others, so that a busy moment slows them all.
-    let times = time_in_turns(&cx.device, &ops)?;
-    let threads = rayon::current_num_threads();
-    let caches = if cx.device.is_cpu() {
-        Some(bandwidth::caches()?)
-    } else {
-        None
+    let mut times = time_in_turns(&cx.device, &ops)?;
+    // No operation may move bytes faster than the memory did at its working set, beyond the two
+    // timings' spreads. One that does is timed again, its roof measured again; if it still does,
+    // the run stops and names it.
+    let mut roofs_at: Vec<(f64, f64)> = counts.iter().map(|c| roof_at(c.bytes)).collect();
+    let above = |time: &timing::Timing, count: &Count, (roof, spread): (f64, f64)| {
+        count.bytes as f64 / time.median_s > roof * spread * time_spread(time)
     };
+    for (i, op) in ops.iter().enumerate() {
+        if above(&times[i], &counts[i], roofs_at[i]) {
+            times[i] = timing::time(&cx.device, Budget::lecture(), || (op.run)().map(drop))?;
+            if let Some(h) = &hierarchy {
+                roofs_at[i].0 = roofs_at[i].0.max(h.roof_again(counts[i].bytes)?);
+            }
+        }
+    }
+    let above_roof: Vec<String> = (ops.iter().enumerate())
+        .filter(|&(i, _)| above(&times[i], &counts[i], roofs_at[i]))
+        .map(|(i, op)| {
+            let bytes_per_sec = counts[i].bytes as f64 / times[i].median_s;
+            format!("{} at {:.3e} bytes/s, its roof {:.3e} at {} bytes", op.name, bytes_per_sec, roofs_at[i].0, counts[i].bytes)
+        })
+        .collect();
+    // At the tests' budget each timing is one cold call, which proves nothing about a roof.
+    check!(cx, no_point_above_its_roof: above_roof.is_empty() || timing::budget::is_test())?;
     let mut measured = serde_json::Map::new();
     let mut spreads = serde_json::Map::new();
-    for ((op, count), time) in ops.iter().zip(&counts).zip(&times) {
-        let level = match caches {
-            Some(caches) => Level::of(count.bytes, threads, caches).name(),
-            None => memory.level,
-        };
-        let roof = roofs.iter().find(|r| r.level == level).unwrap_or(memory);
+    for (((op, count), time), &(roof, roof_spread)) in ops.iter().zip(&counts).zip(&times).zip(&roofs_at) {
+        let (ceiling, ceiling_flop_per_sec) = if op.name == "matmul" { matmul_ceiling } else { vector_ceiling };
         let (bytes, flops) = (count.bytes as f64, count.flops as f64);
         let intensity = flops / bytes;
         let (flop_per_sec, bytes_per_sec) = (flops / time.median_s, bytes / time.median_s);
-        let communication_time_s = bytes / roof.copy_bytes_per_sec;
-        let computation_time_s = flops / peak.flop_per_sec;
-        let mfu = flop_per_sec / peak.flop_per_sec;
-        let memory_share = bytes_per_sec / roof.copy_bytes_per_sec;
+        let verdict = Verdict::of(bytes, flops, time.min_s, roof, ceiling_flop_per_sec);
         spreads.insert(op.name.to_string(), time.to_json());
-        measured.insert(
-            op.name.to_string(),
-            json!({
-                "level": level, "roof_bytes_per_sec": roof.copy_bytes_per_sec,
-                "communication_time_s": communication_time_s, "computation_time_s": computation_time_s,
-                "predicted_time_s": communication_time_s.max(computation_time_s),
-                "time_s": time.median_s,
-                "flop_per_sec": flop_per_sec, "bytes_per_sec": bytes_per_sec,
-                // The share of the peak it reached, and the share the roofline allows at its
-                // intensity and its level's bandwidth.
-                "mfu": mfu, "roofline_mfu": (intensity * roof.copy_bytes_per_sec / peak.flop_per_sec).min(1.0),
-                "memory_share": memory_share,
-                // Which rate it came closer to using up, measured: that is the one it waits for.
-                "bound": if memory_share >= mfu { "memory" } else { "compute" },
-            }),
-        );
+        let mut row = json!({
+            "level": level_at(count.bytes), "roof_bytes_per_sec": roof,
+            "allowance": roof_spread * time_spread(time),
+            "ceiling": ceiling, "ceiling_flop_per_sec": ceiling_flop_per_sec,
+            "communication_time_s": verdict.memory_time_s, "computation_time_s": verdict.compute_time_s,
+            "predicted_time_s": verdict.memory_time_s.max(verdict.compute_time_s),
+            "time_s": time.median_s, "best_time_s": time.min_s,
+            "flop_per_sec": flop_per_sec, "bytes_per_sec": bytes_per_sec,
+            // The share of its ceiling it reached, and the share the roofline allows at its
+            // intensity and the memory's bandwidth at its size.
+            "mfu": flop_per_sec / ceiling_flop_per_sec,
+            "roofline_mfu": (intensity * roof / ceiling_flop_per_sec).min(1.0),
+            "memory_share": bytes_per_sec / roof,
+        });
+        merge(&mut row, verdict.flags());
+        measured.insert(op.name.to_string(), row);
     }
     record!(cx, clock op_timings = Value::Object(measured))?;
     record!(cx, clock op_time_spreads = Value::Object(spreads))?;
+    record!(cx, computed overhead_factor = roofline::OVERHEAD_FACTOR, ratio)?;
     // The lecture's "GeLU is no slower than ReLU": the same bytes, twenty times the FLOPs.
     let gelu_over_relu_time = times[1].median_s / times[0].median_s;
     record!(cx, clock gelu_over_relu_time, ratio)?;
@@ -132,7 +202,34 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     // roofline and onto its flat part.
     let matmul_sweep = matmul_sweep(cx)?;
     record!(cx, clock matmul_sweep)?;
+
+    // Each operation from about a thousand elements to beyond the last level: the call's own cost
+    // at small sizes, then the caches, then memory.
+    // On a CPU to four times the last cache the curve found (at least 64 MiB, at most the
+    // curve's largest size); on a GPU to 2 GiB.
+    let largest = match &hierarchy {
+        Some(h) => {
+            let last_cache = roofs.iter().rev().nth(1).map_or(0, |r| r.touched_bytes);
+            (4 * last_cache).max(64 << 20).min(h.largest())
+        }
+        None => 2 << 30,
+    };
+    let (op_sweeps, bound_from) = sweeps::op_sweeps(cx, largest, &roof_at, vector_ceiling.1)?;
+    record!(cx, clock op_sweeps)?;
+    record!(cx, clock op_bound_from = bound_from)?;
     Ok(())
+}
+
+/// Third quartile over first of a timing's calls: 1 when they all took as long.
+fn time_spread(t: &timing::Timing) -> f64 {
+    if t.q1_s > 0.0 { t.q3_s / t.q1_s } else { 1.0 }
+}
+
+/// Adds `extra`'s fields to the object `row`.
+fn merge(row: &mut Value, extra: Value) {
+    if let (Value::Object(row), Value::Object(extra)) = (row, extra) {
+        row.extend(extra);
+    }
 }
 
 /// One of the five operations: its inputs, its bytes and FLOPs by formula, and how to run it.
@@ -200,61 +297,38 @@ fn time_in_turns(device: &Device, ops: &[Op<'_>]) -> Result<Vec<timing::Timing>>
     timing::in_turns(Budget::lecture(), &mut turns)
 }
 
-/// One level's measured bandwidths.
+/// One memory level as the roofline draws it.
 struct Roof {
-    level: &'static str,
-    /// Bytes the measurement's buffers touched.
+    level: String,
+    /// The largest working set it holds (for main memory, where its plateau starts).
     touched_bytes: usize,
-    copy_bytes_per_sec: f64,
-    read_bytes_per_sec: f64,
-    threads: usize,
+    /// Its bandwidth: on a CPU the fastest kernel's, on a GPU a copy's.
+    bytes_per_sec: f64,
+    /// As the trace records it.
+    json: Value,
 }
 
-/// A CPU's L2, last-level cache and main memory; a GPU's HBM, far beyond its L2.
-fn memory_roofs(device: &Device) -> Result<Vec<Roof>> {
-    if let Some(gpu) = device.cuda() {
-        // 1 GiB: twenty times an H100's 50 MB L2.
-        let bytes = 1 << 30;
-        let copy = gpu_bench::bench_copy(&gpu.0, bytes, 3, 10)?;
-        // A read: the sum of a float32 vector of that size.
-        let x = Tensor::zeros_on(&[bytes / 4], DType::F32, device)?;
-        let read = timing::time(device, Budget::lecture(), || x.sum_all().map(drop))?;
-        return Ok(vec![Roof {
-            level: "HBM",
-            touched_bytes: 2 * bytes,
-            copy_bytes_per_sec: copy.bytes_per_sec,
-            read_bytes_per_sec: bytes as f64 / read.median_s,
-            threads: 1,
-        }]);
-    }
-    let caches = bandwidth::caches()?;
-    let threads = rayon::current_num_threads();
-    Level::ALL
-        .iter()
-        .map(|&level| {
-            let touched = level.touched_bytes(threads, caches);
-            let copy = bandwidth::measure(Stream::Copy, touched, threads, Budget::lecture())?;
-            let read = bandwidth::measure(Stream::Read, touched, threads, Budget::lecture())?;
-            Ok(Roof {
-                level: level.name(),
-                touched_bytes: touched,
-                copy_bytes_per_sec: copy.bytes_per_sec,
-                read_bytes_per_sec: read.bytes_per_sec,
-                threads,
-            })
-        })
-        .collect()
-}
-
-fn roofs_json(roofs: &[Roof]) -> Value {
-    let rows = roofs.iter().map(|r| {
-        let row = json!({
-            "touched_bytes": r.touched_bytes, "copy_bytes_per_sec": r.copy_bytes_per_sec,
-            "read_bytes_per_sec": r.read_bytes_per_sec, "threads": r.threads,
-        });
-        (r.level.to_string(), row)
+/// A GPU's HBM, far beyond its L2: a copy and a read (a sum) of 1 GiB.
+fn gpu_memory_roof(device: &Device) -> Result<Vec<Roof>> {
+    let gpu = device
+        .cuda()
+        .ok_or_else(|| Error::invalid("arithmetic_intensity", "a GPU's memory roof asked of the CPU"))?;
+    // 1 GiB: twenty times an H100's 50 MB L2.
+    let bytes = 1 << 30;
+    let copy = gpu_bench::bench_copy(&gpu.0, bytes, 3, 10)?;
+    let x = Tensor::zeros_on(&[bytes / 4], DType::F32, device)?;
+    let read = timing::time(device, Budget::lecture(), || x.sum_all().map(drop))?;
+    let read_bytes_per_sec = bytes as f64 / read.median_s;
+    let json = json!({
+        "touched_bytes": 2 * bytes, "copy_bytes_per_sec": copy.bytes_per_sec,
+        "read_bytes_per_sec": read_bytes_per_sec, "bytes_per_sec": copy.bytes_per_sec, "threads": 1,
     });
-    Value::Object(rows.collect())
+    Ok(vec![Roof {
+        level: "HBM".into(),
+        touched_bytes: 2 * bytes,
+        bytes_per_sec: copy.bytes_per_sec,
+        json,
+    }])
 }
 
 /// Square bf16 products, n = 16 … 1024 on a CPU, 256 … 8192 on a GPU: their intensity (n/3) and

@@ -132,7 +132,7 @@ sections! {
         title: "Arithmetic intensity and the roofline",
         cost: Some(arithmetic_intensity::cost),
         overhead: None,
-        charts: [roofline],
+        charts: [memory_hierarchy, op_sweeps, roofline],
         devices: [
             DevicesRow::value("main memory's bandwidth (measured copy)", "memory_bytes_per_sec", "si"),
             DevicesRow::value("accelerator intensity (bfloat16 peak over memory bandwidth)", "accelerator_intensity", "auto"),

@@ -100,3 +100,13 @@ fn a_chart_without_points_is_an_error() {
     );
     assert!(matches!(line_chart(&chart), Err(Cause::Chart { .. })));
 }
+
+#[test]
+fn a_log2_axis_of_bytes_is_labelled_in_binary_units() {
+    assert_eq!(bytes_tick(12.0, Scale::Log2, Unit::Bytes).as_deref(), Some("4 KiB"));
+    assert_eq!(bytes_tick(30.0, Scale::Log2, Unit::Bytes).as_deref(), Some("1 GiB"));
+    assert_eq!(bytes_tick(5.0, Scale::Log2, Unit::Bytes).as_deref(), Some("32 bytes"));
+    assert_eq!(bytes_tick(12.5, Scale::Log2, Unit::Bytes), None);
+    assert_eq!(bytes_tick(12.0, Scale::Log10, Unit::Bytes), None);
+    assert_eq!(bytes_tick(12.0, Scale::Log2, Unit::None), None);
+}
