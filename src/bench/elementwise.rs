@@ -159,21 +159,61 @@ impl Op {
 /// The two references, in table order: (library, column label).
 pub const LIBRARIES: [(&str, &str); 2] = [("torch", "PyTorch"), ("numpy", "numpy")];
 
-/// Where a size lands: in one core's L2, in the last-level cache, or beyond it in memory.
-pub fn level(bytes: u64, caches: &Caches) -> &'static str {
-    if bytes <= caches.l2_bytes {
-        "L2"
-    } else if bytes <= caches.llc_bytes {
-        "LLC"
-    } else {
-        "DRAM"
+/// The levels a working set can land in: each cache, with the largest working set it holds, in
+/// order, then main memory ("DRAM").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Levels {
+    pub caches: Vec<(&'static str, u64)>,
+    /// Whether they were found on a measured curve (else taken from the OS's sizes).
+    pub measured: bool,
+}
+
+/// The names a level can have (`Case` is `Copy`, so its level is one of these).
+const LEVEL_NAMES: [&str; 10] = [
+    "L1d", "L2", "L3", "L4", "cache 1", "cache 2", "cache 3", "cache 4", "cache 5", "DRAM",
+];
+
+impl Levels {
+    /// Found on this CPU's memory hierarchy, measured on `threads` threads (a few seconds): the
+    /// caches as the curve shows them, not as the OS reports them (a VM reports its host's).
+    pub fn measure(threads: usize) -> crate::Result<Levels> {
+        let levels = crate::device::cpu::hierarchy::Hierarchy::measure_on(threads)?.levels(true);
+        let caches = (levels.iter())
+            .filter_map(|l| Some((intern(&l.name), l.found.up_to_bytes? as u64)))
+            .collect();
+        Ok(Levels { caches, measured: true })
+    }
+
+    /// From the OS's sizes: half of L2 per core and half of the last level (room for the rest of
+    /// the process).
+    pub fn from_caches(caches: &Caches) -> Levels {
+        Levels {
+            caches: vec![("L2", caches.l2_bytes / 2), ("LLC", caches.llc_bytes / 2)],
+            measured: false,
+        }
+    }
+
+    /// Where `bytes` land: the first level that holds them.
+    pub fn of(&self, bytes: u64) -> &'static str {
+        self.caches
+            .iter()
+            .find(|(_, holds)| bytes <= *holds)
+            .map_or("DRAM", |(name, _)| name)
+    }
+
+    /// The standard sizes, as bytes an op moves: one inside each level (half of what it holds),
+    /// and main memory at four times the last level (at most
+    /// 1 GiB: nothing stays cached, and the run stays short).
+    pub fn standard_bytes(&self) -> Vec<u64> {
+        let mut sizes: Vec<u64> = self.caches.iter().map(|&(_, holds)| (holds / 2).max(4 << 10)).collect();
+        let last = self.caches.last().map_or(64 << 20, |&(_, holds)| holds);
+        sizes.push((4 * last).clamp(64 << 20, 1 << 30));
+        sizes
     }
 }
 
-/// The standard sizes, as bytes an op moves: half of L2 and half of the last-level cache (room
-/// for the rest of the process), and four times the last-level cache (nothing stays cached).
-pub fn standard_bytes(caches: &Caches) -> [u64; 3] {
-    [caches.l2_bytes / 2, caches.llc_bytes / 2, caches.llc_bytes * 4]
+fn intern(name: &str) -> &'static str {
+    LEVEL_NAMES.iter().find(|n| **n == name).copied().unwrap_or("cache")
 }
 
 /// One op at one dtype and size.
@@ -187,7 +227,7 @@ pub struct Case {
 }
 
 impl Case {
-    pub fn new(op: Op, dtype: DType, target_bytes: u64, caches: &Caches) -> Case {
+    pub fn new(op: Op, dtype: DType, target_bytes: u64, levels: &Levels) -> Case {
         let n = op.size_for(target_bytes, dtype);
         let mut case = Case {
             op,
@@ -195,7 +235,7 @@ impl Case {
             n,
             level: "",
         };
-        case.level = level(case.bytes(), caches);
+        case.level = levels.of(case.bytes());
         case
     }
 
@@ -276,12 +316,12 @@ pub fn measure(
 }
 
 /// Every case in table order: by op, then dtype, then size.
-pub fn cases(ops: &[Op], sizes: &[u64], caches: &Caches) -> Vec<Case> {
+pub fn cases(ops: &[Op], sizes: &[u64], levels: &Levels) -> Vec<Case> {
     let mut out = Vec::new();
     for &op in ops {
         for dtype in DTYPES {
             for &bytes in sizes {
-                out.push(Case::new(op, dtype, bytes, caches));
+                out.push(Case::new(op, dtype, bytes, levels));
             }
         }
     }
@@ -303,8 +343,8 @@ mod tests {
     fn sizes_fill_the_target_bytes_without_passing_them() {
         for op in OPS {
             for dtype in DTYPES {
-                for bytes in standard_bytes(&CACHES) {
-                    let case = Case::new(op, dtype, bytes, &CACHES);
+                for bytes in Levels::from_caches(&CACHES).standard_bytes() {
+                    let case = Case::new(op, dtype, bytes, &Levels::from_caches(&CACHES));
                     let next = Case { n: case.n + 1, ..case };
                     assert!(
                         case.bytes() <= bytes && next.bytes() > bytes,
@@ -323,8 +363,18 @@ mod tests {
 
     #[test]
     fn levels_and_baselines() {
-        let [l2, llc, dram] = standard_bytes(&CACHES).map(|b| level(b, &CACHES));
-        assert_eq!((l2, llc, dram), ("L2", "LLC", "DRAM"));
+        let levels = Levels::from_caches(&CACHES);
+        let names: Vec<&str> = levels.standard_bytes().iter().map(|&b| levels.of(b)).collect();
+        assert_eq!(names, ["L2", "LLC", "DRAM"]);
+        // As a curve found them: one size in each level, memory at four times the last.
+        let found = Levels {
+            caches: vec![("L1d", 64 << 10), ("L2", 2 << 20), ("cache 3", 64 << 20)],
+            measured: true,
+        };
+        assert_eq!(found.standard_bytes(), [32 << 10, 1 << 20, 32 << 20, 256 << 20]);
+        let names: Vec<&str> = found.standard_bytes().iter().map(|&b| found.of(b)).collect();
+        assert_eq!(names, ["L1d", "L2", "cache 3", "DRAM"]);
+        assert_eq!(intern("cache 9"), "cache");
         assert_eq!(Op::Add.baseline(10), Baseline::Copy(10));
         assert_eq!(Op::Dot.baseline(10), Baseline::Read(20));
         assert_eq!(Op::Matvec.baseline(10), Baseline::Read(110));

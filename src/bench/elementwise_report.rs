@@ -24,6 +24,8 @@ const MEMORY_FACTOR: u64 = 6;
 pub struct Report {
     pub rows: Vec<Row>,
     pub caches: Caches,
+    /// The levels each size was set in.
+    pub levels: ew::Levels,
     /// Whether the OS told the cache sizes (else `ASSUMED`).
     pub caches_from_os: bool,
     /// The references' versions (`torch`, `numpy`), when they ran.
@@ -108,7 +110,7 @@ pub fn print_table(rows: &[Row]) -> anyhow::Result<()> {
         .map(|t| t.reps)
         .collect();
     outln!(
-        "\nbytes moved: inputs read + output written; L2, LLC (last-level cache) or DRAM: where they fit.\n\
+        "\nbytes moved: inputs read + output written; the level: the first that holds them (the levels above), else DRAM.\n\
          % base: our GB/s over our baseline's at the same size. relu, gelu, add, mul against a copy \
          (deep_clone) into a fresh tensor of the output's size;\n\
          sum, dot, matvec against a read (sum_all) of as many elements as they read (sum is its own \
@@ -158,21 +160,56 @@ pub fn report_json(report: &Report, threads: usize) -> serde_json::Value {
         "threads": threads,
         "caches": {"l2_bytes": c.l2_bytes, "llc_bytes": c.llc_bytes, "llc_level": c.llc_level,
             "from_os": report.caches_from_os},
+        "levels": {
+            "measured": report.levels.measured,
+            "caches": report.levels.caches.iter().map(|(name, holds)| serde_json::json!({"name": name, "holds_bytes": holds})).collect::<Vec<_>>(),
+        },
         "libraries": report.libraries,
         "rows": rows,
     })
 }
 
-/// Times `ops` at each of `sizes` (bytes moved; the standard three from the caches when empty).
+/// The levels of this CPU's memory as its curve shows them, measured on `threads` threads; where
+/// that fails, the OS's sizes, with a word on why.
+fn levels(threads: usize, caches: &Caches) -> ew::Levels {
+    match ew::Levels::measure(threads) {
+        Ok(levels) => levels,
+        Err(why) => {
+            crate::console::warn(format_args!(
+                "note: the memory's levels could not be measured ({why}); taking the OS's cache sizes"
+            ));
+            ew::Levels::from_caches(caches)
+        }
+    }
+}
+
+/// About how long timing `cases` takes: each case's contenders (ours, our baseline and the
+/// references that have the op) each get `min_time` of samples in blocks, with a pause after each.
+fn estimate_s(cases: &[Case], budget: &Budget, available: &[bool; 2]) -> f64 {
+    let blocks = (budget.min_time.as_secs_f64() / budget.block.as_secs_f64().max(1e-3)).ceil();
+    let per_contender = budget.min_time.as_secs_f64() + blocks * budget.settle.as_secs_f64();
+    let contenders: usize = (cases.iter())
+        .map(|c| {
+            2 + (LIBRARIES.iter().zip(available))
+                .filter(|((lib, _), on)| **on && c.op.in_library(lib, c.dtype))
+                .count()
+        })
+        .sum();
+    contenders as f64 * per_contender
+}
+
+/// Times `ops` at each of `sizes` (bytes moved; when empty, one size in each level of the memory
+/// as measured here, and main memory).
 pub fn run(budget: Budget, threads: usize, with_reference: bool, ops: &[Op], sizes: &[u64]) -> anyhow::Result<Report> {
     let (caches, caches_from_os) = caches();
+    let levels = levels(threads, &caches);
     let sizes = if sizes.is_empty() {
-        ew::standard_bytes(&caches).to_vec()
+        levels.standard_bytes()
     } else {
         sizes.to_vec()
     };
     let ops = if ops.is_empty() { &ew::OPS[..] } else { ops };
-    let cases = ew::cases(ops, &sizes, &caches);
+    let cases = ew::cases(ops, &sizes, &levels);
     // Refused before anything is allocated (or a virtual environment made).
     let largest = cases.iter().map(Case::bytes).max().unwrap_or(0);
     if let Some(available) = crate::host::available_memory_bytes()
@@ -210,6 +247,23 @@ pub fn run(budget: Budget, threads: usize, with_reference: bool, ops: &[Op], siz
         caches.llc_level,
         human_bytes(caches.llc_bytes)
     )?;
+    let found: Vec<String> = (levels.caches.iter())
+        .map(|(name, holds)| format!("{name} up to {}", human_bytes(*holds)))
+        .collect();
+    outln!(
+        "levels{}: {}, then DRAM",
+        if levels.measured {
+            " (where the bandwidth curve falls, on these threads)"
+        } else {
+            " (from the OS's sizes)"
+        },
+        found.join(", ")
+    )?;
+    outln!(
+        "{} cases; about {:.1} minutes",
+        cases.len(),
+        estimate_s(&cases, &budget, &available) / 60.0
+    )?;
     match &info {
         Some(info) => {
             super::cpu_matmul::describe(info)?;
@@ -238,6 +292,7 @@ pub fn run(budget: Budget, threads: usize, with_reference: bool, ops: &[Op], siz
     Ok(Report {
         rows,
         caches,
+        levels,
         caches_from_os,
         libraries: info.map(|i| i.libraries).unwrap_or_default(),
     })

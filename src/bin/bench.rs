@@ -40,8 +40,9 @@ enum Command {
         #[arg(long = "shape", value_parser = bench::Shape::parse, allow_hyphen_values = true)]
         shapes: Vec<bench::Shape>,
     },
-    /// Our elementwise ops, reductions, dot and matvec in f32 and bf16 at sizes in L2, in the
-    /// last-level cache and beyond it: GB/s, against a copy or a read of ours and PyTorch/numpy.
+    /// Our elementwise ops, reductions, dot and matvec in f32 and bf16 at one size in each level
+    /// of the memory (found where its bandwidth curve falls) and beyond them all: GB/s, against a
+    /// copy or a read of ours and PyTorch/numpy.
     Elementwise {
         #[command(flatten)]
         common: Common,
@@ -57,7 +58,8 @@ enum Command {
         #[arg(long, value_enum, value_delimiter = ',')]
         op: Vec<bench::elementwise::Op>,
         /// Bytes each op moves (inputs + output), with K, M or G for binary multiples (64K, 24M);
-        /// repeat for more. Default: half of L2, half of the last-level cache, 4× the latter.
+        /// repeat for more. Default: half of each level the memory's curve shows, and 4× the last
+        /// (at most 1 GiB).
         #[arg(long, value_parser = parse_bytes)]
         bytes: Vec<u64>,
     },
@@ -102,9 +104,10 @@ struct Common {
     /// Minimum samples per measurement.
     #[arg(long, default_value_t = 15)]
     min_samples: usize,
-    /// Minimum seconds of samples per measurement.
-    #[arg(long, default_value_t = 1.5)]
-    min_time: f64,
+    /// Minimum seconds of samples per measurement [default: 1.5; elementwise: 0.6, so that its
+    /// cases with references take about five minutes].
+    #[arg(long)]
+    min_time: Option<f64>,
 }
 
 /// `--bytes`: a whole number of bytes, at least 1, with an optional K, M or G.
@@ -117,11 +120,19 @@ fn parse_bytes(text: &str) -> Result<u64, String> {
 /// Threads per core a benchmark may ask for.
 const MAX_THREADS_PER_CORE: usize = 4;
 
+/// Seconds of samples per measurement by default.
+const DEFAULT_MIN_TIME_S: f64 = 1.5;
+/// `bench elementwise`'s: its 56 or so cases (seven ops, two formats, a size per level of the
+/// memory) with both references, each of four contenders timed for this long and paused between
+/// blocks, take about five minutes.
+const ELEMENTWISE_MIN_TIME_S: f64 = 0.6;
 /// The longest `--min-time` taken, in seconds.
 const MAX_MIN_TIME_S: f64 = 86_400.0;
 
 impl Common {
-    fn budget(&self) -> anyhow::Result<Budget> {
+    /// The budget, with `default_min_time` seconds of samples unless `--min-time` says.
+    fn budget(&self, default_min_time: f64) -> anyhow::Result<Budget> {
+        let min_time = self.min_time.unwrap_or(default_min_time);
         if self.min_samples == 0 || self.threads == 0 {
             anyhow::bail!("--threads and --min-samples must be at least 1");
         }
@@ -135,15 +146,15 @@ impl Common {
             );
         }
         // A day is more than any measurement here needs, and far inside what `Duration` holds.
-        if !(0.0..=MAX_MIN_TIME_S).contains(&self.min_time) {
+        if !(0.0..=MAX_MIN_TIME_S).contains(&min_time) {
             anyhow::bail!(
                 "--min-time {:?}: give seconds from 0 to {MAX_MIN_TIME_S} (a day)",
-                self.min_time
+                min_time
             );
         }
         Ok(Budget {
             min_samples: self.min_samples,
-            min_time: Duration::from_secs_f64(self.min_time),
+            min_time: Duration::from_secs_f64(min_time),
             ..Budget::bench()
         })
     }
@@ -164,7 +175,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     cs336::timing::budget::from_env()?;
     match cli.command {
         Command::MatmulOverhead(c) => {
-            let budget = c.budget()?;
+            let budget = c.budget(DEFAULT_MIN_TIME_S)?;
             bench::set_threads(c.threads)?;
             bench::overhead::run(budget, c.threads)?;
         }
@@ -175,7 +186,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             skip,
             shapes,
         } => {
-            let budget = c.budget()?;
+            let budget = c.budget(DEFAULT_MIN_TIME_S)?;
             bench::set_threads(c.threads)?;
             let shapes = if shapes.is_empty() {
                 &bench::SHAPES[..]
@@ -194,7 +205,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             op,
             bytes,
         } => {
-            let budget = c.budget()?;
+            let budget = c.budget(ELEMENTWISE_MIN_TIME_S)?;
             bench::set_threads(c.threads)?;
             let report = bench::elementwise_report::run(budget, c.threads, with_reference, &op, &bytes)?;
             if let Some(path) = json {

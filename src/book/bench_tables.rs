@@ -261,8 +261,9 @@ pub fn render(lecture_dir: &Path, traces: &[TraceTiming]) -> Result<String, Caus
     if !elementwise.is_empty() {
         out.push_str(&format!(
             "\n\n<p>The memory-bound ops, timed by the repository's elementwise benchmark, in GB/s (bytes \
-             read and written over the median time) at sizes that fit in L2, in the last-level cache (LLC) and in \
-             neither (DRAM). Beside each, its share of our own baseline at the same size: a copy into a fresh tensor \
+             read and written over the median time) at one size in each level of the memory (found where the \
+             bandwidth curve falls, in the newer tables; L2 and the last-level cache, LLC, by the sizes the OS reports, in \
+             the older ones) and at one beyond them all (DRAM). Beside each, its share of our own baseline at the same size: a copy into a fresh tensor \
              for the ops that make one, a read for those that reduce; and our speed over PyTorch's in the same run.</p>{elementwise}"
         ));
     }

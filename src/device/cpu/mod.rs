@@ -8,6 +8,7 @@ mod buffer;
 pub(crate) mod elementwise;
 pub mod fma_loops;
 pub mod heap;
+pub mod hierarchy;
 pub mod isa;
 pub mod live;
 mod matmul;

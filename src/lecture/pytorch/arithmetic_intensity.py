@@ -13,7 +13,9 @@ h100_bytes_per_sec = record("h100_bytes_per_sec", 3.35e12)
 h100_accelerator_intensity = record("h100_accelerator_intensity", h100_flop_per_sec / h100_bytes_per_sec)
 
 # This device's two rates: its bf16 peak (a datasheet's on a GPU; the Rust times an FMA loop on a
-# CPU) and its memory's speed, from copying a buffer far larger than any cache.
+# CPU, one per precision route) and its memory's speed, from copying a buffer far larger than any
+# cache.
+# -> compute_ceilings
 if device == "cuda":
     peak_flop_per_sec = 989.5e12  # -> peak_flop_per_sec (on a GPU), peak_source (on a GPU)
 else:
@@ -86,3 +88,57 @@ for k in [16, 32, 64, 128, 256, 512, 1024] if device == "cpu" else [256, 512, 10
     p @ q
     sync()
     print(k, 2 * k**3 / (time.perf_counter() - start))  # -> matmul_sweep
+
+# The memory hierarchy: STREAM's copy, scale, add and triad and a read, each size timed as a
+# throughput (repeated until 8 MiB have moved), from 4 KiB to 64 MiB here. The Rust goes on to four
+# times the largest cache, on one thread and on all, and finds the levels where the curve falls,
+# beside the caches /sys reports.
+# -> reported_caches, memory_levels_one_thread, hierarchy_agreement
+kernels = {
+    "copy": (2, lambda a, b, c: c.copy_(a)),
+    "scale": (2, lambda a, b, c: torch.mul(c, 0.5, out=b)),
+    "add": (3, lambda a, b, c: torch.add(a, b, out=c)),
+    "triad": (3, lambda a, b, c: torch.add(b, c, alpha=0.5, out=a)),
+    "read": (1, lambda a, b, c: a.sum()),
+}
+hierarchy_threads = torch.get_num_threads()  # -> hierarchy_threads
+hierarchy = {name: [] for name in kernels}  # -> hierarchy_all_threads, hierarchy_one_thread
+size = 4096
+while size <= 64 << 20:
+    for name, (arrays, kernel) in kernels.items():
+        k = size // 4 // arrays
+        a_, b_, c_ = (torch.ones(k, device=device) for _ in range(3))
+        kernel(a_, b_, c_)  # brings them into the level being measured
+        reps = max(1, (8 << 20) // size)
+        sync()
+        start = time.perf_counter()
+        for _ in range(reps):
+            kernel(a_, b_, c_)
+        sync()
+        hierarchy[name].append((4 * k * arrays, 4 * k * arrays * reps / (time.perf_counter() - start)))
+    size *= 2
+
+# Each operation from about a thousand elements up, one call at a time: the call's own cost at
+# small sizes, then the caches, then memory. Far above both predictions is overhead-bound (the Rust
+# says so where the fastest call took more than twice the longer one).
+# -> overhead_factor
+sweep_ops = {
+    "relu": lambda k: (torch.relu, [torch.full((k,), 0.5, device=device, dtype=torch.bfloat16)]),
+    "gelu": lambda k: (F.gelu, [torch.full((k,), 0.5, device=device, dtype=torch.bfloat16)]),
+    "add": lambda k: (torch.add, [torch.full((k,), 0.5, device=device, dtype=torch.bfloat16)] * 2),
+    "dot": lambda k: (torch.dot, [torch.full((k,), 0.5, device=device, dtype=torch.bfloat16)] * 2),
+    "matvec": lambda k: (torch.mv, [torch.full((int(k**0.5),) * 2, 0.5, device=device, dtype=torch.bfloat16),
+                                    torch.full((int(k**0.5),), 0.5, device=device, dtype=torch.bfloat16)]),
+}
+op_sweeps = {name: [] for name in sweep_ops}  # -> op_sweeps, op_bound_from
+for name, make in sweep_ops.items():
+    k = 1024
+    while k <= 4 << 20:
+        f, inputs = make(k)
+        out = f(*inputs)
+        sync()
+        start = time.perf_counter()
+        f(*inputs)
+        sync()
+        op_sweeps[name].append((sum(nbytes(t) for t in inputs) + nbytes(out), time.perf_counter() - start))
+        k *= 4
