@@ -19,7 +19,8 @@ pub const OPS: [&str; 5] = ["relu", "gelu", "add", "dot", "matvec"];
 const FIRST: usize = 1024;
 
 /// Each operation's points (bf16, as the section's) up to `largest` bytes touched, and for each
-/// the smallest working set from which no larger size was overhead-bound (null where none).
+/// the first working set at which it was bound by a rate (null where none was) and the larger
+/// ones at which it was overhead-bound again.
 /// `roof_at` gives the memory's bandwidth at a working set; `ceiling` the FLOP/s of the float32
 /// units these operations run on.
 pub fn op_sweeps(
@@ -84,10 +85,18 @@ pub fn op_sweeps(
             points.push(point);
             n *= 4;
         }
-        // From the end back: the smallest size above which every point is bound by a rate.
-        let first_bound = (points.iter().rposition(|p| p["overhead_bound"] == true)).map_or(0, |i| i + 1);
-        let from = points.get(first_bound).map_or(Value::Null, |p| p["bytes"].clone());
-        bound_from.insert(op.to_string(), from);
+        // The first size at which it was bound by a rate, and any larger ones where it was
+        // overhead-bound again (a fresh output too large for the allocator to keep, say).
+        let first = points.iter().position(|p| p["overhead_bound"] == false);
+        let again: Vec<Value> = (points.iter().skip(first.map_or(points.len(), |i| i + 1)))
+            .filter(|p| p["overhead_bound"] == true)
+            .map(|p| p["bytes"].clone())
+            .collect();
+        let from = first.map_or(Value::Null, |i| points[i]["bytes"].clone());
+        bound_from.insert(
+            op.to_string(),
+            json!({"from_bytes": from, "overhead_again_at_bytes": again}),
+        );
         sweeps.insert(op.to_string(), Value::Array(points));
     }
     Ok((Value::Object(sweeps), Value::Object(bound_from)))

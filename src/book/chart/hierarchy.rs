@@ -90,7 +90,9 @@ pub fn memory_hierarchy(data: &ChartData) -> Result<String, Cause> {
             )
         });
     }
+    // Upper right: bandwidth falls with size. Thirteen lines want a taller chart.
     chart.legend = SeriesLabelPosition::UpperRight;
+    chart.height = 560;
     line_chart(&chart)
 }
 

@@ -126,8 +126,10 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
         sizes => format!("matmul, n = {} … {}", size(0)?, size(sizes - 1)?),
     };
     chart.series.push(Series::measured(label, sweep, sweep_keys));
-    // Upper left: the roofs and points rise to the right, and the H100's dashed line starts low.
-    chart.legend = SeriesLabelPosition::UpperLeft;
+    // Upper right, on a taller chart: the points sit low and left, the ceilings in the middle;
+    // only the H100's dashed line passes there.
+    chart.legend = SeriesLabelPosition::UpperRight;
+    chart.height = 560;
     line_chart(&chart)
 }
 
