@@ -71,6 +71,15 @@ pub enum Refused {
         size: String,
         limit: String,
     },
+    #[error(
+        "section `{section}` would record a tensor of {elements} elements with these givens, more than the {limit} \
+         a trace keeps of one; choose smaller givens. Nothing was run"
+    )]
+    TensorTooLarge {
+        section: String,
+        elements: String,
+        limit: usize,
+    },
     #[error("`--set {start}…` is {chars} characters long, more than the {max} a `--set` argument may have")]
     LongArgument { start: String, chars: usize, max: usize },
     #[error("`{0}` is set twice")]
@@ -214,6 +223,10 @@ pub struct Cost {
     pub bytes: f64,
     pub flops: f64,
     pub trace_bytes: f64,
+    /// Elements of the largest tensor it records: a trace keeps at most
+    /// [`MAX_RECORDED_ELEMENTS`](crate::lecture::recorder::MAX_RECORDED_ELEMENTS) of one, and a
+    /// what-if past that is refused before it runs (it used to run, then fail to record).
+    pub recorded_elements: f64,
 }
 
 /// Bytes a number recorded in a list takes in a trace (pretty JSON: indentation, digits, comma),
@@ -276,6 +289,14 @@ pub fn check_cost(
             }
         }
         let limit = crate::trace::io::MAX_TRACE_BYTES as f64;
+        let most = crate::lecture::recorder::MAX_RECORDED_ELEMENTS;
+        if cost.recorded_elements > most as f64 {
+            return Err(Refused::TensorTooLarge {
+                section: def.id.to_string(),
+                elements: format!("{}", cost.recorded_elements),
+                limit: most,
+            });
+        }
         if cost.trace_bytes > limit {
             return Err(Refused::TraceTooLarge {
                 section: def.id.to_string(),

@@ -384,3 +384,32 @@ fn the_schedule_chapter_reads_the_orders_from_the_run() {
     assert!(!changed.contains("at every depth and for every schedule"), "{changed}");
     assert!(changed.contains("depending on the step"), "{changed}");
 }
+
+/// A layer of one output (`--set module_parameters.output_dim=1`, in its range) recorded one
+/// output, and its chapter quoted the second and third: the book failed after the run. The chapter
+/// quotes as many as there are now.
+#[test]
+fn the_parameters_chapter_quotes_as_many_outputs_as_the_run_made() {
+    let ws = Workspace::new();
+    let md = chapter("module_parameters.md");
+    with_bibliography(&ws);
+    let mut trace = committed();
+    let page_with = |trace: &mut Trace, outputs: serde_json::Value| {
+        set(trace, "module_parameters", "output", outputs);
+        // Each value is its own element: the commas after them come out spaced.
+        let page = words(&ws.build_chapter(&ws.write_trace("cpu", trace), &md).expect("builds")).replace(" ,", ",");
+        // The sentence that quotes them, up to the next paragraph.
+        let from = (page.find("The first outputs").or_else(|| page.find("Its one output"))).expect("the sentence");
+        let to = page[from..].find("Stack a few").map_or(page.len(), |i| from + i);
+        page[from..to].trim().to_string()
+    };
+    assert_eq!(page_with(&mut trace, serde_json::json!([1.5])), "Its one output: 1.5");
+    assert_eq!(
+        page_with(&mut trace, serde_json::json!([1.5, 2.0])),
+        "The first outputs: 1.5, 2.0"
+    );
+    assert_eq!(
+        page_with(&mut trace, serde_json::json!([1.5, 2.0, 3.0, 4.0])),
+        "The first outputs: 1.5, 2.0, 3.0, …"
+    );
+}

@@ -102,3 +102,63 @@ fn get_echoes_a_long_name_or_path_cut_short() {
     let err = assert_clean_failure(&o, &["/nonexistent/", "cpu-end.json", "characters)"]);
     assert!(err.len() < 2_000, "{} characters", err.len());
 }
+
+/// Givens in their ranges whose recorded tensor would pass the trace's limit for one tensor
+/// (`custom_model`'s output of `batch_size` rows, `module_parameters`' of `output_dim`, the deep
+/// network's batch) ran the section and failed at its record call. They are refused before anything
+/// runs now, naming the section and the limit; a layer of one output runs.
+#[test]
+fn a_what_if_whose_tensor_passes_the_traces_limit_is_refused_before_it_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8");
+    // A what-if runs beside the device's own run.
+    let own = crate::common::put_fresh_trace(dir.path());
+    let what_ifs = own.parent().expect("a folder").join("what-if");
+    let most = cs336::lecture::recorder::MAX_RECORDED_ELEMENTS;
+    for sets in [
+        vec![
+            "custom_model.batch_size=100000".to_string(),
+            "custom_model.d=1".to_string(),
+        ],
+        vec![
+            "module_parameters.output_dim=10000000".to_string(),
+            "module_parameters.input_dim=1".to_string(),
+        ],
+        vec![
+            format!("deep_network.batch_size={}", most + 1),
+            "deep_network.d=1".to_string(),
+        ],
+    ] {
+        let mut args = vec!["--trace-dir", d, "--device", "cpu"];
+        for s in &sets {
+            args.extend(["--set", s.as_str()]);
+        }
+        let o = run_lecture(&args, None, QUICK);
+        let err = assert_clean_failure(
+            &o,
+            &[
+                "would record a tensor of",
+                &format!("more than the {most}"),
+                "Nothing was run",
+            ],
+        );
+        assert!(!err.contains("was not written"), "refused before a run: {err}");
+    }
+    assert!(!what_ifs.exists(), "nothing written");
+    // One output: the section runs (its chapter quotes as many outputs as there are: `book_claims`).
+    let o = run_lecture(
+        &[
+            "--trace-dir",
+            d,
+            "--device",
+            "cpu",
+            "--no-book",
+            "--set",
+            "module_parameters.output_dim=1",
+        ],
+        None,
+        QUICK,
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+}

@@ -147,6 +147,7 @@ pub fn op_sweeps(data: &ChartData) -> Result<String, Cause> {
         ));
     }
     chart.legend = SeriesLabelPosition::UpperRight;
+    chart.height = 600;
     line_chart(&chart)
 }
 

@@ -43,6 +43,7 @@ pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
         bytes: 4.0 * (layers * d * d + d + b * d * (layers + 2.0)),
         flops: 2.0 * b * d * d * layers,
         trace_bytes: 0.0,
+        recorded_elements: b,
     }
 }
 

@@ -42,6 +42,7 @@ pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
         bytes: 4.0 * (layers * d * d + b * d * (2.0 * layers + 1.0)),
         flops: (2.0 * d + 1.0) * b * d * layers,
         trace_bytes: 2.0 * b * d * TRACE_BYTES_PER_NUMBER,
+        recorded_elements: b * d,
     }
 }
 
