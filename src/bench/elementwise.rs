@@ -177,8 +177,8 @@ impl Levels {
     /// Found on this CPU's memory hierarchy, measured on `threads` threads (a few seconds): the
     /// caches as the curve shows them, not as the OS reports them (a VM reports its host's).
     pub fn measure(threads: usize) -> crate::Result<Levels> {
-        let levels = crate::device::cpu::hierarchy::Hierarchy::measure_on(threads)?.levels(true);
-        let caches = (levels.iter())
+        let hierarchy = crate::device::cpu::hierarchy::Hierarchy::measure_on(threads)?;
+        let caches = (hierarchy.levels(true).iter())
             .filter_map(|l| Some((intern(&l.name), l.found.up_to_bytes? as u64)))
             .collect();
         Ok(Levels { caches, measured: true })

@@ -79,9 +79,7 @@ pub fn op_sweeps(
                 "bytes_per_sec": bytes as f64 / time.median_s, "flop_per_sec": flops / time.median_s,
                 "roof_bytes_per_sec": roof, "memory_share": bytes as f64 / time.median_s / roof,
             });
-            if let (Value::Object(p), Value::Object(flags)) = (&mut point, verdict.flags()) {
-                p.extend(flags);
-            }
+            verdict.add_to(&mut point);
             points.push(point);
             n *= 4;
         }

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use crate::device::Device;
 use crate::device::cpu::fma_loops::PeakLoop;
-pub use crate::device::cpu::hierarchy::{Hierarchy, levels_json};
+pub use crate::device::cpu::hierarchy::{Hierarchy, level_json, levels_json};
 use crate::device::cpu::{isa, measured_peak};
 use crate::device::promised::{self, MathMode};
 use crate::error::{Error, Result};
@@ -114,6 +114,13 @@ impl Verdict {
             memory_time_s,
             compute_time_s,
             regime,
+        }
+    }
+
+    /// Writes the regime's fields (`flags`) into the object `row`.
+    pub fn add_to(&self, row: &mut Value) {
+        if let (Value::Object(row), Value::Object(flags)) = (row, self.flags()) {
+            row.extend(flags);
         }
     }
 

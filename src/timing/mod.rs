@@ -46,6 +46,12 @@ impl Timing {
         flops as f64 / self.median_s
     }
 
+    /// Third quartile over first of the calls' times: 1 when every call took as long (or when
+    /// there is no quartile to divide by).
+    pub fn spread(&self) -> f64 {
+        if self.q1_s > 0.0 { self.q3_s / self.q1_s } else { 1.0 }
+    }
+
     /// The spread, for the trace.
     pub fn to_json(&self) -> serde_json::Value {
         json!({

@@ -2,7 +2,6 @@
 //! for contiguous operands (each op's arithmetic is its declaration's `apply_f32`/`apply_i64`),
 //! and matmul through the `gemm` crate.
 
-pub mod bandwidth;
 pub mod bf16_gemm;
 mod buffer;
 pub(crate) mod elementwise;

@@ -11,10 +11,11 @@
 //! lecture's operations, timed one call at a time, show the call; that is the difference between
 //! the two charts.)
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
-use super::bandwidth::{in_parts, sum};
 use super::matmul::Shared;
+use super::team::{Team, claim};
 use crate::device::hierarchy::Point;
 use crate::error::{Error, Result};
 use crate::timing::{self, Budget, Clock, Timing};
@@ -166,10 +167,7 @@ impl Buffers {
                         if kernel == Kernel::Read { &mut [][..] } else { slice(c) },
                     )
                 };
-                let mut total = 0f32;
-                for _ in 0..passes {
-                    total += pass(kernel, a, b, c);
-                }
+                let total = pass(kernel, passes, a, b, c);
                 *sums.lock().unwrap_or_else(std::sync::PoisonError::into_inner) += total;
             });
             sink += sums.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -187,7 +185,7 @@ fn point(moved: usize, touched: usize, t: &Timing) -> Point {
         bytes: touched,
         bytes_per_sec: moved as f64 / t.median_s,
         best_bytes_per_sec: moved as f64 / t.min_s,
-        spread: if t.q1_s > 0.0 { t.q3_s / t.q1_s } else { 1.0 },
+        spread: t.spread(),
     }
 }
 
@@ -220,43 +218,82 @@ pub fn measure(threads: &[usize], largest: usize, budget: Budget) -> Result<Vec<
     Ok(curves)
 }
 
-/// One pass of `kernel` over equal-length slices (the read uses `a` only); returns the read's sum.
-fn pass(kernel: Kernel, a: &mut [f32], b: &mut [f32], c: &mut [f32]) -> f32 {
+/// `passes` passes of `kernel` over equal-length slices (the read uses `a` only), the
+/// instruction set chosen once for all of them; returns the reads' sum.
+fn pass(kernel: Kernel, passes: usize, a: &mut [f32], b: &mut [f32], c: &mut [f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     if is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU has AVX-512F (checked just above).
-        return unsafe { pass_avx512(kernel, a, b, c) };
+        return unsafe { pass_avx512(kernel, passes, a, b, c) };
     }
     #[cfg(target_arch = "x86_64")]
     if is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2 (checked just above).
-        return unsafe { pass_avx2(kernel, a, b, c) };
+        return unsafe { pass_avx2(kernel, passes, a, b, c) };
     }
-    pass_lanes(kernel, a, b, c)
+    pass_lanes(kernel, passes, a, b, c)
 }
 
 #[inline(always)]
-fn pass_lanes(kernel: Kernel, a: &mut [f32], b: &mut [f32], c: &mut [f32]) -> f32 {
-    match kernel {
-        Kernel::Copy => c.copy_from_slice(a),
-        Kernel::Scale => b.iter_mut().zip(c.iter()).for_each(|(b, c)| *b = S * c),
-        Kernel::Add => (c.iter_mut().zip(a.iter()).zip(b.iter())).for_each(|((c, a), b)| *c = a + b),
-        Kernel::Triad => (a.iter_mut().zip(b.iter()).zip(c.iter())).for_each(|((a, b), c)| *a = b + S * c),
-        Kernel::Read => return sum(a),
+fn pass_lanes(kernel: Kernel, passes: usize, a: &mut [f32], b: &mut [f32], c: &mut [f32]) -> f32 {
+    let mut total = 0f32;
+    for _ in 0..passes {
+        match kernel {
+            Kernel::Copy => c.copy_from_slice(a),
+            Kernel::Scale => b.iter_mut().zip(c.iter()).for_each(|(b, c)| *b = S * c),
+            Kernel::Add => (c.iter_mut().zip(a.iter()).zip(b.iter())).for_each(|((c, a), b)| *c = a + b),
+            Kernel::Triad => (a.iter_mut().zip(b.iter()).zip(c.iter())).for_each(|((a, b), c)| *a = b + S * c),
+            Kernel::Read => total += sum_lanes(a),
+        }
     }
-    0.0
+    total
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn pass_avx512(kernel: Kernel, a: &mut [f32], b: &mut [f32], c: &mut [f32]) -> f32 {
-    pass_lanes(kernel, a, b, c)
+fn pass_avx512(kernel: Kernel, passes: usize, a: &mut [f32], b: &mut [f32], c: &mut [f32]) -> f32 {
+    pass_lanes(kernel, passes, a, b, c)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn pass_avx2(kernel: Kernel, a: &mut [f32], b: &mut [f32], c: &mut [f32]) -> f32 {
-    pass_lanes(kernel, a, b, c)
+fn pass_avx2(kernel: Kernel, passes: usize, a: &mut [f32], b: &mut [f32], c: &mut [f32]) -> f32 {
+    pass_lanes(kernel, passes, a, b, c)
+}
+
+/// Runs `work(part)` for every part below `parts`, on `threads` threads of the matmuls' team.
+/// Each thread first takes the parts that are its own (`thread + k·threads`), so that a part
+/// stays with one core from call to call (its L2 keeps it), then helps with what is left.
+fn in_parts(threads: usize, parts: usize, work: &(dyn Fn(usize) + Sync)) {
+    let taken: Vec<AtomicBool> = (0..parts).map(|_| AtomicBool::new(false)).collect();
+    let next = AtomicUsize::new(0);
+    let take = |p: usize| !taken[p].swap(true, Relaxed);
+    Team::global().run(threads, &|me| {
+        for p in (me..parts).step_by(threads) {
+            if take(p) {
+                work(p);
+            }
+        }
+        while let Some(p) = claim(&next, parts) {
+            if take(p) {
+                work(p);
+            }
+        }
+    });
+}
+
+/// A sum with 64 independent lanes, which the compiler keeps in vector registers: the read is
+/// limited by the memory, not by the latency of one long chain of additions.
+#[inline(always)]
+fn sum_lanes(x: &[f32]) -> f32 {
+    let mut acc = [0f32; 64];
+    let mut blocks = x.chunks_exact(64);
+    for block in &mut blocks {
+        for (a, v) in acc.iter_mut().zip(block) {
+            *a += v;
+        }
+    }
+    acc.iter().sum::<f32>() + blocks.remainder().iter().sum::<f32>()
 }
 
 #[cfg(test)]
@@ -267,15 +304,17 @@ mod tests {
     fn each_kernel_does_what_stream_says_and_counts_its_bytes() {
         let mut a = vec![1.0f32, 2.0, 3.0];
         let (mut b, mut c) = (vec![0.0f32; 3], vec![0.0f32; 3]);
-        pass(Kernel::Copy, &mut a, &mut b, &mut c);
+        pass(Kernel::Copy, 1, &mut a, &mut b, &mut c);
         assert_eq!(c, [1.0, 2.0, 3.0]);
-        pass(Kernel::Scale, &mut a, &mut b, &mut c);
+        pass(Kernel::Scale, 1, &mut a, &mut b, &mut c);
         assert_eq!(b, [0.5, 1.0, 1.5]);
-        pass(Kernel::Add, &mut a, &mut b, &mut c);
+        pass(Kernel::Add, 1, &mut a, &mut b, &mut c);
         assert_eq!(c, [1.5, 3.0, 4.5]);
-        pass(Kernel::Triad, &mut a, &mut b, &mut c);
+        pass(Kernel::Triad, 1, &mut a, &mut b, &mut c);
         assert_eq!(a, [1.25, 2.5, 3.75]);
-        assert_eq!(pass(Kernel::Read, &mut a, &mut [], &mut []), 7.5);
+        assert_eq!(pass(Kernel::Read, 1, &mut a, &mut [], &mut []), 7.5);
+        assert_eq!(pass(Kernel::Read, 2, &mut a, &mut [], &mut []), 15.0);
+        assert_eq!(sum_lanes(&(0..1000).map(|i| i as f32).collect::<Vec<_>>()), 499_500.0);
 
         let mut buffers = Buffers::new(1 << 20).unwrap();
         for kernel in Kernel::ALL {
@@ -287,6 +326,20 @@ mod tests {
         }
         // Beyond the buffers, refused.
         assert!(buffers.measure(Kernel::Add, 2 << 20, 1, Budget::count(0, 1)).is_err());
+    }
+
+    #[test]
+    fn every_part_is_done_once_whatever_the_threads() {
+        for (threads, parts) in [(1, 4), (2, 8), (3, 7), (8, 2)] {
+            let done: Vec<AtomicUsize> = (0..parts).map(|_| AtomicUsize::new(0)).collect();
+            in_parts(threads, parts, &|p| {
+                done[p].fetch_add(1, Relaxed);
+            });
+            assert!(
+                done.iter().all(|d| d.load(Relaxed) == 1),
+                "{threads} threads, {parts} parts"
+            );
+        }
     }
 
     #[test]

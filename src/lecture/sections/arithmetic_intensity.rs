@@ -49,7 +49,7 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
             record!(cx, clock hierarchy_all_threads = h.curves_json(true))?;
             record!(cx, computed hierarchy_threads = threads, count)?;
             record!(cx, given reported_caches = h.reported_json())?;
-            record!(cx, clock memory_levels_one_thread = roofline::levels_json(&h.levels(false), 1))?;
+            record!(cx, clock memory_levels_one_thread = roofline::levels_json(h.levels(false), 1))?;
             // Where the curve and the OS disagree: a reported cache the curve never falls near
             // (a VM reports its host's), a level no reported cache explains (the guest's share).
             record!(cx, clock hierarchy_agreement = h.agreement())?;
@@ -58,8 +58,8 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
                 .map(|l| Roof {
                     level: l.name.clone(),
                     touched_bytes: l.found.up_to_bytes.unwrap_or(l.found.from_bytes),
-                    bytes_per_sec: l.found.bytes_per_sec,
-                    json: roofline::levels_json(std::slice::from_ref(l), threads)[&l.name].clone(),
+                    bytes_per_sec: l.bytes_per_sec,
+                    json: roofline::level_json(l, threads),
                 })
                 .collect()
         }
@@ -81,11 +81,10 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     // An operation's memory roof: the hierarchy's bandwidth at its working set, on the same
     // threads (the fastest of the five kernels there); on a GPU, its memory's.
     let roof_at = |bytes: usize| -> (f64, f64) {
-        match &hierarchy {
-            Some(h) => {
-                let envelope = h.envelope(true);
-                let best = hierarchy::at(&envelope, bytes, |p| p.best_bytes_per_sec).unwrap_or(f64::NAN);
-                (best, hierarchy::spread_at(&envelope, bytes).unwrap_or(1.0))
+        match hierarchy.as_ref().map(|h| h.envelope(true)) {
+            Some(envelope) => {
+                let best = hierarchy::at(envelope, bytes, |p| p.best_bytes_per_sec).unwrap_or(f64::NAN);
+                (best, hierarchy::spread_at(envelope, bytes).unwrap_or(1.0))
             }
             None => (memory.bytes_per_sec, 1.0),
         }
@@ -146,7 +145,7 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     // the run stops and names it.
     let mut roofs_at: Vec<(f64, f64)> = counts.iter().map(|c| roof_at(c.bytes)).collect();
     let above = |time: &timing::Timing, count: &Count, (roof, spread): (f64, f64)| {
-        count.bytes as f64 / time.median_s > roof * spread * time_spread(time)
+        count.bytes as f64 / time.median_s > roof * spread * time.spread()
     };
     for (i, op) in ops.iter().enumerate() {
         if above(&times[i], &counts[i], roofs_at[i]) {
@@ -176,7 +175,7 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
         spreads.insert(op.name.to_string(), time.to_json());
         let mut row = json!({
             "level": level_at(count.bytes), "roof_bytes_per_sec": roof,
-            "allowance": roof_spread * time_spread(time),
+            "allowance": roof_spread * time.spread(),
             "ceiling": ceiling, "ceiling_flop_per_sec": ceiling_flop_per_sec,
             "communication_time_s": verdict.memory_time_s, "computation_time_s": verdict.compute_time_s,
             "predicted_time_s": verdict.memory_time_s.max(verdict.compute_time_s),
@@ -188,7 +187,7 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
             "roofline_mfu": (intensity * roof / ceiling_flop_per_sec).min(1.0),
             "memory_share": bytes_per_sec / roof,
         });
-        merge(&mut row, verdict.flags());
+        verdict.add_to(&mut row);
         measured.insert(op.name.to_string(), row);
     }
     record!(cx, clock op_timings = Value::Object(measured))?;
@@ -218,18 +217,6 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, clock op_sweeps)?;
     record!(cx, clock op_bound_from = bound_from)?;
     Ok(())
-}
-
-/// Third quartile over first of a timing's calls: 1 when they all took as long.
-fn time_spread(t: &timing::Timing) -> f64 {
-    if t.q1_s > 0.0 { t.q3_s / t.q1_s } else { 1.0 }
-}
-
-/// Adds `extra`'s fields to the object `row`.
-fn merge(row: &mut Value, extra: Value) {
-    if let (Value::Object(row), Value::Object(extra)) = (row, extra) {
-        row.extend(extra);
-    }
 }
 
 /// One of the five operations: its inputs, its bytes and FLOPs by formula, and how to run it.
@@ -302,7 +289,7 @@ struct Roof {
     level: String,
     /// The largest working set it holds (for main memory, where its plateau starts).
     touched_bytes: usize,
-    /// Its bandwidth: on a CPU the fastest kernel's, on a GPU a copy's.
+    /// Its bandwidth: on a CPU the fastest kernel's over its plateau, on a GPU a copy's.
     bytes_per_sec: f64,
     /// As the trace records it.
     json: Value,
