@@ -48,7 +48,8 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
             record!(cx, clock hierarchy_one_thread = h.curves_json(false))?;
             record!(cx, clock hierarchy_all_threads = h.curves_json(true))?;
             record!(cx, computed hierarchy_threads = threads, count)?;
-            record!(cx, given reported_caches = h.reported_json())?;
+            // A clock's: whether the curve showed each cache is measured.
+            record!(cx, clock reported_caches = h.reported_json())?;
             record!(cx, clock memory_levels_one_thread = roofline::levels_json(h.levels(false), 1))?;
             // Where the curve and the OS disagree: a reported cache the curve never falls near
             // (a VM reports its host's), a level no reported cache explains (the guest's share).
