@@ -116,6 +116,8 @@ UNARY_FLOAT(pow_scalar, powf(x, s))
 UNARY_FLOAT(relu, (x > 0.0f || x != x) ? x : 0.0f)
 UNARY_FLOAT(gelu, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)))
 UNARY_FLOAT(gelu_tanh, gelu_tanh_value(x))
+UNARY_FLOAT(erf, erff(x))
+UNARY_FLOAT(exp, expf(x))
 
 UNARY_INT(neg, wrap_neg(x))
 UNARY_INT(square, wrap_mul(x, x))

@@ -48,6 +48,10 @@ pub struct DatasheetPeak {
     pub tf32: f64,
     pub bf16: f64,
     pub fp16: f64,
+    /// Dense float8 (e4m3/e5m2) tensor-core FLOP/s, on the chips that have them (Ada, Hopper and
+    /// later): the 2026 lecture's point that the accelerator intensity depends on the precision
+    /// goes one step further there. The roofline draws it as its own ceiling.
+    pub fp8: Option<f64>,
     /// Memory (HBM or GDDR) bandwidth, bytes/s.
     pub memory_bytes_per_sec: f64,
     pub source: &'static str,
@@ -61,6 +65,8 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 378e12,
         bf16: 756.5e12,
         fp16: 756.5e12,
+        // The datasheet's figure with sparsity, halved.
+        fp8: Some(3026e12 / 2.0),
         memory_bytes_per_sec: 2.0e12,
         source: "NVIDIA H100 datasheet (PCIe)",
     },
@@ -71,6 +77,8 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 494.7e12,
         bf16: H100_SXM_BF16_DENSE,
         fp16: H100_SXM_BF16_DENSE,
+        // The datasheet's figure with sparsity, halved.
+        fp8: Some(3958e12 / 2.0),
         memory_bytes_per_sec: H100_SXM_HBM_BYTES_PER_SEC,
         source: "NVIDIA H100 datasheet (SXM)",
     },
@@ -81,6 +89,8 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 494.7e12,
         bf16: H100_SXM_BF16_DENSE,
         fp16: H100_SXM_BF16_DENSE,
+        // The datasheet's figure with sparsity, halved.
+        fp8: Some(3958e12 / 2.0),
         memory_bytes_per_sec: 4.8e12,
         source: "NVIDIA H200 datasheet (SXM)",
     },
@@ -96,6 +106,8 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 2.2e15 / 2.0,
         bf16: 4.5e15 / 2.0,
         fp16: 4.5e15 / 2.0,
+        // The datasheet's figure with sparsity, halved.
+        fp8: Some(9e15 / 2.0),
         memory_bytes_per_sec: 8e12,
         source: "NVIDIA Blackwell B200 datasheet",
     },
@@ -107,6 +119,7 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         bf16: 312e12,
         fp16: 312e12,
         // The 80 GB SXM part (the 40 GB one has 1.555 TB/s).
+        fp8: None,
         memory_bytes_per_sec: 2.039e12,
         source: "NVIDIA A100 datasheet",
     },
@@ -117,6 +130,8 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 183e12,
         bf16: 362.05e12,
         fp16: 362.05e12,
+        // The datasheet's figure with sparsity, halved.
+        fp8: Some(1466e12 / 2.0),
         memory_bytes_per_sec: 864e9,
         source: "NVIDIA L40S datasheet",
     },
@@ -127,6 +142,7 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 62.5e12,
         bf16: 125e12,
         fp16: 125e12,
+        fp8: None,
         memory_bytes_per_sec: 600e9,
         source: "NVIDIA A10G (AWS) specifications",
     },
@@ -137,6 +153,8 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 90.5e12,
         bf16: 181e12,
         fp16: 181e12,
+        // The datasheet's figure with sparsity, halved.
+        fp8: Some(724e12 / 2.0),
         memory_bytes_per_sec: 864e9,
         source: "NVIDIA L40 datasheet",
     },
@@ -147,6 +165,7 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 74.8e12,
         bf16: 149.7e12,
         fp16: 149.7e12,
+        fp8: None,
         memory_bytes_per_sec: 696e9,
         source: "NVIDIA A40 datasheet",
     },
@@ -157,6 +176,8 @@ pub const DATASHEET: &[DatasheetPeak] = &[
         tf32: 60e12,
         bf16: 121e12,
         fp16: 121e12,
+        // The datasheet's figure with sparsity, halved.
+        fp8: Some(485e12 / 2.0),
         memory_bytes_per_sec: 300e9,
         source: "NVIDIA L4 datasheet",
     },

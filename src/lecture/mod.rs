@@ -41,6 +41,7 @@ macro_rules! sections {
 }
 
 mod caught;
+mod fusion;
 pub mod givens;
 mod graph;
 mod op_sweeps;

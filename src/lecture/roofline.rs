@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 pub const OVERHEAD_FACTOR: f64 = 2.0;
 
 /// A compute ceiling: the peak of one precision route.
+#[derive(Debug)]
 pub struct Ceiling {
     /// The peak loop's name on a CPU (`avx512_fma`), the math mode's on a GPU (`bf16`).
     pub name: &'static str,
@@ -34,23 +35,7 @@ pub struct Ceiling {
 pub fn ceilings(device: &Device) -> Result<Vec<Ceiling>> {
     let bad = |why: String| Error::invalid("compute ceilings", why);
     if let Some(gpu) = device.cuda() {
-        let name = gpu.props().name.clone();
-        return [
-            (MathMode::Fp32, "fp32", "float32"),
-            (MathMode::Tf32, "tf32", "float32"),
-            (MathMode::Bf16, "bf16", "bfloat16"),
-        ]
-        .into_iter()
-        .map(|(mode, name_, dtype)| {
-            let p = promised::promised_by_name(&name, mode).map_err(bad)?;
-            Ok(Ceiling {
-                name: name_,
-                dtype,
-                flop_per_sec: p.flop_per_sec,
-                how: p.how,
-            })
-        })
-        .collect();
+        return gpu_ceilings(&gpu.props().name).map_err(bad);
     }
     let fp32 = isa::current().map_err(|e| bad(e.to_string()))?.fp32_loop();
     let loops = [fp32, PeakLoop::Avx512Bf16, PeakLoop::AmxBf16];
@@ -67,6 +52,36 @@ pub fn ceilings(device: &Device) -> Result<Vec<Ceiling>> {
             })
         })
         .collect()
+}
+
+/// A GPU's datasheet ceilings: float32, TF32 and bfloat16, and float8 where the chip has it.
+fn gpu_ceilings(name: &str) -> std::result::Result<Vec<Ceiling>, String> {
+    let modes = [
+        (MathMode::Fp32, "fp32", "float32"),
+        (MathMode::Tf32, "tf32", "float32"),
+        (MathMode::Bf16, "bf16", "bfloat16"),
+    ];
+    let mut ceilings = Vec::with_capacity(modes.len() + 1);
+    for (mode, short, dtype) in modes {
+        let p = promised::promised_by_name(name, mode)?;
+        ceilings.push(Ceiling {
+            name: short,
+            dtype,
+            flop_per_sec: p.flop_per_sec,
+            how: p.how,
+        });
+    }
+    if let Some(entry) = promised::datasheet_for(name)
+        && let Some(fp8) = entry.fp8
+    {
+        ceilings.push(Ceiling {
+            name: "fp8",
+            dtype: "float8",
+            flop_per_sec: fp8,
+            how: format!("{} dense fp8 peak, {}", entry.device, entry.source),
+        });
+    }
+    Ok(ceilings)
 }
 
 /// The ceiling an operation's arithmetic runs under: a bf16 matrix product on the bf16 route
@@ -150,5 +165,25 @@ mod tests {
         let flags = Verdict::of(1e6, 1e5, 5e-3, 1e9, 1e9).flags();
         assert_eq!(flags["overhead_bound"], true);
         assert_eq!(flags["memory_bound"], false);
+    }
+
+    #[test]
+    fn a_hopper_has_four_ceilings_and_an_ampere_three() {
+        let h200 = gpu_ceilings("NVIDIA H200").unwrap();
+        let names: Vec<_> = h200.iter().map(|c| c.name).collect();
+        assert_eq!(names, ["fp32", "tf32", "bf16", "fp8"]);
+        // Each precision halves the bytes and doubles the tensor cores' rate.
+        assert_eq!(h200[3].flop_per_sec, 2.0 * h200[2].flop_per_sec);
+        assert_eq!(h200[3].dtype, "float8");
+        let a100 = gpu_ceilings("NVIDIA A100-SXM4-80GB").unwrap();
+        assert_eq!(
+            a100.iter().map(|c| c.name).collect::<Vec<_>>(),
+            ["fp32", "tf32", "bf16"]
+        );
+        assert!(
+            gpu_ceilings("a GPU nobody listed")
+                .unwrap_err()
+                .contains("datasheet table")
+        );
     }
 }

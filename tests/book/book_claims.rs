@@ -413,3 +413,40 @@ fn the_parameters_chapter_quotes_as_many_outputs_as_the_run_made() {
         "The first outputs: 1.5, 2.0, 3.0, …"
     );
 }
+
+/// The fusion paragraph decides from the run whether fusing saved time, and why the time grew by
+/// more or less than the bytes: a copy of the trace edited to each case gets that case's sentence.
+#[test]
+fn the_fusion_paragraph_follows_the_measured_ratio() {
+    let ws = Workspace::new();
+    let md = chapter("arithmetic_intensity.md");
+    with_bibliography(&ws);
+    let mut trace = committed();
+    let fusion = section_mut(&mut trace, "arithmetic_intensity").values["fusion"]
+        .value
+        .clone();
+    assert_eq!(fusion["bytes_ratio"], 5.5, "{fusion}");
+    let page_with = |trace: &mut Trace, time_ratio: f64, fused_share: f64, composed_share: f64| {
+        let mut fusion = fusion.clone();
+        fusion["time_ratio"] = time_ratio.into();
+        fusion["allowance"] = 1.1.into();
+        fusion["fusing_saved_time"] = (time_ratio > 1.1).into();
+        fusion["fused"]["memory_share"] = fused_share.into();
+        fusion["composed"]["memory_share"] = composed_share.into();
+        set(trace, "arithmetic_intensity", "fusion", fusion);
+        words(&ws.build_chapter(&ws.write_trace("cpu", trace), &md).expect("builds"))
+    };
+    let slower = page_with(&mut trace, 3.9, 0.26, 0.37);
+    assert!(slower.contains("fusing saved time."), "{slower}");
+    assert!(slower.contains("on this device it held."), "{slower}");
+    assert!(slower.contains("Its time grew by less than its bytes"), "{slower}");
+    assert!(slower.contains("it reached 26% of the memory"), "{slower}");
+    let as_bytes = page_with(&mut trace, 5.4, 0.8, 0.8);
+    assert!(as_bytes.contains("Its time grew with its bytes"), "{as_bytes}");
+    let calls = page_with(&mut trace, 9.0, 0.8, 0.5);
+    assert!(calls.contains("also pays its own call"), "{calls}");
+    let none = page_with(&mut trace, 1.05, 0.1, 0.5);
+    assert!(none.contains("fusing saved no time."), "{none}");
+    assert!(none.contains("on this device it did not pay."), "{none}");
+    assert!(!none.contains("fusing saved time."), "{none}");
+}

@@ -114,6 +114,27 @@ macro_rules! unary_op_table {
                 accuracy: Approximation,
                 grad: |g, x| g.gelu_tanh_backward(x),
             }
+            /// The error function, `erf x` (`math::erf`, a polynomial that stays accurate relative
+            /// to itself near 0): the piece of GeLU that the lecture's unfused form,
+            /// `0.5·x·(1 + erf(x/√2))`, runs as an op of its own. Counted as 1 FLOP per element,
+            /// as every op but GeLU.
+            Erf => erf {
+                name: "erf",
+                f32: |x| crate::base::math::erf(x),
+                i64: |_x| None,
+                exact: |x| libm::erf(x),
+                accuracy: Approximation,
+                grad: |g, x| x.square()?.neg()?.exp()?.mul_scalar(std::f64::consts::FRAC_2_SQRT_PI)?.mul(g),
+            }
+            /// `eˣ` (the math library's `expf`; erf's derivative needs it).
+            Exp => exp {
+                name: "exp",
+                f32: |x| x.exp(),
+                i64: |_x| None,
+                exact: |x| x.exp(),
+                accuracy: MathLibrary,
+                grad: |g, y| g.mul(y),
+            }
             /// `xᵖ` elementwise (`p` = 2 and 0.5 run as `square` and `sqrt`: see
             /// [`UnaryOp::simplified`]).
             PowScalar(p) => pow_scalar {

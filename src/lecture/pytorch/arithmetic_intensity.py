@@ -1,5 +1,6 @@
 # Arithmetic intensity: FLOPs per byte moved, for ReLU, GeLU, a dot product, a matrix-vector and a
 # matrix-matrix product in bf16, and how long each takes against the two rates that bound it.
+import math
 import time
 
 import torch
@@ -142,3 +143,27 @@ for name, make in sweep_ops.items():
         sync()
         op_sweeps[name].append((sum(nbytes(t) for t in inputs) + nbytes(out), time.perf_counter() - start))
         k *= 4
+
+# Fusion: GeLU as one op against PyTorch's naive form of it, five ops that each read and write the
+# whole tensor (11 tensors' worth of bytes against 2), at a working set beyond the last cache
+# (256 MiB here; the Rust takes its sweeps' largest, and the memory's bandwidth there).
+def composed_gelu(t):
+    return 0.5 * t * (1 + torch.erf(t / math.sqrt(2)))
+
+
+big_x = torch.randn(64 << 20, device=device, dtype=torch.bfloat16)
+fusion_times = {"fused": [], "composed": []}
+for rep in range(1 + 5):
+    for name, f in [("fused", F.gelu), ("composed", composed_gelu)]:
+        sync()
+        start = time.perf_counter()
+        f(big_x)
+        sync()
+        if rep >= 1:
+            fusion_times[name].append(time.perf_counter() - start)
+fusion = {name: torch.tensor(t).median().item() for name, t in fusion_times.items()}  # -> fusion
+sample = torch.randn(1 << 16, device=device, dtype=torch.bfloat16)
+print(
+    f"composed/fused: {fusion['composed'] / fusion['fused']:.2f}x the time, {11 / 2:.1f}x the bytes,",
+    f"results {(F.gelu(sample) - composed_gelu(sample)).abs().max().item()} apart",
+)

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
 use crate::lecture::givens::given;
 use crate::lecture::roofline::{self, Hierarchy, Verdict};
+use crate::lecture::fusion;
 use crate::lecture::op_sweeps as sweeps;
 use crate::lecture::what_if::Cost;
 use crate::lecture::{SectionCtx, check, record};
@@ -217,6 +218,12 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     let (op_sweeps, bound_from) = sweeps::op_sweeps(cx, largest, &roof_at, vector_ceiling.1)?;
     record!(cx, clock op_sweeps)?;
     record!(cx, clock op_bound_from = bound_from)?;
+
+    // The practical rule, tested: GeLU fused against PyTorch's naive form of it, five ops that
+    // each read and write the whole tensor, at the sweeps' largest working set (beyond the last
+    // level, where bytes moved should set the time).
+    let fusion = fusion::measure(&cx.device, &mut cx.rng, largest / (2 * element_bytes), roof_at(largest).0)?;
+    record!(cx, clock fusion)?;
     Ok(())
 }
 
