@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use crate::base::math;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::rng::Rng;
@@ -63,6 +64,10 @@ pub fn measure(device: &Device, rng: &mut Rng, elements: usize, memory_bytes_per
     let sample = Tensor::randn_on(&[SAMPLE], DType::F32, device, rng)?.to_dtype(dtype)?;
     let (a, b) = (sample.gelu()?.to_vec_f64()?, composed_gelu(&sample)?.0.to_vec_f64()?);
     let max_abs_difference = a.iter().zip(&b).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max);
+    // Each against GeLU computed exactly (in f64) from the same bf16 inputs.
+    let exact: Vec<f64> = sample.to_vec_f64()?.into_iter().map(math::exact::gelu).collect();
+    let worst = |got: &[f64]| got.iter().zip(&exact).map(|(g, e)| (g - e).abs()).fold(0.0, f64::max);
+    let step_times = time_steps(device, &x)?;
     let time_ratio = composed.median_s / fused.median_s;
     // The ratio counts only beyond both timings' spreads.
     let allowance = fused.spread() * composed.spread();
@@ -78,13 +83,49 @@ pub fn measure(device: &Device, rng: &mut Rng, elements: usize, memory_bytes_per
         "memory_bytes_per_sec": memory_bytes_per_sec,
         "fused": side(fused_bytes, &fused),
         "composed": side(composed_bytes, &composed),
-        "steps": steps.iter().map(|(name, bytes)| json!({"op": name, "bytes": bytes})).collect::<Vec<_>>(),
+        "steps": steps.iter().zip(&step_times).map(|(&(name, bytes), t)| {
+            let mut row = side(bytes, t);
+            row["op"] = name.into();
+            row
+        }).collect::<Vec<_>>(),
+        // The one step with GeLU's arithmetic: its share of the composed form's time (each step
+        // timed alone) against its share of the bytes. Both forms do that arithmetic once.
+        "erf_time_share": step_times[ERF_STEP].median_s / step_times.iter().map(|t| t.median_s).sum::<f64>(),
+        "erf_bytes_share": steps[ERF_STEP].1 as f64 / composed_bytes as f64,
+        // The fused op against that one step: close to 1 where what fusing removed is the other
+        // four steps whole.
+        "fused_over_erf_step": fused.median_s / step_times[ERF_STEP].median_s,
         "fused_tensors": FUSED_TENSORS, "composed_tensors": COMPOSED_TENSORS,
         "bytes_ratio": composed_bytes as f64 / fused_bytes as f64,
         "time_ratio": time_ratio, "allowance": allowance,
         "fusing_saved_time": time_ratio > allowance,
         "sample_elements": SAMPLE, "max_abs_difference": max_abs_difference,
+        "fused_max_error": worst(&a), "composed_max_error": worst(&b),
     }))
+}
+
+/// Where `erf` comes in `composed_gelu`'s steps.
+const ERF_STEP: usize = 2;
+
+/// The five steps of `composed_gelu`, each timed alone on inputs made beforehand, in turns.
+fn time_steps(device: &Device, x: &Tensor) -> Result<Vec<Timing>> {
+    let half_x = x.mul_scalar(0.5)?;
+    let scaled = x.div_scalar(std::f64::consts::SQRT_2)?;
+    let erf = scaled.erf()?;
+    let one_plus = erf.add_scalar(1.0)?;
+    let clock = Clock::for_device(device);
+    let mut steps: Vec<_> = [
+        Box::new(|| x.mul_scalar(0.5)) as Box<dyn Fn() -> Result<Tensor>>,
+        Box::new(|| x.div_scalar(std::f64::consts::SQRT_2)),
+        Box::new(|| scaled.erf()),
+        Box::new(|| erf.add_scalar(1.0)),
+        Box::new(|| half_x.mul(&one_plus)),
+    ]
+    .into_iter()
+    .map(|run| timing::contender(clock.clone(), move || run().map(drop)))
+    .collect();
+    let mut turns: Vec<Contender<'_>> = steps.iter_mut().map(|c| c as Contender<'_>).collect();
+    timing::in_turns(Budget::lecture(), &mut turns)
 }
 
 /// Both forms in turns, so that a busy moment slows both.
@@ -127,6 +168,10 @@ mod tests {
         assert_eq!(v["fused"]["bytes"], 2 * 4096 * 2);
         assert_eq!(v["composed"]["bytes"], 11 * 4096 * 2);
         assert_eq!(v["bytes_ratio"], 5.5);
+        assert_eq!(v["steps"][ERF_STEP]["op"], "erf");
+        assert_eq!(v["erf_bytes_share"], 2.0 / 11.0);
+        let share = v["erf_time_share"].as_f64().unwrap();
+        assert!(share > 0.0 && share < 1.0, "{share}");
         let ratio = v["time_ratio"].as_f64().unwrap();
         let want = v["composed"]["time_s"].as_f64().unwrap() / v["fused"]["time_s"].as_f64().unwrap();
         assert_eq!(ratio, want);
@@ -136,5 +181,11 @@ mod tests {
         // bf16 rounds each step to 8 bits: the two forms differ, by at most a few bf16 steps.
         let diff = v["max_abs_difference"].as_f64().unwrap();
         assert!(diff > 0.0 && diff < 0.1, "{diff}");
+        // Rounded once, the fused op is within half a bf16 step of the exact value (2⁻⁸ relative).
+        let (fused, composed) = (
+            v["fused_max_error"].as_f64().unwrap(),
+            v["composed_max_error"].as_f64().unwrap(),
+        );
+        assert!(fused <= composed, "{fused} {composed}");
     }
 }

@@ -426,26 +426,40 @@ fn the_fusion_paragraph_follows_the_measured_ratio() {
         .value
         .clone();
     assert_eq!(fusion["bytes_ratio"], 5.5, "{fusion}");
-    let page_with = |trace: &mut Trace, time_ratio: f64, fused_share: f64, composed_share: f64| {
+    let page_with = |trace: &mut Trace, time_ratio: f64, fused_over_erf_step: f64| {
         let mut fusion = fusion.clone();
         fusion["time_ratio"] = time_ratio.into();
         fusion["allowance"] = 1.1.into();
         fusion["fusing_saved_time"] = (time_ratio > 1.1).into();
-        fusion["fused"]["memory_share"] = fused_share.into();
-        fusion["composed"]["memory_share"] = composed_share.into();
+        fusion["erf_time_share"] = 0.27.into();
+        fusion["fused_over_erf_step"] = fused_over_erf_step.into();
         set(trace, "arithmetic_intensity", "fusion", fusion);
         words(&ws.build_chapter(&ws.write_trace("cpu", trace), &md).expect("builds"))
     };
-    let slower = page_with(&mut trace, 3.9, 0.26, 0.37);
-    assert!(slower.contains("fusing saved time."), "{slower}");
-    assert!(slower.contains("on this device it held."), "{slower}");
-    assert!(slower.contains("Its time grew by less than its bytes"), "{slower}");
-    assert!(slower.contains("it reached 26% of the memory"), "{slower}");
-    let as_bytes = page_with(&mut trace, 5.4, 0.8, 0.8);
+    // The fused op took as long as the erf step alone: fusing removed the four cheap steps.
+    let removed = page_with(&mut trace, 3.9, 1.02);
+    assert!(removed.contains("fusing saved time."), "{removed}");
+    assert!(removed.contains("on this device it held."), "{removed}");
+    assert!(removed.contains("Its time grew by less than its bytes"), "{removed}");
+    assert!(
+        removed.contains("27% of the five steps' time for 18.2% of their bytes"),
+        "{removed}"
+    );
+    assert!(
+        removed.contains("what fusing removed is the other four steps"),
+        "{removed}"
+    );
+    let slower = page_with(&mut trace, 3.9, 2.0);
+    assert!(
+        slower.contains("The fused GeLU took 2.00 times as long as that one step."),
+        "{slower}"
+    );
+    assert!(!slower.contains("what fusing removed"), "{slower}");
+    let as_bytes = page_with(&mut trace, 5.4, 1.0);
     assert!(as_bytes.contains("Its time grew with its bytes"), "{as_bytes}");
-    let calls = page_with(&mut trace, 9.0, 0.8, 0.5);
+    let calls = page_with(&mut trace, 9.0, 1.0);
     assert!(calls.contains("also pays its own call"), "{calls}");
-    let none = page_with(&mut trace, 1.05, 0.1, 0.5);
+    let none = page_with(&mut trace, 1.05, 1.0);
     assert!(none.contains("fusing saved no time."), "{none}");
     assert!(none.contains("on this device it did not pay."), "{none}");
     assert!(!none.contains("fusing saved time."), "{none}");
