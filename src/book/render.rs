@@ -377,7 +377,12 @@ fn value_parts(
             )));
         }
     };
-    let text = format_value(found.value, unit, format).map_err(bad)?;
+    // A yes-or-no value reads as a word (a table's "Shares x's storage?" column); a sentence
+    // says it with `{{if}}` instead.
+    let text = match found.value {
+        serde_json::Value::Bool(b) => (if *b { "yes" } else { "no" }).to_string(),
+        v => format_value(v, unit, format).map_err(bad)?,
+    };
     // Numbers stay on one line; lists and text (error messages) may wrap.
     let shape = match found.value {
         serde_json::Value::Array(_) | serde_json::Value::Object(_) => " lecture-list",

@@ -84,7 +84,7 @@ fn the_book_shows_the_traces_values_code_and_charts() {
     for (name, format) in [
         ("gpt3_ffn_bytes", Format::Auto),
         ("gpt3_ffn_bytes", Format::Int),
-        ("bf16_1e_8", Format::Plain),
+        ("bf16_1e_8", Format::Auto),
         ("fp16_1e_8", Format::Auto),
     ] {
         let text = formatted(&trace, "tensors_memory", name, format);

@@ -445,10 +445,7 @@ fn the_fusion_paragraph_follows_the_measured_ratio() {
         removed.contains("27% of all the steps’ time for 18.2% of their bytes"),
         "{removed}"
     );
-    assert!(
-        removed.contains("what fusing removed is the other steps"),
-        "{removed}"
-    );
+    assert!(removed.contains("what fusing removed is the other steps"), "{removed}");
     let slower = page_with(&mut trace, 3.9, 2.0);
     assert!(
         slower.contains("The fused GeLU took 2.00 times as long as that one step."),

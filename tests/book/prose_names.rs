@@ -30,6 +30,11 @@ const NOT_PROSE_CLASSES: &[&str] = &[
 
 /// The text of `html` outside the elements above, one string.
 fn prose(html: &str) -> String {
+    prose_outside(html, NOT_PROSE_CLASSES)
+}
+
+/// The text of `html` outside the tags above and the elements of these classes.
+fn prose_outside(html: &str, not_prose: &[&str]) -> String {
     let mut out = String::new();
     // Depth of the elements we are inside, and how many of them are not prose.
     let mut stack: Vec<(String, bool)> = Vec::new();
@@ -68,11 +73,49 @@ fn prose(html: &str) -> String {
             .nth(1)
             .and_then(|c| c.split('"').next())
             .unwrap_or_default();
-        let skip =
-            NOT_PROSE_TAGS.contains(&name.as_str()) || class.split_whitespace().any(|c| NOT_PROSE_CLASSES.contains(&c));
+        let skip = NOT_PROSE_TAGS.contains(&name.as_str()) || class.split_whitespace().any(|c| not_prose.contains(&c));
         stack.push((name, skip));
     }
     out
+}
+
+/// Words of `text` that are a program's, not a sentence's: `true`, `false`, "not applicable", and
+/// a number with a fraction or an exponent written with more than four significant figures (a
+/// count such as 65,536 is exact and stays whole).
+fn machinery(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    if text.contains("not applicable") {
+        found.push("not applicable".to_string());
+    }
+    for word in text.split_whitespace() {
+        // A web address or a version path is not a number of the run.
+        if word.contains('/') {
+            continue;
+        }
+        let word = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '.');
+        let word = word.trim_end_matches('.');
+        if matches!(word, "true" | "false") {
+            found.push(word.to_string());
+            continue;
+        }
+        let number = word.trim_start_matches(['-', '−']);
+        let mantissa = number.split(['e', 'E']).next().unwrap_or_default();
+        let is_number = !mantissa.is_empty()
+            && mantissa.chars().all(|c| c.is_ascii_digit() || c == '.' || c == ',')
+            && mantissa.starts_with(|c: char| c.is_ascii_digit());
+        if !is_number || !(mantissa.contains('.') || number.contains(['e', 'E'])) {
+            continue;
+        }
+        let significant = mantissa
+            .chars()
+            .filter(char::is_ascii_digit)
+            .skip_while(|&c| c == '0')
+            .count();
+        if significant > 4 {
+            found.push(word.to_string());
+        }
+    }
+    found
 }
 
 /// Words that look like a slug but are the name a reader knows a tool by.
@@ -126,6 +169,7 @@ fn no_page_names_a_slug_a_trace_key_or_a_file_path_in_its_prose() {
     let sections: Vec<&str> = fresh.sections.iter().map(|s| s.id.as_str()).collect();
     let chapters = std::fs::read_dir(Path::new(ROOT).join("book/src")).expect("book/src");
     let mut problems = Vec::new();
+    let mut machine_words = Vec::new();
     let mut pages = 0;
     for entry in chapters.flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
@@ -146,6 +190,15 @@ fn no_page_names_a_slug_a_trace_key_or_a_file_path_in_its_prose() {
         for word in offending(&prose(main), &sections) {
             problems.push(format!("{stem}.html: `{word}`"));
         }
+        // A recorded text is a sentence of the page here: "not applicable" may not hide in one.
+        let with_texts: Vec<&str> = NOT_PROSE_CLASSES
+            .iter()
+            .copied()
+            .filter(|c| *c != "lecture-text")
+            .collect();
+        for word in machinery(&prose_outside(main, &with_texts)) {
+            machine_words.push(format!("{stem}.html: `{word}`"));
+        }
     }
     assert!(pages > 20, "only {pages} pages read");
     assert!(
@@ -154,6 +207,28 @@ fn no_page_names_a_slug_a_trace_key_or_a_file_path_in_its_prose() {
          belong in code, tables and hover text):\n{}",
         problems.join("\n")
     );
+    assert!(
+        machine_words.is_empty(),
+        "prose should read as a sentence: a yes-or-no value in words (`{{{{if …}}}}`), no \"not applicable\", and at most \
+         four significant figures in a number that is not a count:\n{}",
+        machine_words.join("\n")
+    );
+}
+
+#[test]
+fn machinery_is_found_and_sentences_pass() {
+    let text = "same storage: true . pinned: not applicable: none. h1.grad: [[-0.04540199413895607, 0.25]] \
+                and 1.0011717677116394e-8, but 65,536 values, 4.531 bits, 12.5% and https://arxiv.org/abs/1910.02054";
+    assert_eq!(
+        machinery(text),
+        [
+            "not applicable",
+            "true",
+            "-0.04540199413895607",
+            "1.0011717677116394e-8"
+        ]
+    );
+    assert!(machinery("It held on this run, at 0.01562 and 2.000e-8, from 1,048,576 elements.").is_empty());
 }
 
 #[test]

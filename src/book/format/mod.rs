@@ -150,9 +150,13 @@ fn format_other(value: &Value) -> String {
     }
 }
 
-/// Compact JSON-like text for lists and objects: `[[1, 4, 2], [5, 3, 6]]`, `{"max": 448}`.
+/// Compact JSON-like text for lists and objects: `[[1, 4, 2], [5, 3, 6]]`, `{"max": 448}`. Whole
+/// numbers are written whole; the others with four significant figures, as a number in a sentence
+/// is (a gradient's seventeen digits say nothing a reader can use).
 pub fn compact(value: &Value) -> String {
-    compact_with(value, &|v| number_from_json(v).map_or_else(|| v.to_string(), plain))
+    compact_with(value, &|v| {
+        number_from_json(v).map_or_else(|| v.to_string(), |x| auto(x, Unit::None))
+    })
 }
 
 /// Like `compact`, writing each number with `number`.
