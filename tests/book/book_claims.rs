@@ -461,3 +461,29 @@ fn the_fusion_paragraph_follows_the_measured_ratio() {
     assert!(none.contains("on this device it did not pay."), "{none}");
     assert!(!none.contains("fusing saved time."), "{none}");
 }
+
+/// The accumulation chapter accounts for the gap between the lecture's count of activations and
+/// the measured high-water mark: exactly the loss's tensors, or more than they explain.
+#[test]
+fn the_accumulation_chapter_accounts_for_the_counted_and_measured_activations() {
+    let ws = Workspace::new();
+    let md = chapter("gradient_accumulation.md");
+    with_bibliography(&ws);
+    let mut trace = committed();
+    let section = section_mut(&mut trace, "gradient_accumulation");
+    let num = |name: &str| section.values[name].value.as_f64().expect("a number");
+    let (b, d, formula) = (num("batch_size"), num("d"), num("formula_activation_bytes"));
+    let loss_bytes = 2.0 * b * d * 4.0 + 4.0;
+    assert_eq!(num("full_batch_activation"), formula + loss_bytes, "the committed run");
+    let page_with = |trace: &mut Trace, activation: f64| {
+        set(trace, "gradient_accumulation", "full_batch_activation", activation.into());
+        words(&ws.build_chapter(&ws.write_trace("cpu", trace), &md).expect("builds"))
+    };
+    let exact = page_with(&mut trace, formula + loss_bytes);
+    assert!(exact.contains("the difference is exactly what the loss keeps."), "{exact}");
+    let more = page_with(&mut trace, formula + 2.0 * loss_bytes);
+    assert!(more.contains("more than the loss’s own tensors explain"), "{more}");
+    assert!(!more.contains("exactly what the loss keeps"), "{more}");
+    let less = page_with(&mut trace, formula / 2.0);
+    assert!(less.contains("the run held less than the count"), "{less}");
+}
