@@ -4,20 +4,24 @@
 
 use crate::trace::DeviceInfo;
 
-/// The model without the marks and filler a CPU's brand string carries ("(R)", "@ 2.80GHz",
-/// "Processor"), then, for a CPU, the kernels its slug names: two machines with one model differ
-/// only there, and the slug's suffix is what decided their numbers.
+/// The model without the marks and filler a CPU's brand string carries ("(R)", "Processor"), with
+/// the clock it names ("at 2.80GHz"), then, for a CPU, the instructions its slug names: two
+/// machines with one model differ there, and the slug's suffix is what decided their numbers.
 pub fn spoken(device: &DeviceInfo) -> String {
-    let model = device.name.split(" @ ").next().unwrap_or_default();
+    let (model, clock) = match device.name.split_once(" @ ") {
+        Some((model, clock)) => (model, Some(clock.trim())),
+        None => (device.name.as_str(), None),
+    };
     let words: Vec<&str> = model
         .split_whitespace()
         .map(|w| w.trim_end_matches("(R)").trim_end_matches("(TM)"))
         .filter(|w| !w.is_empty() && !matches!(*w, "Processor" | "CPU"))
         .collect();
-    let model = if words.is_empty() {
-        device.slug.clone()
-    } else {
-        words.join(" ")
+    let model = match (words.is_empty(), clock) {
+        (true, _) => device.slug.clone(),
+        // The clock the brand string names tells two CPUs of one model apart.
+        (false, Some(clock)) if !clock.is_empty() && device.kind == "cpu" => format!("{} at {clock}", words.join(" ")),
+        (false, _) => words.join(" "),
     };
     if device.kind != "cpu" {
         return model;
@@ -32,7 +36,7 @@ pub fn spoken(device: &DeviceInfo) -> String {
 fn kernels(slug: &str) -> Option<&'static str> {
     const SUFFIXES: &[(&str, &str)] = &[
         ("-amx", "AMX"),
-        ("-avx512-bf16", "AVX-512"),
+        ("-avx512-bf16", "AVX-512 and bfloat16 dot products"),
         ("-avx512", "AVX-512"),
         ("-avx2", "AVX2"),
         ("-portable", "no vector kernels"),
@@ -60,7 +64,7 @@ mod tests {
         let said = |kind, name, slug| spoken(&device(kind, name, slug));
         assert_eq!(
             said("cpu", "AMD EPYC", "cpu-amd-epyc-avx512-bf16"),
-            "AMD EPYC with AVX-512"
+            "AMD EPYC with AVX-512 and bfloat16 dot products"
         );
         assert_eq!(said("cpu", "AMD EPYC", "cpu-amd-epyc-avx2"), "AMD EPYC with AVX2");
         assert_eq!(
@@ -69,7 +73,16 @@ mod tests {
                 "Intel(R) Xeon(R) Processor @ 2.80GHz",
                 "cpu-intel-r-xeon-r-processor-2-80ghz-avx512"
             ),
-            "Intel Xeon with AVX-512"
+            "Intel Xeon at 2.80GHz with AVX-512"
+        );
+        // One model, two instruction sets: two names.
+        assert_eq!(
+            said(
+                "cpu",
+                "Intel(R) Xeon(R) Processor",
+                "cpu-intel-r-xeon-r-processor-avx512-bf16"
+            ),
+            "Intel Xeon with AVX-512 and bfloat16 dot products"
         );
         assert_eq!(
             said("cpu", "Intel(R) Xeon(R) Processor", "cpu-intel-r-xeon-r-processor-amx"),

@@ -127,14 +127,23 @@ struct Column {
 
 /// The table and the chart.
 pub fn render(traces: &mut Traces) -> Result<String, Cause> {
-    let columns: Vec<Column> = traces
+    let mut columns: Vec<Column> = traces
         .all()?
         .into_iter()
         .map(|(path, trace)| Column { path, trace })
         .collect();
+    // The trace `lecture` has just written is the reader's own machine: its column comes first,
+    // where a narrow screen shows it, and says so.
+    let own = traces.given_strict();
+    columns.sort_by_key(|c| Some(&c.path) != own.as_ref());
     let mut head = String::from("<th></th>");
     for c in &columns {
-        head.push_str(&format!("<th>{}</th>", header(traces, c)?));
+        let mine = if Some(&c.path) == own.as_ref() {
+            "<strong>this machine</strong><br>"
+        } else {
+            ""
+        };
+        head.push_str(&format!("<th>{mine}{}</th>", header(traces, c)?));
     }
     let (rows, charted) = rows(&columns)?;
     let mut body = String::new();
@@ -152,14 +161,28 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
         for c in &columns {
             let (bf16, fp32) = (number(traces, c, &charted.top), number(traces, c, &charted.bottom));
             if let (Ok(bf16), Ok(fp32)) = (bf16, fp32) {
-                speedups.push((super::device_names::spoken(&c.trace.provenance.device), bf16 / fp32));
+                let section = &charted.section;
+                let peak = |traces: &mut Traces, name: &str| number(traces, c, &format!("{section}.{name}")).ok();
+                let peaks = peak(traces, "bf16_promised_flop_per_sec").zip(peak(traces, "promised_flop_per_sec"));
+                let widened = traces
+                    .resolve(&c.path, &c.trace, &address(&format!("{section}.bf16_matmul_isa")))
+                    .is_ok_and(|f| f.value.as_str() == Some("portable-f32"));
+                speedups.push(Speedup {
+                    name: super::device_names::spoken(&c.trace.provenance.device),
+                    ratio: bf16 / fp32,
+                    peaks,
+                    widened,
+                });
             }
             timings.extend(trace_timing(traces, c, &charted.section));
         }
     }
     Ok(format!(
         "<div class=\"lecture-devices\"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>\n\n{}\n\n{}{}",
-        speedup_chart(&speedups, charted.as_ref())?,
+        speedup_chart(
+            &speedups.iter().map(|s| (s.name.clone(), s.ratio)).collect::<Vec<_>>(),
+            charted.as_ref()
+        )?,
         verdict(&speedups),
         super::bench_tables::render(&traces.dir(), &timings)?
     ))
@@ -188,34 +211,81 @@ fn trace_timing(traces: &mut Traces, c: &Column, section: &str) -> Option<TraceT
 /// band for "about the same rate").
 const PAYS: f64 = 1.25;
 
-/// The lesson, decided from the traces: on which devices bfloat16 paid, and whether that splits.
-fn verdict(speedups: &[(String, f64)]) -> String {
+/// One device's bfloat16 product against its float32 one, and what its own trace says of why.
+struct Speedup {
+    name: String,
+    /// bfloat16's rate over float32's, at the lecture's shape.
+    ratio: f64,
+    /// The peaks its MFUs divide by, bfloat16's and float32's (measured on a CPU, a datasheet's on
+    /// a GPU), where the trace has them.
+    peaks: Option<(f64, f64)>,
+    /// Whether its bfloat16 products were widened to float32 (no bfloat16 unit, or none taken).
+    widened: bool,
+}
+
+/// The lesson, decided from the traces: on which devices bfloat16 paid, and for each device where
+/// it did not, the cause its own trace names, so that no device is a counter-example to the
+/// sentence that lists it.
+fn verdict(speedups: &[Speedup]) -> String {
     let list = |pays: bool| -> Vec<String> {
         speedups
             .iter()
-            .filter(|(_, r)| (*r > PAYS) == pays)
-            .map(|(name, r)| format!("the {} ({r:.2}×)", escape(name)))
+            .filter(|s| (s.ratio > PAYS) == pays)
+            .map(|s| format!("the {} ({:.2}×)", escape(&s.name), s.ratio))
             .collect()
     };
     let (paid, not) = (list(true), list(false));
+    let rate = |x: f64| format_value(&serde_json::json!(x), Unit::FlopPerSec, Format::Auto).unwrap_or_default();
+    let why_not: Vec<String> = speedups
+        .iter()
+        .filter(|s| s.ratio <= PAYS)
+        .map(|s| {
+            let name = escape(&s.name);
+            match s.peaks {
+                _ if s.widened => {
+                    format!("the {name} multiplies bfloat16 by widening it to float32, on the float32 units")
+                }
+                Some((bf16, fp32)) if bf16 < fp32 / PAYS => format!(
+                    "on the {name}, the bfloat16 unit peaks at {}, below the float32 units' {}",
+                    rate(bf16),
+                    rate(fp32)
+                ),
+                Some((bf16, fp32)) if bf16 > fp32 * PAYS => format!(
+                    "on the {name}, the bfloat16 peak ({}) is above the float32 one ({}), but the product at this \
+                     shape did not come near it",
+                    rate(bf16),
+                    rate(fp32)
+                ),
+                Some(_) => format!("on the {name}, the bfloat16 and float32 peaks are about the same"),
+                None => format!("the trace of the {name} records no peaks to say why"),
+            }
+        })
+        .collect();
+    let causes = match why_not.as_slice() {
+        [] => String::new(),
+        [one] => format!(" Where it did not, the device's own peaks say why: {one}."),
+        many => format!(
+            " Where it did not, each device's own peaks say why: {}.",
+            many.join("; ")
+        ),
+    };
     let text = match (paid.is_empty(), not.is_empty()) {
         (true, true) => "No trace here timed both products, so there is nothing to compare.".to_string(),
         (false, false) => format!(
             "bfloat16 ran more than a quarter faster than float32 on {}, and did not on {}. So whether bfloat16 pays \
-             depends on the hardware: on a device whose matrix units take bfloat16 (tensor cores, AMX tiles, \
-             <code>vdpbf16ps</code>) it halves the bytes and multiplies the rate; elsewhere it is widened to float32 and \
-             buys nothing but its smaller size.",
+             depends on the hardware: it halves the bytes everywhere, but it multiplies the rate only where a unit \
+             multiplies bfloat16 faster than the float32 units multiply float32.{causes}",
             paid.join(", "),
             not.join(", ")
         ),
         (false, true) => format!(
-            "bfloat16 ran more than a quarter faster than float32 on every device here ({}): each has matrix units that \
-             take bfloat16. A device without them would widen it to float32 and gain nothing.",
+            "bfloat16 ran more than a quarter faster than float32 on every device here ({}): each has a unit that \
+             multiplies bfloat16 faster than its float32 units multiply float32.",
             paid.join(", ")
         ),
         (true, false) => format!(
-            "bfloat16 ran no more than a quarter faster than float32 on any device here ({}): none of them multiplied \
-             it natively at this shape, so its only gain was its smaller size.",
+            "bfloat16 ran no more than a quarter faster than float32 on any device here ({}), so its only gain was its \
+             smaller size.{causes}",
             not.join(", ")
         ),
     };

@@ -113,6 +113,12 @@ impl Traces {
         self
     }
 
+    /// The trace given to be held to the code: the one `lecture` has just written on this
+    /// machine (none when the book is built from the folder alone).
+    pub fn given_strict(&self) -> Option<PathBuf> {
+        self.strict.clone()
+    }
+
     /// The trace held to the code: the one given, else the folder's most complete, newest trace.
     pub fn strict_path(&mut self) -> Option<PathBuf> {
         if let Some(found) = &self.strict_path {

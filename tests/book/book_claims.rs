@@ -476,11 +476,19 @@ fn the_accumulation_chapter_accounts_for_the_counted_and_measured_activations() 
     let loss_bytes = 2.0 * b * d * 4.0 + 4.0;
     assert_eq!(num("full_batch_activation"), formula + loss_bytes, "the committed run");
     let page_with = |trace: &mut Trace, activation: f64| {
-        set(trace, "gradient_accumulation", "full_batch_activation", activation.into());
+        set(
+            trace,
+            "gradient_accumulation",
+            "full_batch_activation",
+            activation.into(),
+        );
         words(&ws.build_chapter(&ws.write_trace("cpu", trace), &md).expect("builds"))
     };
     let exact = page_with(&mut trace, formula + loss_bytes);
-    assert!(exact.contains("the difference is exactly what the loss keeps."), "{exact}");
+    assert!(
+        exact.contains("the difference is exactly what the loss keeps."),
+        "{exact}"
+    );
     let more = page_with(&mut trace, formula + 2.0 * loss_bytes);
     assert!(more.contains("more than the loss’s own tensors explain"), "{more}");
     assert!(!more.contains("exactly what the loss keeps"), "{more}");

@@ -318,6 +318,17 @@ fn the_devices_table_has_a_column_per_trace_and_decides_its_verdict_from_them() 
     );
     assert!(page.contains("10.00×"), "{page}");
     assert!(page.contains("no GPU"), "the CPU's allocator cell: {page}");
+    // The trace just written is the reader's machine: its column comes first, and says so.
+    let first_column = page.split("<th>").nth(2).expect("a first device column");
+    assert!(
+        first_column.starts_with("<strong>this machine</strong>"),
+        "{first_column}"
+    );
+    assert!(
+        first_column.contains(&format!("<code>{}</code>", fresh_trace().provenance.device.slug)),
+        "{first_column}"
+    );
+    assert_eq!(page.matches("this machine").count(), 1, "{page}");
     let older = format!(
         "of {} sections recorded by older code (commit abcdef1)",
         cs336::lecture::SECTIONS.len()
@@ -347,9 +358,21 @@ fn the_devices_table_has_a_column_per_trace_and_decides_its_verdict_from_them() 
         .get_mut("bf16_actual_flop_per_sec")
         .expect("bf16 rate")
         .value = serde_json::json!(fp32 * 0.5);
+    for (name, peak) in [
+        ("bf16_promised_flop_per_sec", 989.5e12),
+        ("promised_flop_per_sec", 67e12),
+    ] {
+        flops.values.get_mut(name).expect("a peak").value = serde_json::json!(peak);
+    }
     ws.write_trace("nvidia-h200", &slow);
     let html = ws.build_chapter(&cpu, "{{devices}}\n").expect("builds");
     assert!(body(&html).contains("0.50×"), "{html}");
+    // A device where bfloat16 did not pay is given its own cause: the H200's datasheet peaks put
+    // bfloat16 far above float32, so it is the product that fell short, not the unit.
+    assert!(
+        body(&html).contains("on the NVIDIA H200, the bfloat16 peak (989.5 TFLOP/s) is above the float32 one"),
+        "{html}"
+    );
     if ratio(fresh) <= 1.25 {
         assert!(body(&html).contains("on any device here"), "{html}");
     } else {
