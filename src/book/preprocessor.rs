@@ -97,7 +97,9 @@ impl Preprocessor for LecturePreprocessor {
     fn run(&self, ctx: &PreprocessorContext, mut book: Book) -> anyhow::Result<Book> {
         // `mdbook serve` reads the chapters itself: a chapter that leads outside the book fails
         // the build here, as `lecture book` refuses it before mdbook reads anything.
-        super::inputs::check(&ctx.root)?;
+        let root = ctx.root.display();
+        super::inputs::check(&ctx.root)
+            .with_context(|| format!("checking the book at `{root}`, the root mdbook gave the preprocessor"))?;
         let settings = Settings::read(ctx)?;
         let default = match &self.trace {
             Some(path) => TraceChoice::File(path.clone()),
