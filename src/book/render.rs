@@ -277,7 +277,8 @@ fn render_one(directive: &Directive, traces: &mut Traces) -> Result<String, Caus
             format,
             unit,
             trace,
-        } => tables::table(traces, address, *format, *unit, trace.as_deref()),
+            columns,
+        } => tables::table(traces, address, *format, *unit, trace.as_deref(), columns.as_deref()),
         Directive::If { .. }
         | Directive::ElseIf { .. }
         | Directive::Else

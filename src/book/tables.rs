@@ -10,6 +10,35 @@ use super::problem::Cause;
 use super::traces::Traces;
 use crate::trace::Unit;
 
+/// A column's field name as a reader says it (its cells carry the unit): `seconds_per_sample` is
+/// "time per sample", `memory_share` "share of the memory roof". A name the list does not know
+/// reads with spaces for its underscores.
+pub fn label(field: &str) -> String {
+    let known = match field {
+        "mfu" => "MFU",
+        "roofline_mfu" => "MFU the roofline allows",
+        "regime" => "bound by",
+        "level" => "memory level",
+        "time_s" => "time",
+        "best_time_s" => "fastest",
+        "predicted_time_s" => "predicted",
+        "bytes_per_sec" => "bytes/s",
+        "flop_per_sec" => "FLOP/s",
+        "memory_share" => "share of the memory roof",
+        "roof_bytes_per_sec" => "memory roof",
+        "micro_batches" => "micro-batches",
+        "micro_batch_size" => "micro-batch size",
+        "peak_bytes" => "peak",
+        "activation_bytes" => "activations",
+        "matmul_flops" => "matrix FLOPs",
+        "other_flops" => "other FLOPs",
+        "seconds_per_sample" => "time per sample",
+        "largest_gradient_difference" => "largest gradient difference",
+        other => return other.replace('_', " "),
+    };
+    known.to_string()
+}
+
 /// An object as an HTML table: one row per field; when every field is itself an object, one
 /// column per inner field as well (`{"fp32": {"final_loss": …}, "bf16": {…}}`).
 pub fn table(
@@ -18,6 +47,7 @@ pub fn table(
     format: Format,
     unit: Option<Unit>,
     slug: Option<&str>,
+    chosen: Option<&[String]>,
 ) -> Result<String, Cause> {
     let path = traces.path(slug)?;
     let trace = traces.load(&path)?;
@@ -28,7 +58,12 @@ pub fn table(
     let column_unit = |column: &str| match unit {
         Unit::None if column.ends_with("_bytes") => Unit::Bytes,
         Unit::None if column.ends_with("_flops") => Unit::Flop,
-        Unit::None if column.starts_with("seconds_per_") => Unit::Seconds,
+        Unit::None if column.starts_with("seconds_per_") || column.ends_with("_time_s") || column == "time_s" => {
+            Unit::Seconds
+        }
+        Unit::None if column.ends_with("bytes_per_sec") => Unit::BytesPerSec,
+        Unit::None if column.ends_with("flop_per_sec") => Unit::FlopPerSec,
+        Unit::None if column.ends_with("_share") || column.ends_with("mfu") => Unit::Ratio,
         _ => unit,
     };
     let bad = |msg: String| Cause::BadValue {
@@ -83,12 +118,25 @@ pub fn table(
                 }
             }
         }
+        if let Some(chosen) = chosen {
+            let all: Vec<&str> = columns.iter().map(|c| c.as_str()).collect();
+            if let Some(missing) = chosen.iter().find(|c| !all.contains(&c.as_str())) {
+                return Err(bad(format!(
+                    "`columns=` names `{missing}`, which no row has (fields: {})",
+                    all.join(", ")
+                )));
+            }
+            columns = chosen
+                .iter()
+                .filter_map(|c| columns.iter().copied().find(|k| *k == c))
+                .collect();
+        }
         let headed = rows.iter().any(|(h, _)| h.is_some());
         if headed {
             head.push_str("<th></th>");
         }
         for c in &columns {
-            head.push_str(&format!("<th><code>{}</code></th>", escape(c)));
+            head.push_str(&format!("<th>{}</th>", escape(&label(c))));
         }
         for (header, fields) in &rows {
             body.push_str("<tr>");

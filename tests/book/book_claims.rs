@@ -235,7 +235,7 @@ fn objects_are_tables_never_raw_json_in_prose() {
         .build_chapter(&path, "Runs:\n\n{{table mixed_precision_training.high_lr_results}}\n")
         .expect("builds");
     assert!(
-        html.contains("<th><code>final_loss</code></th>") && html.contains("<th><code>fp32</code></th>"),
+        html.contains("<th>final loss</th>") && html.contains("<th><code>fp32</code></th>"),
         "{html}"
     );
 

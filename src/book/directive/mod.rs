@@ -46,12 +46,14 @@ pub enum Directive {
     ElseIf { claim: Claim, trace: Option<String> },
     /// `{{assert CLAIM [state=S] [trace=SLUG]}}`: the build fails unless it holds.
     Assert { claim: Claim, trace: Option<String> },
-    /// `{{table SECTION.NAME[.PATH] [state=S] [format=F] [unit=U] [trace=SLUG]}}`: an object as a table.
+    /// `{{table SECTION.NAME[.PATH] [state=S] [format=F] [unit=U] [trace=SLUG] [columns=K,K]}}`: an
+    /// object as a table; `columns=` picks the fields shown as columns, in that order.
     Table {
         address: Address,
         format: Format,
         unit: Option<Unit>,
         trace: Option<String>,
+        columns: Option<Vec<String>>,
     },
     /// `{{check SECTION.NAME [trace=SLUG]}}`: a tick for a fact the section's code checked
     /// (`check!`), its claim and line on hover; the book quotes it, it does not decide it again.
@@ -97,7 +99,7 @@ impl Directive {
 /// The directive forms, for messages.
 pub const SYNTAX: &str = "{{value SECTION.NAME[.PATH] [state=first|last|K] [format=F] [unit=U] [trace=SLUG]}}, {{code SECTION}}, \
      {{chart ID}}, {{provenance}}, {{compare SECTION.NAME[.PATH] [state=S] [format=F] [unit=U]}}, \
-     {{table SECTION.NAME[.PATH]}}, {{times SECTION.NAME SECTION.NAME [trace=SLUG]}}, {{device SECTION [trace=SLUG]}}, {{devices}}, {{if CLAIM}} … {{else if CLAIM}} … {{else}} … {{end}}, {{assert CLAIM}}, {{check SECTION.NAME}} \
+     {{table SECTION.NAME[.PATH] [columns=K,K]}}, {{times SECTION.NAME SECTION.NAME [trace=SLUG]}}, {{device SECTION [trace=SLUG]}}, {{devices}}, {{if CLAIM}} … {{else if CLAIM}} … {{else}} … {{end}}, {{assert CLAIM}}, {{check SECTION.NAME}} \
      (CLAIM: `a.b > c.d`, `a.b < 2 * c.d`, `ratio(a.b, c.d) in [0.8, 1.25]`, `reldiff(a.b, c.d) < 0.05`, \
      `has a.b`, a recorded boolean `a.b`, joined with and/or/not), {{cite KEY}}, {{references}}";
 
@@ -113,19 +115,33 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
     let mut trace = None;
     let mut unit = None;
     let mut state = None;
+    let mut columns: Option<Vec<String>> = None;
     for word in words {
         match word.split_once('=') {
             Some(("format", f)) => set_once(&mut format, f.parse::<Format>()?, "format")?,
             Some(("trace", t)) => set_once(&mut trace, slug(t)?, "trace")?,
             Some(("unit", u)) => set_once(&mut unit, unit_of(u)?, "unit")?,
             Some(("state", s)) => set_once(&mut state, StateChoice::parse(s)?, "state")?,
+            Some(("columns", list)) => {
+                let keys: Vec<String> = list.split(',').map(str::to_string).collect();
+                if keys
+                    .iter()
+                    .any(|k| k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                {
+                    return Err(format!("`columns={list}` must list field names separated by commas"));
+                }
+                set_once(&mut columns, keys, "columns")?
+            }
             Some((key, _)) => {
                 return Err(format!(
-                    "unknown option `{key}` (options: format=, unit=, state=, trace=)"
+                    "unknown option `{key}` (options: format=, unit=, state=, trace=, and columns= for a table)"
                 ));
             }
             None => positional.push(word),
         }
+    }
+    if columns.is_some() && kind != "table" {
+        return Err(format!("`{kind}` takes no columns (only a table has them)"));
     }
     // `state=` picks a state of the value a directive quotes; only those that quote one take it.
     let quotes = matches!(kind, "value" | "compare" | "table");
@@ -208,6 +224,7 @@ pub fn parse(inner: &str) -> Result<Directive, String> {
                 format: format.unwrap_or(Format::Auto),
                 unit,
                 trace,
+                columns,
             }
         }
         ("check", [address]) => {
@@ -411,8 +428,25 @@ mod tests {
                 address: addr("a", "b", &["c"]),
                 format: Format::Auto,
                 unit: None,
-                trace: None
+                trace: None,
+                columns: None,
             })
+        );
+        assert_eq!(
+            parse("table a.b columns=time_s,mfu"),
+            Ok(Directive::Table {
+                address: addr("a", "b", &[]),
+                format: Format::Auto,
+                unit: None,
+                trace: None,
+                columns: Some(vec!["time_s".into(), "mfu".into()]),
+            })
+        );
+        assert!(parse("value a.b columns=x").unwrap_err().contains("takes no columns"));
+        assert!(
+            parse("table a.b columns=x,,y")
+                .unwrap_err()
+                .contains("separated by commas")
         );
         assert_eq!(
             parse("cite glorot_2010"),
