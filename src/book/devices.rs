@@ -329,7 +329,7 @@ fn header(traces: &mut Traces, c: &Column) -> Result<String, Cause> {
         .unwrap_or_default();
     Ok(format!(
         "{}<br><code>{}</code><br><span class=\"lecture-muted\">{}, commit {}; {}</span>",
-        escape(&device.name),
+        escape(&super::device_names::spoken(device)),
         escape(&device.slug),
         escape(day),
         escape(&commit),
@@ -423,7 +423,14 @@ fn speedup_chart(speedups: &[(String, f64)], charted: Option<&Charted>) -> Resul
             ChartBuilder::on(root)
                 .margin(14)
                 .x_label_area_size(50)
-                .y_label_area_size(260)
+                // Room for the longest name at the labels' size (about 7.5 px a character).
+                .y_label_area_size(
+                    names
+                        .iter()
+                        .map(|n| n.chars().count())
+                        .max()
+                        .map_or(260, |c| (c as u32 * 15 / 2 + 12).clamp(200, 420)),
+                )
                 .build_cartesian_2d(0.0..top, -0.5..n as f64 - 0.5),
         )?;
         drawing(
@@ -453,9 +460,10 @@ fn speedup_chart(speedups: &[(String, f64)], charted: Option<&Charted>) -> Resul
                     to: chart.backend_coord(&(*ratio, y + 0.3)),
                 },
                 title: format!(
-                    "the {name}: bfloat16 FLOP/s over float32 FLOP/s: {ratio:.2}× (ratio)\ntrace: {} / {}, in the \
-                     {name}'s trace",
-                    charted.top, charted.bottom
+                    "the {name}: bfloat16 ran at {ratio:.2}× float32's FLOP/s, both timed at the lecture's shape (measured)\
+                     \ntrace: {} / {}, in the {name}'s trace",
+                    charted.top,
+                    charted.bottom
                 ),
             });
             drawing(chart.draw_series(std::iter::once(Text::new(
