@@ -52,6 +52,7 @@ pub fn table(
     let path = traces.path(slug)?;
     let trace = traces.load(&path)?;
     let found = traces.resolve(&path, &trace, address)?;
+    let lenient = traces.is_lenient(&path);
     let unit = unit.unwrap_or(found.record.unit);
     // A list of rows recorded without a unit names its columns' units instead: `peak_bytes`,
     // `matmul_flops`, `seconds_per_sample`.
@@ -120,7 +121,10 @@ pub fn table(
         }
         if let Some(chosen) = chosen {
             let all: Vec<&str> = columns.iter().map(|c| c.as_str()).collect();
-            if let Some(missing) = chosen.iter().find(|c| !all.contains(&c.as_str())) {
+            // Another device's older run may not have recorded a column: it shows the rest.
+            if let Some(missing) = chosen.iter().find(|c| !all.contains(&c.as_str()))
+                && !lenient
+            {
                 return Err(bad(format!(
                     "`columns=` names `{missing}`, which no row has (fields: {})",
                     all.join(", ")

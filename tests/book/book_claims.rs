@@ -495,3 +495,35 @@ fn the_accumulation_chapter_accounts_for_the_counted_and_measured_activations() 
     let less = page_with(&mut trace, formula / 2.0);
     assert!(less.contains("the run held less than the count"), "{less}");
 }
+
+/// A measured peak below a rate the same run measured is refused: the CPU-peak appendix does not
+/// build from a copy of the trace whose bfloat16 product beat its bfloat16 peak, and the message
+/// names both values.
+#[test]
+fn a_peak_below_a_measured_rate_is_refused() {
+    let ws = Workspace::new();
+    let md = chapter("cpu_peak.md");
+    let mut trace = committed();
+    ws.build_chapter(&ws.write_trace("cpu", &trace), &md)
+        .expect("the committed run's peaks hold");
+    let peak = section_mut(&mut trace, "tensor_operations_flops").values["bf16_promised_flop_per_sec"]
+        .value
+        .as_f64()
+        .expect("a bf16 peak");
+    set(
+        &mut trace,
+        "tensor_operations_flops",
+        "bf16_actual_flop_per_sec",
+        (1.5 * peak).into(),
+    );
+    let problem = only_problem(ws.build_chapter(&ws.write_trace("cpu", &trace), &md));
+    let Cause::AssertFailed { claim, values } = &problem.cause else {
+        panic!("{problem}")
+    };
+    assert!(claim.contains("bf16_actual_flop_per_sec <= "), "{claim}");
+    assert!(
+        values.contains("tensor_operations_flops.bf16_actual_flop_per_sec = ")
+            && values.contains("tensor_operations_flops.bf16_promised_flop_per_sec = "),
+        "{values}"
+    );
+}
