@@ -527,3 +527,32 @@ fn a_peak_below_a_measured_rate_is_refused() {
         "{values}"
     );
 }
+
+/// The mixed-precision chapter says why pure bfloat16 can end below mixed precision from the run:
+/// close together they share the forward pass's floor; far apart, something more separates them;
+/// and mixed below bfloat16 is what the master weights predict.
+#[test]
+fn the_mixed_precision_chapter_decides_its_closing_from_the_run() {
+    let ws = Workspace::new();
+    let md = chapter("mixed_precision_training.md");
+    with_bibliography(&ws);
+    let mut trace = committed();
+    let high = section_mut(&mut trace, "mixed_precision_training").values["high_lr_results"]
+        .value
+        .clone();
+    let page_with = |trace: &mut Trace, bf16: f64, mixed: f64| {
+        let mut high = high.clone();
+        high["bf16"]["final_loss"] = bf16.into();
+        high["mixed"]["final_loss"] = mixed.into();
+        set(trace, "mixed_precision_training", "high_lr_results", high);
+        words(&ws.build_chapter(&ws.write_trace("cpu", trace), &md).expect("builds"))
+    };
+    let floor = page_with(&mut trace, 1.5e-5, 2.0e-5);
+    assert!(floor.contains("pure bfloat16 ended below mixed precision"), "{floor}");
+    assert!(floor.contains("Close to each other, they sit at the floor"), "{floor}");
+    let apart = page_with(&mut trace, 1.0e-6, 2.0e-5);
+    assert!(apart.contains("They ended far apart"), "{apart}");
+    let below = page_with(&mut trace, 2.0e-5, 1.0e-6);
+    assert!(below.contains("mixed precision ended below pure bfloat16"), "{below}");
+    assert!(!below.contains("pure bfloat16 ended below"), "{below}");
+}

@@ -104,11 +104,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "the bound of the claim that decides the sentence, written in its `ratio(…) in [0.5, 2]`",
     ),
     (
-        "mixed_precision_training.md",
-        "Whether the two bfloat16 runs",
-        "pure bfloat16 and mixed: the two runs named before",
-    ),
-    (
         "note_about_randomness.md",
         "Two draws from generators",
         "the section draws twice to compare: the experiment's design",
