@@ -35,8 +35,13 @@ pub(super) fn render(traces: &mut Traces, path: &Path, trace: &Trace, address: &
         "checked by the run: {claim} · {address} · {} trace · {}:{}",
         trace.provenance.device.slug, found.section.source_file, found.line
     );
+    // A chapter's first tick says what the mark means; the rest carry it on hover.
+    let words = match traces.first_tick() {
+        true => " <span class=\"lecture-muted\">(✓: the run's code checked this as it ran)</span>",
+        false => "",
+    };
     Ok(format!(
-        "<span class=\"lecture-check\" role=\"img\" aria-label=\"checked\" title=\"{}\">✓</span>{mark}",
+        "<span class=\"lecture-check\" role=\"img\" aria-label=\"checked\" title=\"{}\">✓</span>{words}{mark}",
         escape_inline(&title)
     ))
 }

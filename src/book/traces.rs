@@ -60,6 +60,8 @@ pub struct Traces {
     unrecorded: Vec<Unrecorded>,
     /// The (trace, section) pairs whose older-code mark this chapter showed in full already.
     marked: Vec<(PathBuf, String)>,
+    /// Whether this chapter has shown a check's tick yet (the first one says what it means).
+    ticked: bool,
     /// In a what-if book, the device's own trace (`BuildOptions::baseline`).
     baseline: Option<PathBuf>,
 }
@@ -86,6 +88,7 @@ impl Traces {
             quoted: Vec::new(),
             unrecorded: Vec::new(),
             marked: Vec::new(),
+            ticked: false,
             baseline: None,
         }
     }
@@ -283,9 +286,15 @@ impl Traces {
         super::render::older_code_mark(older)
     }
 
+    /// Whether this is the chapter's first check tick: that one is explained in words.
+    pub fn first_tick(&mut self) -> bool {
+        !std::mem::replace(&mut self.ticked, true)
+    }
+
     /// What was quoted since the last call (one chapter's worth), in the order first quoted.
     pub fn take_quotes(&mut self) -> Vec<Quote> {
         self.marked.clear();
+        self.ticked = false;
         std::mem::take(&mut self.quoted)
     }
 }

@@ -556,3 +556,17 @@ fn the_mixed_precision_chapter_decides_its_closing_from_the_run() {
     assert!(below.contains("mixed precision ended below pure bfloat16"), "{below}");
     assert!(!below.contains("pure bfloat16 ended below"), "{below}");
 }
+
+/// A chapter's first tick says what it means, once; the others carry it on hover.
+#[test]
+fn the_first_tick_of_a_chapter_is_explained_in_words() {
+    let ws = Workspace::new();
+    let md = "A view.{{check tensor_slicing.transpose_is_a_view}} A copy.{{check tensor_slicing.contiguous_copies}}\n";
+    let html = ws
+        .build_chapter(&ws.write_trace("cpu", &committed()), md)
+        .expect("builds");
+    let explained = "(✓: the run’s code checked this as it ran)";
+    let text = words(&html);
+    assert_eq!(text.matches(explained).count(), 1, "{text}");
+    assert_eq!(html.matches("class=\"lecture-check\"").count(), 2, "{html}");
+}
