@@ -179,10 +179,7 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
     }
     Ok(format!(
         "<div class=\"lecture-devices\"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>\n\n{}\n\n{}{}",
-        speedup_chart(
-            &speedups.iter().map(|s| (s.name.clone(), s.ratio)).collect::<Vec<_>>(),
-            charted.as_ref()
-        )?,
+        speedup_chart(&speedups, charted.as_ref())?,
         verdict(&speedups),
         super::bench_tables::render(&traces.dir(), &timings)?
     ))
@@ -401,14 +398,17 @@ fn cell(traces: &mut Traces, c: &Column, what: &Cell) -> Result<String, Cause> {
 
 /// One bar per device: bfloat16's FLOP/s over float32's at the lecture's shape, with the line
 /// where the two are equal.
-fn speedup_chart(speedups: &[(String, f64)], charted: Option<&Charted>) -> Result<String, Cause> {
-    let finite: Vec<&(String, f64)> = speedups.iter().filter(|(_, r)| r.is_finite() && *r > 0.0).collect();
+fn speedup_chart(speedups: &[Speedup], charted: Option<&Charted>) -> Result<String, Cause> {
+    let finite: Vec<&Speedup> = speedups
+        .iter()
+        .filter(|s| s.ratio.is_finite() && s.ratio > 0.0)
+        .collect();
     let Some(charted) = charted.filter(|_| !finite.is_empty()) else {
         return Ok(String::new());
     };
     let n = finite.len();
-    let top = finite.iter().map(|(_, r)| *r).fold(1.0, f64::max) * 1.15;
-    let names: Vec<String> = finite.iter().map(|(s, _)| s.clone()).collect();
+    let top = finite.iter().map(|s| s.ratio).fold(1.0, f64::max) * 1.15;
+    let names: Vec<String> = finite.iter().map(|s| s.name.clone()).collect();
     let y_name = |y: &f64| {
         let row = n as f64 - 1.0 - y.round();
         if (y - y.round()).abs() < 1e-6 && row >= 0.0 {
@@ -447,7 +447,7 @@ fn speedup_chart(speedups: &[(String, f64)], charted: Option<&Charted>) -> Resul
                 .light_line_style(FG.mix(0.0))
                 .draw(),
         )?;
-        for (i, (name, ratio)) in finite.iter().enumerate() {
+        for (i, Speedup { name, ratio, .. }) in finite.iter().copied().enumerate() {
             let y = (n - 1 - i) as f64;
             let color = if *ratio >= 1.0 { PALETTE[2] } else { PALETTE[1] };
             drawing(chart.draw_series(std::iter::once(Rectangle::new(

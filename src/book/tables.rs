@@ -13,7 +13,7 @@ use crate::trace::Unit;
 /// A column's field name as a reader says it (its cells carry the unit): `seconds_per_sample` is
 /// "time per sample", `memory_share` "share of the memory roof". A name the list does not know
 /// reads with spaces for its underscores.
-pub fn label(field: &str) -> String {
+fn label(field: &str) -> String {
     let known = match field {
         "mfu" => "MFU",
         "roofline_mfu" => "MFU the roofline allows",
