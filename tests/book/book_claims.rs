@@ -570,3 +570,43 @@ fn the_first_tick_of_a_chapter_is_explained_in_words() {
     assert_eq!(text.matches(explained).count(), 1, "{text}");
     assert_eq!(html.matches("class=\"lecture-check\"").count(), 2, "{html}");
 }
+
+/// The deep network chapter says why backward's products fell short of twice the forward's (the
+/// first block's input is data) and whether the graph kept what the lecture counts, from the run.
+#[test]
+fn the_deep_network_chapter_explains_backward_and_its_activations_from_the_run() {
+    let ws = Workspace::new();
+    let md = chapter("deep_network.md");
+    with_bibliography(&ws);
+    let mut trace = committed();
+    let num = |trace: &Trace, name: &str| {
+        section_mut(&mut trace.clone(), "deep_network").values[name]
+            .value
+            .clone()
+    };
+    let layers = num(&trace, "num_layers").as_f64().expect("a number");
+    assert_eq!(
+        num(&trace, "backward_over_forward").as_f64(),
+        Some((2.0 * layers - 1.0) / layers),
+        "the committed run: every block but the first sends a gradient back"
+    );
+    assert_eq!(num(&trace, "activation_bytes"), num(&trace, "lecture_activation_bytes"));
+    let page = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), &md).expect("builds"));
+    assert!(page.contains("the first block’s input is the data"), "{page}");
+    assert!(page.contains("and gets the same total"), "{page}");
+    assert!(!page.contains("this graph keeps"), "{page}");
+
+    set(&mut trace, "deep_network", "backward_over_forward", 2.0.into());
+    let lecture_bytes = num(&trace, "lecture_activation_bytes").as_f64().expect("a number");
+    set(
+        &mut trace,
+        "deep_network",
+        "activation_bytes",
+        (lecture_bytes / 2.0).into(),
+    );
+    let page = words(&ws.build_chapter(&ws.write_trace("cpu", &trace), &md).expect("builds"));
+    assert!(!page.contains("the first block’s input is the data"), "{page}");
+    assert!(page.contains("every product ran twice in backward"), "{page}");
+    assert!(page.contains("this graph keeps less"), "{page}");
+    assert!(!page.contains("and gets the same total"), "{page}");
+}

@@ -46,6 +46,21 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "is two float32 B × D tensors and two single floats",
         "what the claim just before checks, that the working set is 2·B·D·4 + 8 bytes: the sentence is only shown when it holds",
     ),
+    (
+        "deep_network.md",
+        "num_layers · (2 · B · D · D + B · D)",
+        "the forward pass's FLOPs as a formula in the givens, which the run checks against its FLOP counter",
+    ),
+    (
+        "deep_network.md",
+        "(2 · num_layers − 1) · 2 · B · D · D",
+        "backward's matmul FLOPs as a formula in the givens, which the run checks against its FLOP counter",
+    ),
+    (
+        "deep_network.md",
+        "num_layers + (num_layers − 1) + 1",
+        "the tensors the graph keeps, as a formula in the givens, which the run checks against the saved tensors",
+    ),
     ("intro.md", "# CS336 Lecture 2, executed", "the lecture's name"),
     (
         "gradients.md",

@@ -12,6 +12,17 @@ pub(crate) fn check_deep_network(v: &Values) {
     assert!(y.iter().all(|&x| x >= 0.0), "a ReLU's output is never negative: {y:?}");
     let zeros = y.iter().filter(|&&x| x == 0.0).count() as f64;
     assert_eq!(num(v, "zero_fraction"), zeros / y.len() as f64);
+    // Forward: a product (2·B·D² FLOPs) and a ReLU (B·D) per block. Backward: two products per
+    // block but the first, whose input is the data.
+    assert_eq!(num(v, "forward_flops"), layers * (2.0 * b * d * d + b * d));
+    assert_eq!(num(v, "forward_matmul_flops"), layers * 2.0 * b * d * d);
+    assert_eq!(num(v, "backward_matmul_flops"), (2.0 * layers - 1.0) * 2.0 * b * d * d);
+    assert_eq!(num(v, "backward_over_forward"), (2.0 * layers - 1.0) / layers);
+    // Memory: a gradient per parameter; kept for backward, each block's product and the ReLU
+    // outputs the next products read, and the loss's differences, all float32 B × D.
+    assert_eq!(num(v, "parameter_bytes"), 4.0 * d * d * layers);
+    assert_eq!(num(v, "gradient_bytes"), num(v, "parameter_bytes"));
+    assert_eq!(num(v, "activation_bytes"), 2.0 * layers * b * d * 4.0);
 }
 
 pub(crate) fn check_gradient_accumulation(v: &Values) {
