@@ -11,6 +11,7 @@ use std::sync::Arc;
 use plotters::prelude::*;
 
 use super::bench_tables::TraceTiming;
+use super::bf16_verdict::{Speedup, verdict};
 use super::chart::hover::{Hover, Shape};
 use super::chart::plot::{FG, PALETTE, drawing, scroll_box, svg, text_style};
 use super::directive::{Address, StateChoice};
@@ -163,15 +164,28 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
             if let (Ok(bf16), Ok(fp32)) = (bf16, fp32) {
                 let section = &charted.section;
                 let peak = |traces: &mut Traces, name: &str| number(traces, c, &format!("{section}.{name}")).ok();
-                let peaks = peak(traces, "bf16_promised_flop_per_sec").zip(peak(traces, "promised_flop_per_sec"));
-                let widened = traces
-                    .resolve(&c.path, &c.trace, &address(&format!("{section}.bf16_matmul_isa")))
-                    .is_ok_and(|f| f.value.as_str() == Some("portable-f32"));
+                // The bfloat16 unit's own peak where the run recorded it (it may not be the unit
+                // the products took), else the one its MFU divides by.
+                let unit =
+                    peak(traces, "bf16_unit_flop_per_sec").or_else(|| peak(traces, "bf16_promised_flop_per_sec"));
+                let peaks = unit.zip(peak(traces, "promised_flop_per_sec"));
+                let mut recorded = |name: &str| {
+                    traces
+                        .resolve(&c.path, &c.trace, &address(&format!("{section}.{name}")))
+                        .ok()
+                        .map(|f| f.value)
+                };
+                let isa_widens = recorded("bf16_matmul_isa").is_some_and(|v| v.as_str() == Some("portable-f32"));
+                let widened = recorded("bf16_widened").and_then(|v| v.as_bool()).unwrap_or(isa_widens);
+                let has_unit = recorded("bf16_has_instruction")
+                    .and_then(|v| v.as_bool())
+                    .unwrap_or(!isa_widens);
                 speedups.push(Speedup {
                     name: super::device_names::spoken(&c.trace.provenance.device),
                     ratio: bf16 / fp32,
                     peaks,
                     widened,
+                    has_unit,
                 });
             }
             timings.extend(trace_timing(traces, c, &charted.section));
@@ -202,91 +216,6 @@ fn trace_timing(traces: &mut Traces, c: &Column, section: &str) -> Option<TraceT
         quartiles,
         disturbed: c.trace.section(section).is_some_and(|s| s.disturbed.is_some()),
     })
-}
-
-/// bfloat16 "pays" where it ran more than a quarter faster than float32 (the FLOPs chapter's
-/// band for "about the same rate").
-const PAYS: f64 = 1.25;
-
-/// One device's bfloat16 product against its float32 one, and what its own trace says of why.
-struct Speedup {
-    name: String,
-    /// bfloat16's rate over float32's, at the lecture's shape.
-    ratio: f64,
-    /// The peaks its MFUs divide by, bfloat16's and float32's (measured on a CPU, a datasheet's on
-    /// a GPU), where the trace has them.
-    peaks: Option<(f64, f64)>,
-    /// Whether its bfloat16 products were widened to float32 (no bfloat16 unit, or none taken).
-    widened: bool,
-}
-
-/// The lesson, decided from the traces: on which devices bfloat16 paid, and for each device where
-/// it did not, the cause its own trace names, so that no device is a counter-example to the
-/// sentence that lists it.
-fn verdict(speedups: &[Speedup]) -> String {
-    let list = |pays: bool| -> Vec<String> {
-        speedups
-            .iter()
-            .filter(|s| (s.ratio > PAYS) == pays)
-            .map(|s| format!("the {} ({:.2}×)", escape(&s.name), s.ratio))
-            .collect()
-    };
-    let (paid, not) = (list(true), list(false));
-    let rate = |x: f64| format_value(&serde_json::json!(x), Unit::FlopPerSec, Format::Auto).unwrap_or_default();
-    let why_not: Vec<String> = speedups
-        .iter()
-        .filter(|s| s.ratio <= PAYS)
-        .map(|s| {
-            let name = escape(&s.name);
-            match s.peaks {
-                _ if s.widened => {
-                    format!("the {name} multiplies bfloat16 by widening it to float32, on the float32 units")
-                }
-                Some((bf16, fp32)) if bf16 < fp32 / PAYS => format!(
-                    "on the {name}, the bfloat16 unit peaks at {}, below the float32 units' {}",
-                    rate(bf16),
-                    rate(fp32)
-                ),
-                Some((bf16, fp32)) if bf16 > fp32 * PAYS => format!(
-                    "on the {name}, the bfloat16 peak ({}) is above the float32 one ({}), but the product at this \
-                     shape did not come near it",
-                    rate(bf16),
-                    rate(fp32)
-                ),
-                Some(_) => format!("on the {name}, the bfloat16 and float32 peaks are about the same"),
-                None => format!("the trace of the {name} records no peaks to say why"),
-            }
-        })
-        .collect();
-    let causes = match why_not.as_slice() {
-        [] => String::new(),
-        [one] => format!(" Where it did not, the device's own peaks say why: {one}."),
-        many => format!(
-            " Where it did not, each device's own peaks say why: {}.",
-            many.join("; ")
-        ),
-    };
-    let text = match (paid.is_empty(), not.is_empty()) {
-        (true, true) => "No trace here timed both products, so there is nothing to compare.".to_string(),
-        (false, false) => format!(
-            "bfloat16 ran more than a quarter faster than float32 on {}, and did not on {}. So whether bfloat16 pays \
-             depends on the hardware: it halves the bytes everywhere, but it multiplies the rate only where a unit \
-             multiplies bfloat16 faster than the float32 units multiply float32.{causes}",
-            paid.join(", "),
-            not.join(", ")
-        ),
-        (false, true) => format!(
-            "bfloat16 ran more than a quarter faster than float32 on every device here ({}): each has a unit that \
-             multiplies bfloat16 faster than its float32 units multiply float32.",
-            paid.join(", ")
-        ),
-        (true, false) => format!(
-            "bfloat16 ran no more than a quarter faster than float32 on any device here ({}), so its only gain was its \
-             smaller size.{causes}",
-            not.join(", ")
-        ),
-    };
-    format!("<p class=\"lecture-verdict\">{text}</p>")
 }
 
 /// The device, the day of its newest section, and how current the trace is.

@@ -87,6 +87,7 @@
 
 pub mod address;
 mod bench_tables;
+mod bf16_verdict;
 pub mod bibliography;
 pub mod chart;
 mod checks;

@@ -610,3 +610,57 @@ fn the_deep_network_chapter_explains_backward_and_its_activations_from_the_run()
     assert!(page.contains("this graph keeps less"), "{page}");
     assert!(!page.contains("and gets the same total"), "{page}");
 }
+
+/// The FLOPs chapter says which unit the bfloat16 products took and why, from the run: widened
+/// to float32 where the bfloat16 unit is the slower one, on the unit where it is not, and widened
+/// with no unit to take where the CPU has no bfloat16 instruction.
+#[test]
+fn the_flops_chapter_names_the_unit_bfloat16_ran_on() {
+    let ws = Workspace::new();
+    let md = chapter("tensor_operations_flops.md");
+    with_bibliography(&ws);
+    let mut trace = committed();
+    let section = section_mut(&mut trace, "tensor_operations_flops");
+    let fp32_peak = section.values["promised_flop_per_sec"]
+        .value
+        .as_f64()
+        .expect("a number");
+    let page_with = |trace: &mut Trace, widened: bool, has_instruction: bool, unit_over_fp32: f64| {
+        set(trace, "tensor_operations_flops", "bf16_widened", widened.into());
+        set(
+            trace,
+            "tensor_operations_flops",
+            "bf16_has_instruction",
+            has_instruction.into(),
+        );
+        let mut peaks = section_mut(trace, "tensor_operations_flops").values["cpu_isa_peaks"]
+            .value
+            .clone();
+        peaks["bf16"]["flop_per_sec"] = (unit_over_fp32 * fp32_peak).into();
+        set(trace, "tensor_operations_flops", "cpu_isa_peaks", peaks);
+        words(&ws.build_chapter(&ws.write_trace("cpu", trace), &md).expect("builds"))
+    };
+    let slower = page_with(&mut trace, true, true, 0.5);
+    assert!(slower.contains("here the bfloat16 unit is the slower one"), "{slower}");
+    assert!(
+        slower.contains("So the library stores bfloat16 and computes in float32"),
+        "{slower}"
+    );
+    assert!(
+        slower.contains("The storage format is not the compute format"),
+        "{slower}"
+    );
+    let kept = page_with(&mut trace, false, true, 0.5);
+    assert!(kept.contains("here the bfloat16 unit is the slower one"), "{kept}");
+    assert!(kept.contains("A library on such a CPU can store bfloat16"), "{kept}");
+    assert!(!kept.contains("So the library stores bfloat16"), "{kept}");
+    let faster = page_with(&mut trace, false, true, 2.0);
+    assert!(!faster.contains("the slower one"), "{faster}");
+    assert!(
+        faster.contains("This CPU’s bfloat16 unit, timed on its own"),
+        "{faster}"
+    );
+    let none = page_with(&mut trace, true, false, 1.0);
+    assert!(none.contains("CPU has no bfloat16 multiply instruction"), "{none}");
+    assert!(!none.contains("timed on its own"), "{none}");
+}

@@ -14,7 +14,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::bf16_gemm::{self, Bf16Kernel};
-use super::fma_loops::{Kernel, PORTABLE_LANES, PeakLoop};
+use super::fma_loops::{Kernel, PORTABLE_LANES, PeakLoop, thread_cpu_time};
 use super::isa::{self, CpuIsa};
 use crate::device::promised::MathMode;
 
@@ -45,15 +45,15 @@ pub struct FormulaPeak {
 
 /// The loop whose peak an MFU for `mode` is computed against: the instruction set the matmul
 /// actually runs with. float32 matmuls run on `gemm`'s kernel, which `CS336_CPU_ISA` cannot limit;
-/// bf16 ones on our kernel as limited (where that widens to float32, on `gemm` again).
+/// bf16 ones on the route our kernel takes (where that widens to float32, on `gemm` again).
 pub fn matmul_loop(mode: MathMode) -> Result<PeakLoop, String> {
     match mode {
         MathMode::Fp32 => Ok(isa::f32_matmul_isa()),
         MathMode::Bf16 => match bf16_gemm::current_kernel().map_err(|e| e.to_string())? {
             Bf16Kernel::Amx => Ok(PeakLoop::AmxBf16),
             Bf16Kernel::Avx512Bf16 => Ok(PeakLoop::Avx512Bf16),
-            // Without a bf16 dot-product instruction, bf16 data is widened and multiplied on the
-            // fp32 units, so their peak is the bf16 peak too.
+            // Without a bf16 dot-product instruction, or where it is the slower unit, bf16 data
+            // is widened and multiplied on the fp32 units, so their peak is the bf16 peak too.
             Bf16Kernel::PortableF32 => Ok(isa::f32_matmul_isa()),
         },
         MathMode::Tf32 | MathMode::Fp16 => Err(format!(
@@ -71,21 +71,6 @@ pub fn level_loop(mode: MathMode, level: CpuIsa) -> PeakLoop {
         (MathMode::Bf16, Bf16Kernel::Avx512Bf16) => PeakLoop::Avx512Bf16,
         _ => level.fp32_loop(),
     }
-}
-
-/// CPU time this thread has run for: time-slicing by other processes does not count, so a
-/// trial on a busy machine still measures what a core does while it runs our loop.
-#[cfg(unix)]
-fn thread_cpu_time() -> Option<Duration> {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid timespec for the call to fill in.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
-}
-
-#[cfg(not(unix))]
-fn thread_cpu_time() -> Option<Duration> {
-    None
 }
 
 /// Runs `kernel` on `threads` threads at once; returns each thread's running time (CPU time where
@@ -261,8 +246,13 @@ fn clock_hz() -> Option<f64> {
 /// one vector instruction per cycle, one AMX tile product per 16 cycles. The issue rate is an
 /// assumption (AMD Zen 4 runs one 512-bit FMA per cycle on two 256-bit pipes; Intel server cores
 /// with two 512-bit FMA units manage two), which is why the measured loop is the promised peak.
+/// For float32 the loop is the matrix library's; for bfloat16 the CPU's own bfloat16
+/// instruction at this level, whichever unit the products took (its peak is the one to derive).
 pub fn formula(mode: MathMode) -> Result<FormulaPeak, String> {
-    let peak_loop = matmul_loop(mode)?;
+    let peak_loop = match mode {
+        MathMode::Bf16 => level_loop(mode, isa::current().map_err(|e| e.to_string())?),
+        _ => matmul_loop(mode)?,
+    };
     let (instruction, flop_per_instruction) = (peak_loop.instruction(), peak_loop.flop_per_instruction());
     let ipc = peak_loop.instructions_per_cycle();
     let clock = clock_hz().ok_or("no clock in /proc/cpuinfo")?;

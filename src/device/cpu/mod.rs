@@ -19,17 +19,24 @@ pub mod update;
 pub use buffer::{BufferElement, CpuBuffer, check_bytes, check_room};
 pub use matmul::matmul;
 
-/// The instruction set bf16 matmuls use on this thread: "amx_bf16" (AMX tiles), "avx512_bf16"
-/// (`vdpbf16ps`) or "portable-f32" (widen to f32, `gemm`, round). The trace records it next to
-/// bf16 timings. Where `CS336_CPU_ISA` is invalid no bf16 matmul runs (it fails with the reason).
+/// The fastest bf16 instruction set our kernels may use on this thread: "amx_bf16" (AMX tiles),
+/// "avx512_bf16" (`vdpbf16ps`) or "portable-f32" (none: widen to f32, `gemm`, round). It names the
+/// CPU's trace; the route a product takes ([`bf16_matmul_route`]) may still be the widening one,
+/// where that is faster. Where `CS336_CPU_ISA` is invalid no bf16 matmul runs (it fails with the
+/// reason).
 pub fn bf16_matmul_isa() -> &'static str {
-    bf16_gemm::current_kernel().map_or("none (CS336_CPU_ISA is invalid)", |k| k.name())
+    bf16_gemm::offered_kernel().map_or("none (CS336_CPU_ISA is invalid)", |k| k.name())
+}
+
+/// The kernel bf16 matmuls take on this thread and why (`bf16_gemm::route`), or why none runs.
+pub fn bf16_matmul_route() -> Result<bf16_gemm::Route> {
+    bf16_gemm::current_route()
 }
 
 /// This CPU's trace name (`trace::name`): its model and the kernels its float32 and bf16
 /// matmuls run with on this thread, after `CS336_CPU_ISA`.
 pub fn trace_name() -> Result<String> {
-    let bf16 = bf16_gemm::current_kernel()?;
+    let bf16 = bf16_gemm::offered_kernel()?;
     let tag = crate::trace::name::cpu_kernels_tag(bf16.name(), isa::f32_matmul_isa().name())
         .map_err(|msg| Error::CpuIsa(format!("no trace name for this CPU: {msg}")))?;
     Ok(crate::trace::name::cpu_trace_name(

@@ -166,6 +166,10 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
         if let Some(bf16_matmul_route) = cx.device.bf16_matmul_route() {
             record!(cx, device bf16_matmul_route)?;
         }
+        // On a GPU the bfloat16 unit's peak is the tensor cores', the one the MFU divides by.
+        if let Ok(peak) = &bf16.peak {
+            record!(cx, (peak.value_kind()) bf16_unit_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
+        }
     }
     // What the bfloat16 product hands back, and whether its partial sums may have been added in
     // less than float32 precision on the way.
@@ -181,9 +185,24 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
         record!(cx, device cpu_isa = level.name())?;
         record!(cx, device cpu_isa_set_by = isa_set_by(set_by))?;
         record!(cx, device f32_matmul_isa = cpu::isa::f32_matmul_isa().name())?;
-        // AMX tiles, AVX512_BF16 dot products, or a widening to float32 (then bfloat16 cannot
-        // beat float32).
+        // The fastest bfloat16 instruction the level offers (AMX tiles, AVX512_BF16 dot
+        // products, or none), and the route the products took: that unit, or a widening to
+        // float32 where timing the units found the float32 one faster (then the bfloat16 MFU is
+        // against the float32 peak, and the unit's own peak stands beside it in `cpu_isa_peaks`).
         record!(cx, device bf16_matmul_isa = cpu::bf16_matmul_isa())?;
+        let route = cpu::bf16_matmul_route()?;
+        record!(cx, device bf16_matmul_route = route.kernel.name())?;
+        record!(cx, clock bf16_matmul_route_reason = route.reason.as_str())?;
+        let bf16_widened = route.kernel == cpu::bf16_gemm::Bf16Kernel::PortableF32;
+        record!(cx, device bf16_widened)?;
+        let bf16_has_instruction = cpu::bf16_gemm::offered_kernel()? != cpu::bf16_gemm::Bf16Kernel::PortableF32;
+        record!(cx, device bf16_has_instruction)?;
+        // The bfloat16 instruction's own peak, whichever unit the products took: beside the
+        // peak the bfloat16 MFU divides by, it says why the route was taken.
+        let unit_loop = cpu::measured_peak::level_loop(MathMode::Bf16, level);
+        if let Ok(unit) = cpu::measured_peak::measure(unit_loop) {
+            record!(cx, clock bf16_unit_flop_per_sec = unit.flop_per_sec, flop_per_sec)?;
+        }
         // The level's own peaks, beside the ones MFU is computed against.
         record!(cx, clock cpu_isa_peaks = level_peaks_json(level))?;
         // The textbook peak (cores × clock × FLOPs per instruction × instructions per cycle, the

@@ -5,10 +5,14 @@
 //!   16×32 by 32×16 bf16 values into 16×16 f32 sums, in one instruction; see `amx.rs`.
 //! - `Avx512Bf16`: x86-64 CPUs with AVX512_BF16 (Intel Cooper Lake / Sapphire Rapids, AMD Zen 4+)
 //!   have `vdpbf16ps`, which multiplies pairs of bf16 values and adds both products into one f32
-//!   lane: 32 multiply-adds per instruction, twice the f32 FMA rate. This is the only way bf16
-//!   matmul on a CPU beats f32; see `avx512.rs`.
-//! - `PortableF32`: everywhere else, widen bf16 to f32 (exact), multiply with `gemm` in f32 and
-//!   round once. It can never beat f32, since it *is* f32 plus two conversions.
+//!   lane: 32 multiply-adds per instruction, twice an f32 FMA's, but where the instruction issues
+//!   at less than half the FMA's rate (measured: a quarter, on an Intel Xeon without AMX) it is
+//!   the slower unit; see `avx512.rs`.
+//! - `PortableF32`: widen bf16 to f32 (exact), multiply with `gemm` in f32 and round once. It is
+//!   f32 plus two conversions: the only kernel on CPUs without a bf16 instruction, and the faster
+//!   one on CPUs whose bf16 unit is slower than their FMA.
+//!
+//! Which one a product takes is decided per process by timing the units (`route.rs`).
 //!
 //! Operands are strided matrices (row and column strides in elements, any values), so transposed,
 //! sliced and broadcast views are multiplied without a copy of the caller's data: the AVX-512 path
@@ -23,8 +27,11 @@ mod blocking;
 #[cfg(target_arch = "x86_64")]
 mod pack;
 mod portable;
+mod route;
 #[cfg(target_arch = "x86_64")]
 mod transpose;
+
+pub use route::{Route, per_core_rate};
 
 use std::cell::Cell;
 
@@ -133,15 +140,35 @@ thread_local! {
     static OVERRIDE: Cell<Option<Bf16Kernel>> = const { Cell::new(None) };
 }
 
-/// The kernel `Tensor::matmul` uses for bf16 on this thread: the fastest the instruction-set
-/// level allows (`CS336_CPU_ISA`, see `isa.rs`), unless `with_kernel` chose one. Fails where
-/// `CS336_CPU_ISA` names no level or one this CPU lacks.
+/// The kernel `Tensor::matmul` uses for bf16 on this thread: the one `with_kernel` chose, else
+/// the route measured for the instruction-set level (`CS336_CPU_ISA`, see `isa.rs`): the fastest
+/// kernel the level allows, unless widening to float32 is faster on this CPU (`route.rs`). Fails
+/// where `CS336_CPU_ISA` names no level or one this CPU lacks.
 pub fn current_kernel() -> Result<Bf16Kernel> {
     if let Some(kernel) = OVERRIDE.with(|o| o.get()) {
         return Ok(kernel);
     }
-    let level = isa::current()?;
-    Ok(Bf16Kernel::best_within(level))
+    Ok(route::kernel_at(isa::current()?))
+}
+
+/// The route bf16 matmuls take on this thread, with the sentence that says why.
+pub fn current_route() -> Result<Route> {
+    if let Some(kernel) = OVERRIDE.with(|o| o.get()) {
+        return Ok(Route {
+            kernel,
+            reason: format!("the caller forced the {} kernel", kernel.name()),
+        });
+    }
+    Ok(route::at(isa::current()?))
+}
+
+/// The fastest bf16 kernel this thread's level allows, whether or not it is the faster route:
+/// what the CPU offers, which names its trace (a route decided by timing must not rename it).
+pub fn offered_kernel() -> Result<Bf16Kernel> {
+    if let Some(kernel) = OVERRIDE.with(|o| o.get()) {
+        return Ok(kernel);
+    }
+    Ok(Bf16Kernel::best_within(isa::current()?))
 }
 
 /// Runs `f` with bf16 matmuls on this thread forced to `kernel` (tests use it to exercise both
