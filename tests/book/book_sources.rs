@@ -328,7 +328,8 @@ fn the_devices_table_has_a_column_per_trace_and_decides_its_verdict_from_them() 
         first_column.contains(&format!("<code>{}</code>", fresh_trace().provenance.device.slug)),
         "{first_column}"
     );
-    assert_eq!(page.matches("this machine").count(), 1, "{page}");
+    // One column heads as this machine (a device value's hover says "this machine decided it").
+    assert_eq!(page.matches("<strong>this machine</strong>").count(), 1, "{page}");
     let older = format!(
         "of {} sections recorded by older code (commit abcdef1)",
         cs336::lecture::SECTIONS.len()
@@ -360,9 +361,17 @@ fn the_devices_table_has_a_column_per_trace_and_decides_its_verdict_from_them() 
         .value = serde_json::json!(fp32 * 0.5);
     for (name, peak) in [
         ("bf16_promised_flop_per_sec", 989.5e12),
+        ("bf16_unit_flop_per_sec", 989.5e12),
         ("promised_flop_per_sec", 67e12),
     ] {
         flops.values.get_mut(name).expect("a peak").value = serde_json::json!(peak);
+    }
+    // A GPU's tensor cores take bfloat16 as it is: nothing widened (this copy of a CPU's run
+    // recorded its route).
+    for (name, is) in [("bf16_widened", false), ("bf16_has_instruction", true)] {
+        if let Some(v) = flops.values.get_mut(name) {
+            v.value = serde_json::json!(is);
+        }
     }
     ws.write_trace("nvidia-h200", &slow);
     let html = ws.build_chapter(&cpu, "{{devices}}\n").expect("builds");

@@ -132,7 +132,33 @@ fn check(level: CpuIsa, s: &SectionRecord) {
         "{}",
         at("promised_peak_loop")
     );
-    let bf16_loop = match kernel {
+    // The route is the level's kernel, or the widening where timing found the float32 unit
+    // faster (`bf16_gemm::route`); the bf16 MFU is against the loop of the unit that ran.
+    let route = text("bf16_matmul_route");
+    assert!(
+        route == kernel || route == "portable-f32",
+        "{}: {route}",
+        at("bf16_matmul_route")
+    );
+    assert_eq!(
+        value(s, "bf16_widened").as_bool(),
+        Some(route == "portable-f32"),
+        "{}",
+        at("bf16_widened")
+    );
+    assert_eq!(
+        value(s, "bf16_has_instruction").as_bool(),
+        Some(kernel != "portable-f32"),
+        "{}",
+        at("bf16_has_instruction")
+    );
+    let reason = text("bf16_matmul_route_reason");
+    assert!(
+        !reason.is_empty() && reason.contains("float32"),
+        "{}: {reason}",
+        at("reason")
+    );
+    let bf16_loop = match route.as_str() {
         "portable-f32" => expected_f32_loop(),
         k => k,
     };

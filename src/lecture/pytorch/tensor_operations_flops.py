@@ -143,6 +143,12 @@ if device == "cpu":
     # -> bf16_matmul_isa
     # -> cpu_isa_peaks
     # -> cpu_peak_formula
+    # Nor does it say whether a bfloat16 product ran on a bfloat16 unit or was widened to
+    # float32 (oneDNN decides inside; the Rust times both units and records its choice).
+    # -> bf16_widened
+    # -> bf16_has_instruction
+    # -> bf16_matmul_route_reason
+    # -> bf16_unit_flop_per_sec
 
 # Throughput against size: small products cannot keep the units busy.
 sizes = [256, 512, 1024, 2048, 4096, 8192, 16384] if device == "cuda" else [64, 128, 256, 512, 1024]
