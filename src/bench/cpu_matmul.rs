@@ -10,7 +10,7 @@ use super::reference::{self, Info, Server};
 use crate::device::cpu::bf16_matmul_isa;
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
-use crate::timing::{Budget, Clock, Contender, Timing, contender, in_turns};
+use crate::timing::{Budget, Clock, Contender, RatioInterval, Timing, contender, geometric_mean, in_turns_sampled};
 
 /// The contenders, in table order: (label, library, dtype); ours first.
 const REFERENCES: [(&str, &str, &str); 3] = [
@@ -33,6 +33,25 @@ pub struct Row {
     pub ours_bf16: Timing,
     /// numpy f32, PyTorch f32, PyTorch bf16, where measured.
     pub references: [Option<Timing>; 3],
+    /// f32 over numpy, f32 over PyTorch, bf16 over PyTorch's bf16 and our bf16 over our f32, each
+    /// with its 95 % interval (`timing::RatioInterval`), where both were timed.
+    pub intervals: [Option<RatioInterval>; 4],
+}
+
+/// The ratio columns: label, our contender (0: f32, 1: bf16) and theirs (an index into the
+/// samples: 0–1 ours, 2… the references in `REFERENCES` order).
+const RATIOS: [(&str, usize, Theirs); 4] = [
+    ("f32/np", 0, Theirs::Reference(0)),
+    ("f32/pt", 0, Theirs::Reference(1)),
+    ("bf16/pt", 1, Theirs::Reference(2)),
+    ("bf16/f32", 1, Theirs::Ours(0)),
+];
+
+/// What a ratio column divides by.
+#[derive(Clone, Copy)]
+enum Theirs {
+    Reference(usize),
+    Ours(usize),
 }
 
 /// One shape: our two products of the same random values and each available reference.
@@ -62,12 +81,20 @@ pub fn measure(
     }
     let mut contenders: Vec<Contender<'_, anyhow::Error>> = vec![&mut f32_mm, &mut bf16_mm];
     contenders.extend(remote.iter_mut().map(|f| f.as_mut() as Contender<'_, anyhow::Error>));
-    let s = in_turns(budget, &mut contenders)?;
+    let s = in_turns_sampled(budget, &mut contenders)?;
+    let intervals = RATIOS.map(|(_, ours, theirs)| {
+        let theirs = match theirs {
+            Theirs::Reference(r) => slots[r]?,
+            Theirs::Ours(i) => i,
+        };
+        RatioInterval::of(&s[ours].samples, &s[theirs].samples)
+    });
     Ok(Row {
         shape,
-        ours_f32: s[0],
-        ours_bf16: s[1],
-        references: slots.map(|slot| slot.map(|i| s[i])),
+        ours_f32: s[0].timing,
+        ours_bf16: s[1].timing,
+        references: slots.map(|slot| slot.map(|i| s[i].timing)),
+        intervals,
     })
 }
 
@@ -80,36 +107,51 @@ fn cell(x: Option<f64>, precision: usize, suffix: &str) -> String {
 
 pub fn print_table(rows: &[Row]) -> anyhow::Result<()> {
     outln!(
-        "{:<15} {:>9} {:>9} {:>9} {:>9} {:>9} │ {:>9} {:>9} {:>9} {:>9}",
+        "{:<15} {:>9} {:>9} {:>9} {:>9} {:>9} │ {:>22} {:>22} {:>22} {:>22}",
         "GFLOP/s",
         "our f32",
         "our bf16",
         REFERENCES[0].0,
         REFERENCES[1].0,
         REFERENCES[2].0,
-        "f32/np",
-        "f32/pt",
-        "bf16/pt",
-        "bf16/f32"
+        RATIOS[0].0,
+        RATIOS[1].0,
+        RATIOS[2].0,
+        RATIOS[3].0,
     )?;
     for r in rows {
         let gf = |s: Option<Timing>| s.map(|s| r.shape.flop() / s.median_s / 1e9);
-        // Our speed over theirs = their time over ours.
-        let ratio = |theirs: Option<Timing>, ours: Timing| theirs.map(|t| t.median_s / ours.median_s);
         let [np32, pt32, pt16] = r.references;
+        let ratio = |i: usize| r.intervals[i].map_or("—".to_string(), |x| x.label());
         outln!(
-            "{:<15} {} {} {} {} {} │ {} {} {} {}",
+            "{:<15} {} {} {} {} {} │ {:>22} {:>22} {:>22} {:>22}",
             r.shape.label(),
             cell(gf(Some(r.ours_f32)), 1, ""),
             cell(gf(Some(r.ours_bf16)), 1, ""),
             cell(gf(np32), 1, ""),
             cell(gf(pt32), 1, ""),
             cell(gf(pt16), 1, ""),
-            cell(ratio(np32, r.ours_f32), 2, "×"),
-            cell(ratio(pt32, r.ours_f32), 2, "×"),
-            cell(ratio(pt16, r.ours_bf16), 2, "×"),
-            cell(ratio(Some(r.ours_f32), r.ours_bf16), 2, "×"),
+            ratio(0),
+            ratio(1),
+            ratio(2),
+            ratio(3),
         )?;
+    }
+    // Against each reference (not bf16/f32, which is no contest), how the shapes fare together.
+    for (i, (label, ..)) in RATIOS.iter().enumerate().take(3) {
+        let ratios: Vec<RatioInterval> = rows.iter().filter_map(|r| r.intervals[i]).collect();
+        if let Some(mean) = geometric_mean(ratios.iter().map(|x| x.ratio)) {
+            let misses: Vec<String> = rows
+                .iter()
+                .filter(|r| r.intervals[i].is_some_and(|x| x.misses()))
+                .map(|r| r.shape.label())
+                .collect();
+            outln!(
+                "{label}: geometric mean {mean:.2}× over {} shapes; {}",
+                ratios.len(),
+                super::elementwise_report::misses_line(&misses)
+            )?;
+        }
     }
     let counts: Vec<usize> = rows
         .iter()
@@ -122,7 +164,9 @@ pub fn print_table(rows: &[Row]) -> anyhow::Result<()> {
         })
         .collect();
     outln!(
-        "\nnp = numpy, pt = PyTorch. A ratio is our speed over theirs (> 1: we are faster); bf16/f32 is our bf16 over our f32.\nsamples per entry: {}–{}",
+        "\nnp = numpy, pt = PyTorch. A ratio is our speed over theirs (> 1: we are faster), from medians, with its 95 % interval \
+         (a bootstrap of the medians' ratio); a shape misses only when its whole interval lies below 1. bf16/f32 is our bf16 \
+         over our f32.\nsamples per entry: {}–{}",
         counts.iter().min().unwrap_or(&0),
         counts.iter().max().unwrap_or(&0)
     )?;
@@ -167,6 +211,12 @@ pub fn rows_json(rows: &[Row], threads: usize) -> serde_json::Value {
             for ((label, _, _), t) in REFERENCES.iter().zip(r.references) {
                 o[*label] = entry(r.shape, t).unwrap_or(serde_json::Value::Null);
             }
+            o["ratios"] = RATIOS
+                .iter()
+                .zip(r.intervals)
+                .map(|((label, ..), x)| (label.to_string(), serde_json::json!(x)))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
             o
         })
         .collect();

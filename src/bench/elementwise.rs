@@ -12,7 +12,7 @@ use crate::flops::FlopCounter;
 use crate::host::Caches;
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
-use crate::timing::{Budget, Clock, Contender, Timing, contender, in_turns};
+use crate::timing::{Budget, Clock, Contender, RatioInterval, Timing, contender, in_turns_sampled};
 
 /// The ops timed, in table order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -256,6 +256,8 @@ pub struct Row {
     pub baseline: Timing,
     /// PyTorch, numpy (`LIBRARIES`), where measured.
     pub references: [Option<Timing>; 2],
+    /// Our speed over PyTorch's and numpy's with its 95 % interval (`timing::RatioInterval`).
+    pub intervals: [Option<RatioInterval>; 2],
 }
 
 /// A reference library timed by the script: count → seconds of each call.
@@ -305,13 +307,14 @@ pub fn measure(
     }
     let mut contenders: Vec<Contender<'_, anyhow::Error>> = vec![&mut our_op, &mut our_baseline];
     contenders.extend(remote.iter_mut().map(|f| f.as_mut() as Contender<'_, anyhow::Error>));
-    let s = in_turns(budget, &mut contenders)?;
+    let s = in_turns_sampled(budget, &mut contenders)?;
     Ok(Row {
         case,
         flops,
-        ours: s[0],
-        baseline: s[1],
-        references: slots.map(|slot| slot.map(|i| s[i])),
+        ours: s[0].timing,
+        baseline: s[1].timing,
+        references: slots.map(|slot| slot.map(|i| s[i].timing)),
+        intervals: slots.map(|slot| slot.and_then(|i| RatioInterval::of(&s[0].samples, &s[i].samples))),
     })
 }
 

@@ -7,7 +7,7 @@ use super::elementwise::{self as ew, Case, LIBRARIES, Op, Row};
 use super::reference::{self, Server};
 use crate::host::Caches;
 use crate::outln;
-use crate::timing::{Budget, Timing};
+use crate::timing::{Budget, RatioInterval, Timing, geometric_mean};
 
 /// Where the cache sizes are unknown: a common laptop's, said as assumed in the output.
 const ASSUMED: Caches = Caches {
@@ -65,7 +65,7 @@ fn cell(x: Option<f64>, precision: usize, suffix: &str, width: usize) -> String 
 
 pub fn print_table(rows: &[Row]) -> anyhow::Result<()> {
     outln!(
-        "{:<7} {:<9} {:>16} │ {:>10} {:>8} {:>8} │ {:>10} {:>10} │ {:>9} {:>9}",
+        "{:<7} {:<9} {:>16} │ {:>10} {:>8} {:>8} │ {:>10} {:>10} │ {:>22} {:>22}",
         "op",
         "dtype",
         "bytes moved",
@@ -86,7 +86,7 @@ pub fn print_table(rows: &[Row]) -> anyhow::Result<()> {
         let [pt, np] = r.references;
         let us = |t: Option<Timing>| t.map(|t| t.median_s * 1e6);
         outln!(
-            "{:<7} {:<9} {:>16} │ {} {} {} │ {} {} │ {} {}",
+            "{:<7} {:<9} {:>16} │ {} {} {} │ {} {} │ {:>22} {:>22}",
             c.op.name(),
             c.dtype.name(),
             format!("{} {}", human_bytes(c.bytes()), c.level),
@@ -95,9 +95,24 @@ pub fn print_table(rows: &[Row]) -> anyhow::Result<()> {
             cell(Some(100.0 * ours_gbs / base_gbs), 0, " %", 8),
             cell(us(pt), 1, "", 10),
             cell(us(np), 1, "", 10),
-            cell(speedup(r.ours, pt), 2, "×", 9),
-            cell(speedup(r.ours, np), 2, "×", 9),
+            interval_cell(r.intervals[0]),
+            interval_cell(r.intervals[1]),
         )?;
+    }
+    for (i, (library, _)) in LIBRARIES.iter().enumerate() {
+        let ratios: Vec<&RatioInterval> = rows.iter().filter_map(|r| r.intervals[i].as_ref()).collect();
+        if let Some(mean) = geometric_mean(ratios.iter().map(|r| r.ratio)) {
+            let misses: Vec<String> = rows
+                .iter()
+                .filter(|r| r.intervals[i].is_some_and(|x| x.misses()))
+                .map(|r| format!("{} {} {}", r.case.op.name(), r.case.dtype.name(), r.case.level))
+                .collect();
+            outln!(
+                "ours over {library}: geometric mean {mean:.2}× over {} shapes; {}",
+                ratios.len(),
+                misses_line(&misses)
+            )?;
+        }
     }
     let counts: Vec<usize> = rows
         .iter()
@@ -115,8 +130,9 @@ pub fn print_table(rows: &[Row]) -> anyhow::Result<()> {
          (deep_clone) into a fresh tensor of the output's size;\n\
          sum, dot, matvec against a read (sum_all) of as many elements as they read (sum is its own \
          baseline: ≈100 % shows the noise).\n\
-         /PyTorch, /numpy: our speed over theirs (> 1: we are faster), from medians; — where not \
-         timed (numpy has no bfloat16 and no GeLU).\nsamples per entry: {}–{}",
+         /PyTorch, /numpy: our speed over theirs (> 1: we are faster), from medians, with its 95 % interval \
+         (a bootstrap of the medians' ratio); a shape misses only when its whole interval lies below 1;\n\
+         — where not timed (numpy has no bfloat16 and no GeLU).\nsamples per entry: {}–{}",
         counts.iter().min().unwrap_or(&0),
         counts.iter().max().unwrap_or(&0)
     )?;
@@ -151,6 +167,9 @@ pub fn report_json(report: &Report, threads: usize) -> serde_json::Value {
                 o[*library] = entry(c.bytes(), t);
                 o[format!("ours_over_{library}")] = speedup(r.ours, t).into();
             }
+            for ((library, _), x) in LIBRARIES.iter().zip(r.intervals) {
+                o[format!("ours_over_{library}_interval")] = serde_json::json!(x);
+            }
             o
         })
         .collect();
@@ -165,6 +184,9 @@ pub fn report_json(report: &Report, threads: usize) -> serde_json::Value {
             "caches": report.levels.caches.iter().map(|(name, holds)| serde_json::json!({"name": name, "holds_bytes": holds})).collect::<Vec<_>>(),
         },
         "libraries": report.libraries,
+        "geometric_mean": LIBRARIES.iter().enumerate().map(|(i, (library, _))| {
+            (format!("ours_over_{library}"), serde_json::json!(geometric_mean(report.rows.iter().filter_map(|r| r.intervals[i].map(|x| x.ratio)))))
+        }).collect::<serde_json::Map<_, _>>(),
         "rows": rows,
     })
 }
@@ -296,4 +318,17 @@ pub fn run(budget: Budget, threads: usize, with_reference: bool, ops: &[Op], siz
         caches_from_os,
         libraries: info.map(|i| i.libraries).unwrap_or_default(),
     })
+}
+
+/// A ratio with its interval, or a dash where the reference was not timed.
+fn interval_cell(x: Option<RatioInterval>) -> String {
+    x.map_or("—".to_string(), |x| x.label())
+}
+
+/// "no shape misses", or the shapes whose whole interval lies below one.
+pub(super) fn misses_line(misses: &[String]) -> String {
+    match misses {
+        [] => "no shape misses (none has its whole interval below 1)".to_string(),
+        _ => format!("{} miss (whole interval below 1): {}", misses.len(), misses.join(", ")),
+    }
 }

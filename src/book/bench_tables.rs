@@ -38,6 +38,22 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
+/// A ratio with the 95 % interval the benchmark wrote beside it (newer tables), else the ratio
+/// the medians give (`fallback`). A ratio whose whole interval lies below one is a miss, and says
+/// so.
+fn with_interval(interval: &Value, fallback: String) -> String {
+    let at = |k: &str| interval[k].as_f64();
+    match (at("ratio"), at("low"), at("high")) {
+        (Some(r), Some(lo), Some(hi)) => {
+            let miss = if hi < 1.0 { ", a miss" } else { "" };
+            format!(
+                "{r:.2}× <span class=\"lecture-muted\" title=\"95 % interval of the ratio\">({lo:.2}–{hi:.2}{miss})</span>"
+            )
+        }
+        _ => fallback,
+    }
+}
+
 fn bad(path: &Path, why: String) -> Cause {
     Cause::BadTrace(format!("benchmark table {}: {why}", path.display()))
 }
@@ -107,7 +123,10 @@ fn elementwise_table(path: &Path, t: &Value) -> Result<String, Cause> {
             text("dtype"),
             text("level"),
             cell(ours),
-            ratio(median(row, "torch"), median(row, "ours")),
+            with_interval(
+                &row["ours_over_torch_interval"],
+                ratio(median(row, "torch"), median(row, "ours"))
+            ),
         ));
     }
     Ok(format!(
@@ -204,10 +223,10 @@ fn matmul_table(path: &Path, t: &Value) -> Result<String, Cause> {
             escape(row["shape"].as_str().unwrap_or("?")),
             cell(ours_f32),
             cell(np_f32),
-            ratio(ours_f32, np_f32),
+            with_interval(&row["ratios"]["f32/np"], ratio(ours_f32, np_f32)),
             cell(ours_bf16),
             cell(pt_bf16),
-            ratio(ours_bf16, pt_bf16),
+            with_interval(&row["ratios"]["bf16/pt"], ratio(ours_bf16, pt_bf16)),
         ));
     }
     Ok(format!(
@@ -255,7 +274,8 @@ pub fn render(lecture_dir: &Path, traces: &[TraceTiming]) -> Result<String, Caus
         out.push_str(&format!(
             "\n\n<p>The matrix products against the libraries a PyTorch user runs, timed by the repository's matrix \
              benchmark (the <a href=\"reference.html\">Reference</a> says how) and kept beside the traces, one table per kind \
-             of CPU measured. A ratio above one means ours ran faster, in the same run.</p>{matmul}"
+             of CPU measured. A ratio above one means ours ran faster, in the same run; in the newer tables, the range \
+             beside it is its 95 % interval, and a shape misses only when the whole interval lies below one.</p>{matmul}"
         ));
     }
     if !elementwise.is_empty() {
@@ -268,4 +288,26 @@ pub fn render(lecture_dir: &Path, traces: &[TraceTiming]) -> Result<String, Caus
         ));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ratio_shows_its_interval_and_a_miss_says_so() {
+        let held = serde_json::json!({"ratio": 1.234, "low": 0.95, "high": 1.5});
+        let shown = with_interval(&held, "unused".into());
+        assert!(shown.starts_with("1.23× "), "{shown}");
+        assert!(shown.contains("(0.95–1.50)"), "{shown}");
+        assert!(!shown.contains("miss"), "{shown}");
+        let missed = serde_json::json!({"ratio": 0.8, "low": 0.7, "high": 0.9});
+        assert!(with_interval(&missed, "unused".into()).contains("(0.70–0.90, a miss)"));
+        // An older table has no interval: the medians' ratio stands alone.
+        assert_eq!(with_interval(&Value::Null, "1.10×".into()), "1.10×");
+        assert_eq!(
+            with_interval(&serde_json::json!({"ratio": 1.0}), "1.00×".into()),
+            "1.00×"
+        );
+    }
 }

@@ -18,13 +18,17 @@
 pub mod budget;
 pub mod clock;
 pub mod disturbance;
+mod interval;
 mod turns;
 
 use serde::Serialize;
 use serde_json::json;
 
 pub use clock::Clock;
-pub use turns::{Budget, Contender, contender, contender_with_setup, in_turns, time, time_with_setup};
+pub use interval::{RatioInterval, geometric_mean};
+pub use turns::{
+    Budget, Contender, Sampled, contender, contender_with_setup, in_turns, in_turns_sampled, time, time_with_setup,
+};
 
 /// Seconds per call: the median and the spread of the timed repetitions.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

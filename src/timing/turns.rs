@@ -151,6 +151,25 @@ pub fn in_turns<E: From<Error>>(
     budget: Budget,
     contenders: &mut [Contender<'_, E>],
 ) -> std::result::Result<Vec<Timing>, E> {
+    Ok(in_turns_sampled(budget, contenders)?
+        .into_iter()
+        .map(|s| s.timing)
+        .collect())
+}
+
+/// A contender's timing and the seconds per call it was made from, for ratio intervals
+/// (`interval.rs`).
+#[derive(Debug, Clone)]
+pub struct Sampled {
+    pub timing: Timing,
+    pub samples: Vec<f64>,
+}
+
+/// [`in_turns`], keeping each contender's samples beside its timing.
+pub fn in_turns_sampled<E: From<Error>>(
+    budget: Budget,
+    contenders: &mut [Contender<'_, E>],
+) -> std::result::Result<Vec<Sampled>, E> {
     let budget = super::budget::scaled(budget);
     let mut per_block = Vec::with_capacity(contenders.len());
     let mut warmups = Vec::with_capacity(contenders.len());
@@ -179,14 +198,17 @@ pub fn in_turns<E: From<Error>>(
             }
         }
     }
-    let timings: Vec<Timing> = samples
-        .iter_mut()
+    let sampled: Vec<Sampled> = samples
+        .into_iter()
         .zip(warmups)
-        .map(|(s, w)| Timing::from_samples(s, w))
+        .map(|(mut s, w)| Sampled {
+            timing: Timing::from_samples(&mut s, w),
+            samples: s,
+        })
         .collect();
     // The watch around the section judges whether these repetitions were disturbed.
-    timings.iter().for_each(super::disturbance::note);
-    Ok(timings)
+    sampled.iter().for_each(|s| super::disturbance::note(&s.timing));
+    Ok(sampled)
 }
 
 #[cfg(test)]

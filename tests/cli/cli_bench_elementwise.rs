@@ -109,6 +109,10 @@ fn elementwise_prints_its_table_and_writes_its_json() {
             );
         }
         assert!(row["torch"].is_null() && row["numpy"].is_null() && row["ours_over_torch"].is_null());
+        assert!(
+            row["ours_over_torch_interval"].is_null(),
+            "no reference, no interval: {row}"
+        );
     }
 }
 
