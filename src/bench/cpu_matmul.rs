@@ -122,7 +122,12 @@ pub fn print_table(rows: &[Row]) -> anyhow::Result<()> {
     for r in rows {
         let gf = |s: Option<Timing>| s.map(|s| r.shape.flop() / s.median_s / 1e9);
         let [np32, pt32, pt16] = r.references;
-        let ratio = |i: usize| r.intervals[i].map_or("—".to_string(), |x| x.label());
+        // bf16/f32 is ours against ours: a ratio below one there is the units', not a miss.
+        let ratio = |i: usize| match r.intervals[i] {
+            Some(x) if RATIOS[i].0 == "bf16/f32" => format!("{:.2}× [{:.2}–{:.2}]", x.ratio, x.low, x.high),
+            Some(x) => x.label(),
+            None => "—".to_string(),
+        };
         outln!(
             "{:<15} {} {} {} {} {} │ {:>22} {:>22} {:>22} {:>22}",
             r.shape.label(),
@@ -165,7 +170,7 @@ pub fn print_table(rows: &[Row]) -> anyhow::Result<()> {
         .collect();
     outln!(
         "\nnp = numpy, pt = PyTorch. A ratio is our speed over theirs (> 1: we are faster), from medians, with its 95 % interval \
-         (a bootstrap of the medians' ratio); a shape misses only when its whole interval lies below 1. bf16/f32 is our bf16 \
+         (a bootstrap of the medians' ratio); a shape misses (marked !) only when its whole interval lies below 1. bf16/f32 is our bf16 \
          over our f32.\nsamples per entry: {}–{}",
         counts.iter().min().unwrap_or(&0),
         counts.iter().max().unwrap_or(&0)
@@ -220,7 +225,9 @@ pub fn rows_json(rows: &[Row], threads: usize) -> serde_json::Value {
             o
         })
         .collect();
-    serde_json::json!({"kind": "cpu-matmul", "threads": threads, "bf16_isa": bf16_matmul_isa(), "rows": rows})
+    let route = crate::device::cpu::bf16_matmul_route().ok();
+    serde_json::json!({"kind": "cpu-matmul", "threads": threads, "bf16_isa": bf16_matmul_isa(),
+        "bf16_route": route.as_ref().map(|r| r.kernel.name()), "bf16_route_reason": route.map(|r| r.reason), "rows": rows})
 }
 
 /// `skip`: references not to time, by column name with a dash (`pt-bf16`).
@@ -266,9 +273,13 @@ pub fn run(
         budget.min_samples,
         budget.min_time.as_secs_f64()
     )?;
+    // The bf16 kernel this CPU offers, and the route its products take (`bf16_gemm::route`).
+    let route = crate::device::cpu::bf16_matmul_route()?;
     outln!(
-        "our f32: gemm crate, one single-threaded call per part on our thread team; our bf16: {}",
-        bf16_matmul_isa()
+        "our f32: gemm crate, one single-threaded call per part on our thread team; our bf16: {} offered, {} taken: {}",
+        bf16_matmul_isa(),
+        route.kernel.name(),
+        route.reason
     )?;
     match &info {
         Some(info) => describe(info)?,

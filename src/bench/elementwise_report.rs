@@ -131,7 +131,7 @@ pub fn print_table(rows: &[Row]) -> anyhow::Result<()> {
          sum, dot, matvec against a read (sum_all) of as many elements as they read (sum is its own \
          baseline: ≈100 % shows the noise).\n\
          /PyTorch, /numpy: our speed over theirs (> 1: we are faster), from medians, with its 95 % interval \
-         (a bootstrap of the medians' ratio); a shape misses only when its whole interval lies below 1;\n\
+         (a bootstrap of the medians' ratio); a shape misses (marked !) only when its whole interval lies below 1;\n\
          — where not timed (numpy has no bfloat16 and no GeLU).\nsamples per entry: {}–{}",
         counts.iter().min().unwrap_or(&0),
         counts.iter().max().unwrap_or(&0)

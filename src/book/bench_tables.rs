@@ -230,16 +230,29 @@ fn matmul_table(path: &Path, t: &Value) -> Result<String, Cause> {
         ));
     }
     Ok(format!(
-        "<p><strong title=\"{}\">The {}</strong>, {} threads, bfloat16 kernel <code>{}</code>, recorded {}:</p>\
+        "<p><strong title=\"{}\">The {}</strong>, {} threads, bfloat16 {}, recorded {}:</p>\
          <div class=\"lecture-bench\"><table><thead><tr><th>GFLOP/s</th><th>ours f32</th><th>numpy f32</th>\
          <th>ours / numpy</th><th>ours bf16</th><th>PyTorch bf16</th><th>ours / PyTorch</th></tr></thead>\
          <tbody>{body}</tbody></table></div>",
         escape(&words("trace_name")),
         escape(&spoken(&words("cpu_model"), &words("trace_name"))),
         t["threads"].as_u64().map_or("?".into(), |n| n.to_string()),
-        escape(&words("bf16_isa")),
+        bf16_kernel(t),
         escape(&words("recorded_at")),
     ))
+}
+
+/// Which bfloat16 kernel the table's products took: the route where the table records one (the
+/// CPU may offer a faster-looking instruction it did not take), else the kernel it names.
+fn bf16_kernel(t: &Value) -> String {
+    let isa = escape(t["bf16_isa"].as_str().unwrap_or("?"));
+    match t["bf16_route"].as_str() {
+        Some(route) if route != t["bf16_isa"].as_str().unwrap_or("?") => format!(
+            "on the <code>{}</code> kernel (this CPU offers <code>{isa}</code>, the slower unit here)",
+            escape(route)
+        ),
+        _ => format!("kernel <code>{isa}</code>"),
+    }
 }
 
 /// Every benchmark table beside the traces in `lecture_dir`, in file-name order, or nothing; a
@@ -308,6 +321,22 @@ mod tests {
         assert_eq!(
             with_interval(&serde_json::json!({"ratio": 1.0}), "1.00×".into()),
             "1.00×"
+        );
+    }
+
+    #[test]
+    fn a_table_names_the_bf16_kernel_its_products_took() {
+        let widened = serde_json::json!({"bf16_isa": "avx512_bf16", "bf16_route": "portable-f32"});
+        assert_eq!(
+            bf16_kernel(&widened),
+            "on the <code>portable-f32</code> kernel (this CPU offers <code>avx512_bf16</code>, the slower unit here)"
+        );
+        let taken = serde_json::json!({"bf16_isa": "amx_bf16", "bf16_route": "amx_bf16"});
+        assert_eq!(bf16_kernel(&taken), "kernel <code>amx_bf16</code>");
+        // An older table names the kernel only.
+        assert_eq!(
+            bf16_kernel(&serde_json::json!({"bf16_isa": "avx512_bf16"})),
+            "kernel <code>avx512_bf16</code>"
         );
     }
 }

@@ -16,6 +16,8 @@ use crate::trace::Unit;
 fn label(field: &str) -> String {
     let known = match field {
         "mfu" => "MFU",
+        "fp32" => "float32",
+        "bf16" => "bfloat16",
         "roofline_mfu" => "MFU the roofline allows",
         "regime" => "bound by",
         "level" => "memory level",
@@ -102,11 +104,12 @@ pub fn table(
     if let [(None, fields)] = rows.as_slice()
         && found.value.is_object()
     {
-        head.push_str("<th>Field</th><th>Value</th>");
+        // Fields are named in words, as columns are; the key stays in the table's hover.
+        head.push_str("<th></th><th>Value</th>");
         for (name, v) in fields.iter() {
             body.push_str(&format!(
-                "<tr><th><code>{}</code></th><td>{}</td></tr>",
-                escape(name),
+                "<tr><th>{}</th><td>{}</td></tr>",
+                escape(&label(name)),
                 cell(v, name)?
             ));
         }
@@ -145,7 +148,7 @@ pub fn table(
         for (header, fields) in &rows {
             body.push_str("<tr>");
             if let Some(h) = header {
-                body.push_str(&format!("<th><code>{}</code></th>", escape(h)));
+                body.push_str(&format!("<th>{}</th>", escape(&label(h))));
             }
             for c in &columns {
                 let text = match fields.get(c.as_str()) {
