@@ -118,7 +118,7 @@ fn elementwise_table(path: &Path, t: &Value) -> Result<String, Cause> {
             _ => "–".into(),
         };
         body.push_str(&format!(
-            "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{share}</td><td>{}</td></tr>",
+            "<tr><th>{} {}</th><td>{}</td><td>{}</td><td>{share}</td><td>{}</td></tr>",
             text("op"),
             text("dtype"),
             text("level"),
@@ -131,7 +131,7 @@ fn elementwise_table(path: &Path, t: &Value) -> Result<String, Cause> {
     }
     Ok(format!(
         "<p><strong title=\"{}\">The {}</strong>, {} threads, recorded {}:</p>\
-         <div class=\"lecture-devices\"><table><thead><tr><th>op</th><th>dtype</th><th>fits in</th>\
+         <div class=\"lecture-devices\"><table><thead><tr><th>op</th><th>fits in</th>\
          <th>our GB/s</th><th>of our baseline</th><th>ours / PyTorch</th></tr></thead>\
          <tbody>{body}</tbody></table></div>",
         escape(&words("trace_name")),

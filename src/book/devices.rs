@@ -53,22 +53,31 @@ struct Charted {
     bottom: String,
 }
 
+/// A Devices row's identity: its section, its value and what it is divided by.
+type RowId = (String, String, Option<String>);
+
 /// The rows the sections declare (`devices` in their registry entries, as the traces recorded
 /// them), in lecture order, each once, then the lecture's time. A trace older than the registry
 /// declares none; its cells still fill the rows a current trace declares (which rows there are is
 /// the code's choice, not the device's).
 fn rows(columns: &[Column]) -> Result<(Vec<Row>, Option<Charted>), Cause> {
-    let mut rows = Vec::new();
-    let mut seen: Vec<(String, String, String)> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
+    // A row is its value (and what it is divided by); its label is the newest run's, so that an
+    // older trace's wording of the same row does not add a second row.
+    let mut seen: Vec<(RowId, String)> = Vec::new();
     let mut charted = None;
     for c in columns {
         for s in &c.trace.sections {
             for r in &s.devices {
-                let id = (s.id.clone(), r.label.clone(), r.value.clone());
-                if seen.contains(&id) {
+                let id = (s.id.clone(), r.value.clone(), r.over.clone());
+                if let Some(i) = seen.iter().position(|(k, _)| *k == id) {
+                    if s.run.recorded_at > seen[i].1 {
+                        seen[i].1 = s.run.recorded_at.clone();
+                        rows[i].label = r.label.clone();
+                    }
                     continue;
                 }
-                seen.push(id);
+                seen.push((id, s.run.recorded_at.clone()));
                 let key = format!("{}.{}", s.id, r.value);
                 let cell = match &r.over {
                     Some(over) => {

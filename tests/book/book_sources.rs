@@ -302,6 +302,11 @@ fn the_devices_table_has_a_column_per_trace_and_decides_its_verdict_from_them() 
         .iter_mut()
         .find(|s| s.id == "tensor_operations_flops")
         .expect("section");
+    // An older run worded a row differently: it stays one row, under the newer run's words.
+    let row = flops.devices.first_mut().expect("a Devices row");
+    let label = row.label.clone();
+    row.label = "an older wording of the same row".into();
+    flops.run.recorded_at = "2026-01-01T00:00:00Z".into();
     let fp32 = cs336::trace::number_from_json(&flops.values["actual_flop_per_sec"].value).expect("fp32 rate");
     flops
         .values
@@ -317,6 +322,9 @@ fn the_devices_table_has_a_column_per_trace_and_decides_its_verdict_from_them() 
         "{page}"
     );
     assert!(page.contains("10.00×"), "{page}");
+    assert!(!page.contains("an older wording"), "{page}");
+    let label_cell = format!("<tr><th>{label}</th>");
+    assert_eq!(page.matches(&label_cell).count(), 1, "{label_cell} in {page}");
     assert!(page.contains("no GPU"), "the CPU's allocator cell: {page}");
     // The trace just written is the reader's machine: its column comes first, and says so.
     let first_column = page.split("<th>").nth(2).expect("a first device column");
