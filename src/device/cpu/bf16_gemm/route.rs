@@ -83,29 +83,24 @@ fn decide(candidate: Bf16Kernel, unit: (PeakLoop, Option<f64>), fma: (PeakLoop, 
             ),
         };
     };
-    let gflops = |rate: f64| rate / 1e9;
-    if unit_rate >= UNIT_WINS_AT * fma_rate {
-        Route {
-            kernel: candidate,
-            reason: format!(
-                "on one core the {} loop ran at {:.1} GFLOP/s, no slower than the float32 {} loop's {:.1}, so bfloat16 multiplies on its own unit",
-                unit.name(),
-                gflops(unit_rate),
-                fma.name(),
-                gflops(fma_rate)
-            ),
-        }
+    let (kernel, compared, so) = if unit_rate >= UNIT_WINS_AT * fma_rate {
+        (candidate, "no slower than", "bfloat16 multiplies on its own unit")
     } else {
-        Route {
-            kernel: Bf16Kernel::PortableF32,
-            reason: format!(
-                "on one core the {} loop ran at {:.1} GFLOP/s, below the float32 {} loop's {:.1}, so bfloat16 is widened to float32 and multiplied on the float32 units",
-                unit.name(),
-                gflops(unit_rate),
-                fma.name(),
-                gflops(fma_rate)
-            ),
-        }
+        (
+            Bf16Kernel::PortableF32,
+            "below",
+            "bfloat16 is widened to float32 and multiplied on the float32 units",
+        )
+    };
+    Route {
+        kernel,
+        reason: format!(
+            "on one core the {} loop ran at {:.1} GFLOP/s, {compared} the float32 {} loop's {:.1}, so {so}",
+            unit.name(),
+            unit_rate / 1e9,
+            fma.name(),
+            fma_rate / 1e9
+        ),
     }
 }
 
