@@ -159,22 +159,52 @@ fn quartiles(timing: &Value) -> Option<(f64, f64, f64)> {
     Some((at("q1_s")?, at("median_s")?, at("q3_s")?))
 }
 
-/// A table and a trace of one CPU timed the same product: whether they agree is decided here, from
-/// their spreads, so the chapter never sets two disagreeing rates side by side as if they matched.
-fn agreement(t: &Value, traces: &[TraceTiming]) -> String {
+/// The trace of the table's CPU among `traces`, the table's row at that trace's shape and the
+/// quartiles of the row's float32 product, where the table has that shape.
+fn same_product<'a>(t: &'a Value, traces: &'a [TraceTiming]) -> Option<(&'a TraceTiming, &'a Value, (f64, f64, f64))> {
     let name = t["trace_name"].as_str().unwrap_or_default();
-    let Some(trace) = traces.iter().find(|x| x.slug == name) else {
-        return String::new();
-    };
+    let trace = traces.iter().find(|x| x.slug == name)?;
     let (b, d, k) = trace.shape;
     let same_shape =
         |r: &&Value| r["m"].as_f64() == Some(b) && r["k"].as_f64() == Some(d) && r["n"].as_f64() == Some(k);
-    let Some(row) = t["rows"].as_array().and_then(|rows| rows.iter().find(same_shape)) else {
+    let row = t["rows"].as_array().and_then(|rows| rows.iter().find(same_shape))?;
+    let bench = quartiles(&row["our f32"]["timing"])?;
+    Some((trace, row, bench))
+}
+
+/// The trace slugs in `traces` whose float32 product a benchmark table of the same CPU, beside
+/// the traces in `lecture_dir`, ran faster than beyond both spreads (the table's third quartile
+/// below the trace's first): those traces were timed on a busier machine than their CPU allows,
+/// and their columns say so. A table that cannot be read marks nothing (the tables themselves
+/// report it).
+pub fn beaten_by_a_table(lecture_dir: &Path, traces: &[TraceTiming]) -> Vec<String> {
+    let Some(Ok(entries)) = folder(lecture_dir).map(std::fs::read_dir) else {
+        return Vec::new();
+    };
+    let mut beaten = Vec::new();
+    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        let Ok(text) = crate::trace::io::read_limited(&path, MAX_BYTES, "a benchmark table") else {
+            continue;
+        };
+        let Ok(t) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        if let Some((trace, _, bench)) = same_product(&t, traces)
+            && bench.2 < trace.quartiles.0
+        {
+            beaten.push(trace.slug.clone());
+        }
+    }
+    beaten
+}
+
+/// A table and a trace of one CPU timed the same product: whether they agree is decided here, from
+/// their spreads, so the chapter never sets two disagreeing rates side by side as if they matched.
+fn agreement(t: &Value, traces: &[TraceTiming]) -> String {
+    let Some((trace, row, bench)) = same_product(t, traces) else {
         return String::new();
     };
-    let Some(bench) = quartiles(&row["our f32"]["timing"]) else {
-        return String::new();
-    };
+    let (b, d, k) = trace.shape;
     let flop = 2.0 * b * d * k;
     let gflops = |q: (f64, f64, f64)| flop / q.1 / 1e9;
     // The middle half of the samples, as a share of the median: the narrower, the quieter.
@@ -322,6 +352,36 @@ mod tests {
             with_interval(&serde_json::json!({"ratio": 1.0}), "1.00×".into()),
             "1.00×"
         );
+    }
+
+    #[test]
+    fn a_trace_a_table_of_its_cpu_beat_beyond_both_spreads_is_marked() {
+        let tmp = tempfile::tempdir().expect("a temporary folder");
+        let dir = tmp.path();
+        let lecture_dir = dir.join("lecture_02");
+        std::fs::create_dir_all(dir.join("bench")).expect("a folder");
+        let table = |median: f64| {
+            serde_json::json!({"kind": "cpu-matmul", "trace_name": "cpu-x", "rows": [{"m": 4.0, "k": 2.0, "n": 1.0,
+                "our f32": {"timing": {"q1_s": 0.9 * median, "median_s": median, "q3_s": 1.1 * median}}}]})
+        };
+        let trace = |q1: f64| TraceTiming {
+            slug: "cpu-x".into(),
+            shape: (4.0, 2.0, 1.0),
+            quartiles: (q1, 1.2 * q1, 1.4 * q1),
+            disturbed: false,
+        };
+        let write = |t: Value| std::fs::write(dir.join("bench/cpu-x.json"), t.to_string()).expect("written");
+        // The table's slowest quarter (1.1 s) is faster than the trace's fastest (2 s): beaten.
+        write(table(1.0));
+        assert_eq!(
+            beaten_by_a_table(&lecture_dir, &[trace(2.0)]),
+            vec!["cpu-x".to_string()]
+        );
+        // Their middle halves overlap: nothing to mark.
+        assert!(beaten_by_a_table(&lecture_dir, &[trace(1.05)]).is_empty());
+        // A slower table never marks the trace.
+        write(table(3.0));
+        assert!(beaten_by_a_table(&lecture_dir, &[trace(2.0)]).is_empty());
     }
 
     #[test]

@@ -146,6 +146,17 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
     // where a narrow screen shows it, and says so.
     let own = traces.given_strict();
     columns.sort_by_key(|c| Some(&c.path) != own.as_ref());
+    let (rows, charted) = rows(&columns)?;
+    // What each column's trace timed at the lecture's shape, for its CPU's benchmark table: a
+    // column whose product a table of the same CPU beat beyond both spreads was timed on a busy
+    // machine, and says so in its header.
+    let mut timings: Vec<TraceTiming> = Vec::new();
+    if let Some(charted) = &charted {
+        for c in &columns {
+            timings.extend(trace_timing(traces, c, &charted.section));
+        }
+    }
+    let beaten = super::bench_tables::beaten_by_a_table(&traces.dir(), &timings);
     let mut head = String::from("<th></th>");
     for c in &columns {
         let mine = if Some(&c.path) == own.as_ref() {
@@ -153,9 +164,14 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
         } else {
             ""
         };
-        head.push_str(&format!("<th>{mine}{}</th>", header(traces, c)?));
+        let busy = if beaten.contains(&c.trace.provenance.device.slug) {
+            "<br><span class=\"lecture-muted\">⚠ timed on a busy machine: its CPU's benchmark table ran the same \
+             product faster, beyond both spreads (below)</span>"
+        } else {
+            ""
+        };
+        head.push_str(&format!("<th>{mine}{}{busy}</th>", header(traces, c)?));
     }
-    let (rows, charted) = rows(&columns)?;
     let mut body = String::new();
     for row in &rows {
         body.push_str(&format!("<tr><th>{}</th>", escape(&row.label)));
@@ -166,7 +182,6 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
         body.push_str("</tr>");
     }
     let mut speedups = Vec::new();
-    let mut timings: Vec<TraceTiming> = Vec::new();
     if let Some(charted) = &charted {
         for c in &columns {
             let (bf16, fp32) = (number(traces, c, &charted.top), number(traces, c, &charted.bottom));
@@ -197,7 +212,6 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
                     has_unit,
                 });
             }
-            timings.extend(trace_timing(traces, c, &charted.section));
         }
     }
     Ok(format!(
