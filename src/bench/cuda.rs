@@ -70,9 +70,9 @@ pub fn bench_gemm(
         }
         GemmRoute::CublasLt => {
             let mut handle = b.lt()?;
-            // SAFETY: as above.
             time_median(b, warmup, reps, || {
                 last_choice = Some((
+                    // SAFETY: as the cuBLAS arm above: contiguous buffers sized for the plan.
                     unsafe { blas::lt::run(&mut handle, mode, &plan, ptrs) }?,
                     handle.workspace_bytes(),
                 ));

@@ -126,12 +126,14 @@ impl PeakLoop {
         }
         match self {
             PeakLoop::PortableFma => Some(portable_fma),
-            // SAFETY (each): the feature the kernel is compiled for was detected just above.
             #[cfg(target_arch = "x86_64")]
+            // SAFETY: AVX2 and FMA were detected just above (`is_available`).
             PeakLoop::Avx2Fma => Some(|n| unsafe { x86::fma_avx2(n) }),
             #[cfg(target_arch = "x86_64")]
+            // SAFETY: AVX-512F was detected just above.
             PeakLoop::Avx512Fma => Some(|n| unsafe { x86::fma_avx512(n) }),
             #[cfg(target_arch = "x86_64")]
+            // SAFETY: AVX512_BF16 and AVX-512F were detected just above.
             PeakLoop::Avx512Bf16 => Some(|n| unsafe { x86::dpbf16_avx512(n) }),
             PeakLoop::AmxBf16 => Some(|n| super::bf16_gemm::amx_peak_loop(n).unwrap_or(f32::NAN)),
             #[cfg(not(target_arch = "x86_64"))]

@@ -125,6 +125,7 @@ const PARTS_PER_THREAD: usize = 1;
 pub(super) struct Shared<P>(pub(super) P);
 // SAFETY: see above; `product` and the portable bf16 kernel state which block each part writes.
 unsafe impl<P> Send for Shared<P> {}
+// SAFETY: as `Send`: the parts that share it write disjoint blocks.
 unsafe impl<P> Sync for Shared<P> {}
 
 impl<P: Copy> Shared<P> {

@@ -39,6 +39,7 @@ struct Slot {
 
 // SAFETY: `job` is only accessed under the state protocol above.
 unsafe impl Sync for Slot {}
+// SAFETY: as `Sync`: `job` is only reached under the state protocol above.
 unsafe impl Send for Slot {}
 
 pub(crate) struct Team {

@@ -129,6 +129,7 @@ pub fn compile(file: &str, text: &str, arch: &str) -> Result<Compiled> {
     let options = compile_options(arch);
     // SAFETY: `prog` is a live program; `src` and `name` outlive it (dropped after `prog`).
     let compiled = unsafe { nvrtc::compile_program(prog.0, &options) };
+    // SAFETY: `prog` is live, compiled or not (a failed compile still has a log).
     let log = unsafe { nvrtc::get_program_log(prog.0) }
         .map(|l| c_chars_to_string(&l))
         .unwrap_or_default();
@@ -137,6 +138,7 @@ pub fn compile(file: &str, text: &str, arch: &str) -> Result<Compiled> {
             "NVRTC could not compile kernels/{file} for {arch} ({e:?}), options {options:?}:\n{log}"
         )));
     }
+    // SAFETY: `prog` is live and compiled (a failed compile returned above).
     let ptx = unsafe { nvrtc::get_ptx(prog.0) }.map_err(|e| nvrtc_error(file, "reading the PTX", e))?;
     let cubin = if arch.starts_with("sm_") {
         Some(get_cubin(&prog).map_err(|e| nvrtc_error(file, "reading the CUBIN", e))?)
@@ -189,6 +191,7 @@ fn get_cubin(prog: &Program) -> std::result::Result<Vec<u8>, nvrtc::NvrtcError> 
     // SAFETY: a live, compiled program; the buffer has the size NVRTC reported.
     unsafe { nvrtc_sys::nvrtcGetCUBINSize(prog.0, &mut size).result()? };
     let mut buf = vec![0 as c_char; size];
+    // SAFETY: as above; `buf` has the size NVRTC reported.
     unsafe { nvrtc_sys::nvrtcGetCUBIN(prog.0, buf.as_mut_ptr()).result()? };
     Ok(buf.into_iter().map(|c| c.to_ne_bytes()[0]).collect())
 }

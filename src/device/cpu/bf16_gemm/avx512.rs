@@ -136,6 +136,7 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
                 };
                 let panels = item * run..((item + 1) * run).min(total.div_ceil(width));
                 let per_panel = kp * width;
+                // SAFETY: `panels` lies inside the packed buffer, and this item alone writes it.
                 unsafe {
                     let dst =
                         std::slice::from_raw_parts_mut(words.0.add(panels.start * per_panel), panels.len() * per_panel);
@@ -155,6 +156,7 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
                     // that uses them.
                     let per_panel = kp * MR;
                     let (first, count) = (part.rows.0, part.rows.1 - part.rows.0);
+                    // SAFETY: the part's own A panels, inside the buffer; no other part has these rows.
                     let a = unsafe {
                         let a = std::slice::from_raw_parts_mut(a_words.0.add(first * per_panel), count * per_panel);
                         pack_range(p.a, &a_lanes, m, MR, part.rows.0..part.rows.1, a);
@@ -162,6 +164,8 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
                     };
                     job.compute(part, a, first);
                 } else {
+                    // SAFETY: every A panel was packed before `pack_done` let any part start; from
+                    // here on they are only read.
                     let a = unsafe { std::slice::from_raw_parts(a_words.0, row_panels * kp * MR) };
                     job.compute(part, a, 0);
                 }
@@ -254,6 +258,8 @@ unsafe fn store(c: &[[__m512; NV]; MR], out: *mut bf16, ld: usize, rows: usize, 
     for (i, row) in c.iter().enumerate().take(rows) {
         for q in 0..NV / 2 {
             // Columns 32q..32q+32 of this row: two vectors rounded into one.
+            // SAFETY: 32 bf16 values and 16 u32 lanes are the same 512 bits; the features are this
+            // function's own.
             let v: __m512i = unsafe { std::mem::transmute(_mm512_cvtne2ps_pbh(row[2 * q + 1], row[2 * q])) };
             let valid = cols.saturating_sub(32 * q).min(32);
             let mask: __mmask32 = if valid == 32 { u32::MAX } else { (1u32 << valid) - 1 };

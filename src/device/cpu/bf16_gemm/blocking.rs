@@ -49,6 +49,7 @@ pub(super) mod scratch {
 pub(super) struct OutPtr(pub *mut bf16);
 // SAFETY: tiles written through it never overlap between threads (see `compute`).
 unsafe impl Send for OutPtr {}
+// SAFETY: as `Send`: threads write disjoint tiles through it.
 unsafe impl Sync for OutPtr {}
 
 /// A shared pointer into a packed buffer; threads reach disjoint ranges of it, handed out by
@@ -57,6 +58,7 @@ unsafe impl Sync for OutPtr {}
 pub(super) struct Words(pub *mut u32);
 // SAFETY: see above; every use states which range it owns.
 unsafe impl Send for Words {}
+// SAFETY: as `Send`: disjoint ranges while packing, read only once every write is published.
 unsafe impl Sync for Words {}
 
 impl Words {

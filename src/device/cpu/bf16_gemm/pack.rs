@@ -293,6 +293,7 @@ mod tests {
             }
             // Packing the second panel alone gives the same words.
             let mut second = vec![u32::MAX; pairs(k) * 2];
+            // SAFETY: this test runs only where AVX-512 was detected; `second` holds one panel.
             unsafe { pack_panels(src, &lanes, rows, 2, 1..2, &mut second, pairs(k) * 2) };
             assert_eq!(second, dst[pairs(k) * 2..]);
         }

@@ -40,9 +40,10 @@ fn block_dot_avx2<A: Lane, B: Lane>(a: &[A], b: &[B]) -> f32 {
 /// [`block_dot`] at `level` (every level gives the same bits: the order is written out).
 fn block_dot_at<A: Lane, B: Lane>(level: Level, a: &[A], b: &[B]) -> f32 {
     match level {
-        // SAFETY (both): `Level::current` only returns a level this CPU has.
+        // SAFETY: `Level::current` only returns a level this CPU has.
         #[cfg(target_arch = "x86_64")]
         Level::Avx512 => unsafe { block_dot_avx512(a, b) },
+        // SAFETY: as the arm above.
         #[cfg(target_arch = "x86_64")]
         Level::Avx2 => unsafe { block_dot_avx2(a, b) },
         _ => block_dot(a, b),
@@ -115,9 +116,10 @@ pub(super) fn rows_dot4<A: Lane>(level: Level, a: &[A], x: &[f32], interleaved: 
             // SAFETY: `interleaved` is only given at `Level::Avx512`, which this CPU has.
             #[cfg(target_arch = "x86_64")]
             (Level::Avx512, Some(rows), Some(xi)) => unsafe { super::dot_bf16::block_dot(rows, &xi[start..end]) },
-            // SAFETY (both): `Level::current` only returns a level this CPU has.
+            // SAFETY: `Level::current` only returns a level this CPU has.
             #[cfg(target_arch = "x86_64")]
             (Level::Avx512, ..) => unsafe { block_dot4_avx512(rows, &x[start..end]) },
+            // SAFETY: as the arm above.
             #[cfg(target_arch = "x86_64")]
             (Level::Avx2, ..) => unsafe { block_dot4_avx2(rows, &x[start..end]) },
             _ => block_dot4(rows, &x[start..end]),

@@ -79,9 +79,10 @@ impl Level {
 #[inline(always)]
 fn unary_on<T: Lane, F: Fn(f32) -> f32>(level: Level, f: &F, src: &[T], dst: &mut [MaybeUninit<T>]) {
     match level {
-        // SAFETY (both): `isa::current` only returns a level this CPU has (`CpuIsa::check`).
+        // SAFETY: `isa::current` only returns a level this CPU has (`CpuIsa::check`).
         #[cfg(target_arch = "x86_64")]
         Level::Avx512 => unsafe { unary_avx512(f, src, dst) },
+        // SAFETY: as the arm above.
         #[cfg(target_arch = "x86_64")]
         Level::Avx2 => unsafe { unary_avx2(f, src, dst) },
         _ => T::unary(f, src, dst),
@@ -112,9 +113,10 @@ fn binary_on<T: Lane, F: Fn(f32, f32) -> f32>(level: Level, f: &F, a: &[T], b: &
 #[inline(always)]
 fn relu_on<T: Lane>(level: Level, src: &[T], dst: &mut [MaybeUninit<T>]) {
     match level {
-        // SAFETY (both): as in `unary_on`.
+        // SAFETY: as in `unary_on`.
         #[cfg(target_arch = "x86_64")]
         Level::Avx512 => unsafe { relu_avx512(src, dst) },
+        // SAFETY: as the arm above.
         #[cfg(target_arch = "x86_64")]
         Level::Avx2 => unsafe { relu_avx2(src, dst) },
         _ => T::relu(src, dst),

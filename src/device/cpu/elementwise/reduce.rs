@@ -144,9 +144,10 @@ fn block_extreme_avx2<T: Lane, const MAX: bool>(x: &[T]) -> (f32, bool) {
 /// [`block_sum`] at `level` (every level gives the same bits: the order is written out).
 fn block_sum_at<T: Lane>(level: Level, x: &[T]) -> f64 {
     match level {
-        // SAFETY (both): `Level::current` only returns a level this CPU has.
+        // SAFETY: `Level::current` only returns a level this CPU has.
         #[cfg(target_arch = "x86_64")]
         Level::Avx512 => unsafe { block_sum_avx512(x) },
+        // SAFETY: as the arm above.
         #[cfg(target_arch = "x86_64")]
         Level::Avx2 => unsafe { block_sum_avx2(x) },
         _ => block_sum(x),
@@ -156,9 +157,10 @@ fn block_sum_at<T: Lane>(level: Level, x: &[T]) -> f64 {
 /// [`block_extreme`] at `level`.
 fn block_extreme_at<T: Lane, const MAX: bool>(level: Level, x: &[T]) -> (f32, bool) {
     match level {
-        // SAFETY (both): as in `block_sum_at`.
+        // SAFETY: as in `block_sum_at`.
         #[cfg(target_arch = "x86_64")]
         Level::Avx512 => unsafe { block_extreme_avx512::<T, MAX>(x) },
+        // SAFETY: as the arm above.
         #[cfg(target_arch = "x86_64")]
         Level::Avx2 => unsafe { block_extreme_avx2::<T, MAX>(x) },
         _ => block_extreme::<T, MAX>(x),

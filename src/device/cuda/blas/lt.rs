@@ -224,6 +224,7 @@ pub struct LtHandle {
 
 // SAFETY: the handle is used under the backend's lock, one thread at a time.
 unsafe impl Send for LtHandle {}
+// SAFETY: as `Send`: the backend's lock admits one thread at a time.
 unsafe impl Sync for LtHandle {}
 
 impl LtHandle {

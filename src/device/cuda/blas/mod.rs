@@ -172,6 +172,8 @@ pub unsafe fn run(handle: blas_sys::cublasHandle_t, mode: GemmMode, plan: &GemmP
         .result()
         .map_err(|e| Error::Cuda(format!("cublasSetMathMode: {e:?}")))?;
     let status = if plan.batch == 1 {
+        // SAFETY: a live handle and device buffers of the plan's dtypes and sizes (the caller's
+        // contract); alpha and beta live across the call.
         unsafe {
             blas::gemm_ex(
                 handle,
@@ -197,6 +199,7 @@ pub unsafe fn run(handle: blas_sys::cublasHandle_t, mode: GemmMode, plan: &GemmP
         }
     } else {
         let stride_c = (plan.m * plan.n) as i64;
+        // SAFETY: as the single product above, for every matrix of the batch.
         unsafe {
             blas::gemm_strided_batched_ex(
                 handle,

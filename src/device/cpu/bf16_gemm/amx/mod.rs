@@ -171,7 +171,8 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
         let a_items = if along_rows { 0 } else { packed_blocks.div_ceil(a_run) };
         let (pack_next, pack_done, part_next) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
         // Packs A blocks `blocks` (all at or past `in_place`) into their place in `a_words`.
-        // SAFETY (callers): AVX-512 was checked with AMX; no other thread packs these blocks.
+        // SAFETY: AVX-512 was checked with AMX, and each caller packs blocks that no other
+        // thread packs or reads until `pack_done` says they are complete.
         let pack_a_blocks = |blocks: Range<usize>| unsafe {
             let per_block = MR * kp;
             let dst = std::slice::from_raw_parts_mut(
@@ -192,7 +193,7 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
         // each item (a panel run, a block run or a part) is claimed by exactly one thread, and
         // its panels or blocks are a range of the packed buffers no other item reaches.
         // Packs B panels `panels` into their place in `b_words`.
-        // SAFETY (callers): as `pack_a_blocks`.
+        // SAFETY: as `pack_a_blocks`, for panels of B.
         let pack_b_panels = |panels: Range<usize>| unsafe {
             let per_panel = kp * NR;
             let dst = std::slice::from_raw_parts_mut(b_words.at(panels.start * per_panel), panels.len() * per_panel);
@@ -211,6 +212,7 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
             while pack_done.load(Acquire) < b_items + a_items {
                 std::hint::spin_loop();
             }
+            // SAFETY: this module only runs where `available()` found AMX granted.
             let _tiles = unsafe { Tiles::load() };
             while let Some(i) = claim(&part_next, parts.len()) {
                 let part = parts[i];
@@ -221,6 +223,8 @@ fn product(p: &Problem<'_>, oa: Operand, ob: Operand, threads: usize, out: &mut 
                 if !along_rows {
                     pack_b_panels(part.cols.0..part.cols.1);
                 }
+                // SAFETY: the tiles are loaded above; every B panel and the part's A blocks are
+                // packed (after `pack_done`, or by this thread just now).
                 unsafe { job.compute(part) };
             }
         };
@@ -289,11 +293,13 @@ impl Job {
                 // A; a packed one 32 rows of kp words; the panel kp·NR words.
                 unsafe { block(first..last, self.a_tiles(rr), b, &mut sums[rr - rows.start]) };
                 if last == s.steps && rr > rows.start {
+                    // SAFETY: block (rr − 1, c) belongs to this part, inside the output.
                     unsafe { self.write(rr - 1, c, &sums[rr - 1 - rows.start]) };
                 }
             }
             first = last;
         }
+        // SAFETY: the last block of `rows` in column c belongs to this part, inside the output.
         unsafe { self.write(rows.end - 1, c, &sums[rows.end - 1 - rows.start]) };
     }
 
