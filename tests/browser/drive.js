@@ -227,6 +227,7 @@ function probe() {
         const first = targets[targets.length - 1];
         let hit = null;
         let box = null;
+        let tapped = null;
         if (first) {
             first.scrollIntoView({ block: 'center', inline: 'center' });
             const r = first.getBoundingClientRect();
@@ -234,6 +235,12 @@ function probe() {
             const under = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
             const title = under && under.querySelector(':scope > title');
             hit = title ? title.textContent : null;
+            // A tap: the click a phone sends for it, on what is under the finger.
+            if (under) {
+                under.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+                const tip = figure.querySelector('.lecture-chart-tip');
+                tapped = tip && !tip.hidden ? tip.textContent : null;
+            }
         }
         return {
             id: figure.id,
@@ -241,6 +248,7 @@ function probe() {
             titled: Array.from(targets).filter(t => t.querySelector(':scope > title')).length,
             first_title: first && first.querySelector('title') ? first.querySelector('title').textContent : null,
             hit_title: hit,
+            tapped: tapped,
             box: box,
         };
     });

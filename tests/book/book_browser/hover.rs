@@ -1,6 +1,7 @@
 //! What a reader meets by pointing and reading: every chart answers a hover (each point and bar
 //! has a `<title>` with its value, unit and trace key, and the element under the pointer at the
-//! centre of the target drawn last is that target), and every typeset formula renders as MathML with a box of
+//! centre of the target drawn last is that target) and a tap (the same text, written under the
+//! chart), and every typeset formula renders as MathML with a box of
 //! its own, at a desktop's width and a phone's.
 
 use super::*;
@@ -18,6 +19,8 @@ struct ChartProbe {
     titled: usize,
     first_title: Option<String>,
     hit_title: Option<String>,
+    /// What the box under the chart says after a tap on the target under the finger.
+    tapped: Option<String>,
     #[serde(rename = "box")]
     size: Option<[f64; 2]>,
 }
@@ -104,6 +107,13 @@ fn every_chart_answers_a_hover_and_every_formula_has_a_box() {
                 found.push(format!(
                     "{label} {}: the pointer at the last target's centre finds {:?}, not {title:?}",
                     chart.id, chart.hit_title
+                ));
+            }
+            // A phone has no hover: a tap writes the same text under the chart.
+            if chart.tapped.as_deref() != Some(title.as_str()) {
+                found.push(format!(
+                    "{label} {}: a tap on the last target shows {:?}, not {title:?}",
+                    chart.id, chart.tapped
                 ));
             }
             // A horizontal line's box is as thin as its geometry (the stroke is not counted).
