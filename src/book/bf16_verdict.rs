@@ -21,6 +21,9 @@ pub(crate) struct Speedup {
     pub(crate) widened: bool,
     /// Whether it has a bfloat16 instruction at all.
     pub(crate) has_unit: bool,
+    /// Whether its CPU's benchmark table ran the float32 product faster beyond both spreads:
+    /// the ratio's denominator was slowed.
+    pub(crate) busy: bool,
 }
 
 /// The lesson, decided from the traces: on which devices bfloat16 paid, and for each device where
@@ -31,7 +34,15 @@ pub(crate) fn verdict(speedups: &[Speedup]) -> String {
         speedups
             .iter()
             .filter(|s| (s.ratio > PAYS) == pays)
-            .map(|s| format!("the {} ({:.2}×)", escape(&s.name), s.ratio))
+            .map(|s| {
+                // A ratio whose float32 product ran slowed says so where it is quoted.
+                let busy = if s.busy {
+                    ", from a float32 product timed on a busy machine"
+                } else {
+                    ""
+                };
+                format!("the {} ({:.2}×{busy})", escape(&s.name), s.ratio)
+            })
             .collect()
     };
     let (paid, not) = (list(true), list(false));
@@ -109,6 +120,7 @@ mod tests {
             peaks,
             widened,
             has_unit,
+            busy: false,
         }
     }
 
@@ -142,6 +154,20 @@ mod tests {
             text.contains("on the short of a fast unit, the bfloat16 peak (467 GFLOP/s) is above"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_ratio_from_a_busy_run_says_so() {
+        let busy = Speedup {
+            busy: true,
+            ..device("EPYC", 1.56, Some((467e9, 234e9)), false, true)
+        };
+        let text = verdict(&[busy, device("GPU", 3.0, None, false, true)]);
+        assert!(
+            text.contains("the EPYC (1.56×, from a float32 product timed on a busy machine)"),
+            "{text}"
+        );
+        assert!(text.contains("the GPU (3.00×)"), "{text}");
     }
 
     #[test]

@@ -210,6 +210,7 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
                     peaks,
                     widened,
                     has_unit,
+                    busy: beaten.contains(&c.trace.provenance.device.slug),
                 });
             }
         }
