@@ -460,8 +460,8 @@ fn the_devices_chapter_shows_elementwise_tables_beside_the_matmul_ones() {
         "<th>ours / numpy</th>",
         "<td>335.5</td>",
         "<th>our GB/s</th><th>of our baseline</th><th>ours / PyTorch</th>",
-        "<tr><th>relu</th><td>float32</td><td>L2</td><td>10.0</td><td>50 % of a copy</td><td>2.00×</td></tr>",
-        "<tr><th>sum</th><td>bfloat16</td><td>DRAM</td><td>4.0</td><td>100 % of a read</td><td>–</td></tr>",
+        "<tr><th>relu float32</th><td>L2</td><td>10.0</td><td>50 % of a copy</td><td>2.00×</td></tr>",
+        "<tr><th>sum bfloat16</th><td>DRAM</td><td>4.0</td><td>100 % of a read</td><td>–</td></tr>",
     ] {
         assert!(html.contains(expect), "`{expect}` in the chapter");
     }

@@ -62,7 +62,7 @@ def keep(t):
 with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
     loss = F.mse_loss(model(x), target)
 held = {t.untyped_storage().data_ptr() for t in [*model.parameters(), x, target]}
-activation_bytes = record("activation_bytes", sum(n for ptr, n in saved.items() if ptr not in held))
+activation_bytes = sum(n for ptr, n in saved.items() if ptr not in held)  # -> activation_bytes (PyTorch keeps half the Rust's: see above)
 formula_activation_bytes = record("formula_activation_bytes", (num_layers + (num_layers - 1) + 1) * b * d * 4)  # -> activations_as_formula
 lecture_activation_bytes = record("lecture_activation_bytes", 2 * num_layers * b * d * 4)
 
