@@ -172,30 +172,47 @@ fn same_product<'a>(t: &'a Value, traces: &'a [TraceTiming]) -> Option<(&'a Trac
     Some((trace, row, bench))
 }
 
-/// The trace slugs in `traces` whose float32 product a benchmark table of the same CPU, beside
-/// the traces in `lecture_dir`, ran faster than beyond both spreads (the table's third quartile
+/// The trace slugs in `traces` whose float32 product a benchmark table of the same CPU ran faster
+/// than beyond both spreads (the table's third quartile
 /// below the trace's first): those traces were timed on a busier machine than their CPU allows,
 /// and their columns say so. A table that cannot be read marks nothing (the tables themselves
 /// report it).
-pub fn beaten_by_a_table(lecture_dir: &Path, traces: &[TraceTiming]) -> Vec<String> {
-    let Some(Ok(entries)) = folder(lecture_dir).map(std::fs::read_dir) else {
-        return Vec::new();
-    };
-    let mut beaten = Vec::new();
-    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
-        let Ok(text) = crate::trace::io::read_limited(&path, MAX_BYTES, "a benchmark table") else {
-            continue;
+pub fn beaten_by_a_table(tables: &Tables, traces: &[TraceTiming]) -> Vec<String> {
+    tables
+        .0
+        .iter()
+        .filter_map(|(_, t)| same_product(t, traces))
+        .filter(|(trace, _, bench)| bench.2 < trace.quartiles.0)
+        .map(|(trace, ..)| trace.slug.clone())
+        .collect()
+}
+
+/// The benchmark tables beside the traces in `lecture_dir` (`trace/bench/*.json`), each read and
+/// parsed once per build, in file-name order; none where the folder is missing.
+pub struct Tables(Vec<(std::path::PathBuf, Value)>);
+
+impl Tables {
+    /// Reads every table; one that cannot be read or parsed fails the build with its file named.
+    pub fn load(lecture_dir: &Path) -> Result<Tables, Cause> {
+        let Some(Ok(entries)) = folder(lecture_dir).map(std::fs::read_dir) else {
+            return Ok(Tables(Vec::new()));
         };
-        let Ok(t) = serde_json::from_str::<Value>(&text) else {
-            continue;
-        };
-        if let Some((trace, _, bench)) = same_product(&t, traces)
-            && bench.2 < trace.quartiles.0
-        {
-            beaten.push(trace.slug.clone());
-        }
+        let mut files: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        files
+            .into_iter()
+            .map(|path| {
+                let text = crate::trace::io::read_limited(&path, MAX_BYTES, "a benchmark table")
+                    .map_err(|e| bad(&path, e.to_string()))?;
+                let t: Value = serde_json::from_str(&text).map_err(|e| bad(&path, e.to_string()))?;
+                Ok((path, t))
+            })
+            .collect::<Result<_, Cause>>()
+            .map(Tables)
     }
-    beaten
 }
 
 /// A table and a trace of one CPU timed the same product: whether they agree is decided here, from
@@ -285,31 +302,17 @@ fn bf16_kernel(t: &Value) -> String {
     }
 }
 
-/// Every benchmark table beside the traces in `lecture_dir`, in file-name order, or nothing; a
-/// matrix product table of a CPU in `traces` says whether the two agree.
-pub fn render(lecture_dir: &Path, traces: &[TraceTiming]) -> Result<String, Cause> {
-    let Some(dir) = folder(lecture_dir) else {
-        return Ok(String::new());
-    };
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Ok(String::new());
-    };
-    let mut files: Vec<_> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+/// Every benchmark table, in file-name order, or nothing; a matrix product table of a CPU in
+/// `traces` says whether the two agree.
+pub fn render(tables: &Tables, traces: &[TraceTiming]) -> Result<String, Cause> {
     let (mut matmul, mut elementwise) = (String::new(), String::new());
-    for path in files {
-        let text = crate::trace::io::read_limited(&path, MAX_BYTES, "a benchmark table")
-            .map_err(|e| bad(&path, e.to_string()))?;
-        let t: Value = serde_json::from_str(&text).map_err(|e| bad(&path, e.to_string()))?;
-        match kind(&path, &t)? {
+    for (path, t) in &tables.0 {
+        match kind(path, t)? {
             Kind::Matmul => {
-                matmul.push_str(&matmul_table(&path, &t)?);
-                matmul.push_str(&agreement(&t, traces));
+                matmul.push_str(&matmul_table(path, t)?);
+                matmul.push_str(&agreement(t, traces));
             }
-            Kind::Elementwise => elementwise.push_str(&elementwise_table(&path, &t)?),
+            Kind::Elementwise => elementwise.push_str(&elementwise_table(path, t)?),
         }
     }
     let mut out = String::new();
@@ -372,16 +375,14 @@ mod tests {
         };
         let write = |t: Value| std::fs::write(dir.join("bench/cpu-x.json"), t.to_string()).expect("written");
         // The table's slowest quarter (1.1 s) is faster than the trace's fastest (2 s): beaten.
+        let beaten = |trace: TraceTiming| beaten_by_a_table(&Tables::load(&lecture_dir).expect("tables"), &[trace]);
         write(table(1.0));
-        assert_eq!(
-            beaten_by_a_table(&lecture_dir, &[trace(2.0)]),
-            vec!["cpu-x".to_string()]
-        );
+        assert_eq!(beaten(trace(2.0)), vec!["cpu-x".to_string()]);
         // Their middle halves overlap: nothing to mark.
-        assert!(beaten_by_a_table(&lecture_dir, &[trace(1.05)]).is_empty());
+        assert!(beaten(trace(1.05)).is_empty());
         // A slower table never marks the trace.
         write(table(3.0));
-        assert!(beaten_by_a_table(&lecture_dir, &[trace(2.0)]).is_empty());
+        assert!(beaten(trace(2.0)).is_empty());
     }
 
     #[test]

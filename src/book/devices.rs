@@ -156,7 +156,8 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
             timings.extend(trace_timing(traces, c, &charted.section));
         }
     }
-    let beaten = super::bench_tables::beaten_by_a_table(&traces.dir(), &timings);
+    let tables = super::bench_tables::Tables::load(&traces.dir())?;
+    let beaten = super::bench_tables::beaten_by_a_table(&tables, &timings);
     let mut head = String::from("<th></th>");
     for c in &columns {
         let mine = if Some(&c.path) == own.as_ref() {
@@ -219,7 +220,7 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
         "<div class=\"lecture-devices\"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>\n\n{}\n\n{}{}",
         speedup_chart(&speedups, charted.as_ref())?,
         verdict(&speedups),
-        super::bench_tables::render(&traces.dir(), &timings)?
+        super::bench_tables::render(&tables, &timings)?
     ))
 }
 

@@ -70,14 +70,10 @@ pub fn geometric_mean(ratios: impl IntoIterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| (sum / n as f64).exp())
 }
 
+/// The median as `Timing` takes it, so that a ratio here is the one of the timings' medians.
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    super::quantile(v, 0.5)
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ mod route;
 #[cfg(target_arch = "x86_64")]
 mod transpose;
 
-pub use route::{Route, per_core_rate};
+pub use route::Route;
 
 use std::cell::Cell;
 

@@ -107,7 +107,7 @@ fn decide(candidate: Bf16Kernel, unit: (PeakLoop, Option<f64>), fma: (PeakLoop, 
 /// FLOP/s of `peak_loop` on one core: the best of a few short trials, each about a millisecond,
 /// timed once per process (a route must not change between two products of one run). None
 /// where this CPU cannot run the loop.
-pub fn per_core_rate(peak_loop: PeakLoop) -> Option<f64> {
+fn per_core_rate(peak_loop: PeakLoop) -> Option<f64> {
     static RATES: Mutex<Vec<(PeakLoop, Option<f64>)>> = Mutex::new(Vec::new());
     let mut rates = RATES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some((_, rate)) = rates.iter().find(|(l, _)| *l == peak_loop) {
