@@ -13,8 +13,14 @@ use crate::tensor::Tensor;
 /// Nodes reachable from `root` through inputs that need gradients, consumers before producers.
 /// Iterative depth-first search: deep graphs (many layers, long loops) must not overflow the stack.
 pub(super) fn reverse_topological(root: &Arc<Node>) -> Vec<Arc<Node>> {
+    reverse_topological_beyond(root, &mut HashSet::new())
+}
+
+/// Like [`reverse_topological`], leaving out the nodes in `visited` and everything only they
+/// reach, and adding what it walks to `visited`: a graph grown one layer at a time is walked
+/// once in all, not once per layer.
+fn reverse_topological_beyond(root: &Arc<Node>, visited: &mut HashSet<u64>) -> Vec<Arc<Node>> {
     let mut post_order = Vec::new();
-    let mut visited = HashSet::new();
     let mut stack: Vec<(Arc<Node>, bool)> = vec![(Arc::clone(root), false)];
     while let Some((node, children_done)) = stack.pop() {
         if children_done {
@@ -93,22 +99,38 @@ pub(super) fn backward(root: &Var) -> Result<()> {
 }
 
 pub(super) fn saved_tensors(root: &Var) -> Vec<SavedTensor> {
-    let mut out: Vec<SavedTensor> = Vec::new();
-    // Storages already listed: a set, not a scan of `out`, which made a deep graph's listing
-    // quadratic in its depth.
-    let mut listed = HashSet::new();
-    for node in reverse_topological(&root.node) {
-        let Some(f) = &node.grad_fn else { continue };
-        if let Some(op) = f.op.lock().as_ref() {
-            for t in op.saved() {
-                if listed.insert(t.storage_id()) {
-                    out.push(SavedTensor {
-                        op: f.name,
-                        tensor: t.clone(),
-                    });
+    SavedTally::default().newly_saved(root)
+}
+
+/// What a graph saved for backward, counted as it grows: each call lists only what the nodes
+/// not walked before saved, each storage once over all calls. Reading after every layer of a
+/// deep network what the graph keeps then costs one walk of the whole graph, where listing the
+/// graph behind each layer again cost a walk per layer (5,000 layers of width one: 21 s).
+#[derive(Default)]
+pub struct SavedTally {
+    walked: HashSet<u64>,
+    // Storages already listed: a set, not a scan of the output, which made a deep graph's
+    // listing quadratic in its depth.
+    listed: HashSet<usize>,
+}
+
+impl SavedTally {
+    /// The tensors the graph behind `root` saved that no earlier call listed.
+    pub fn newly_saved(&mut self, root: &Var) -> Vec<SavedTensor> {
+        let mut out: Vec<SavedTensor> = Vec::new();
+        for node in reverse_topological_beyond(&root.node, &mut self.walked) {
+            let Some(f) = &node.grad_fn else { continue };
+            if let Some(op) = f.op.lock().as_ref() {
+                for t in op.saved() {
+                    if self.listed.insert(t.storage_id()) {
+                        out.push(SavedTensor {
+                            op: f.name,
+                            tensor: t.clone(),
+                        });
+                    }
                 }
             }
         }
+        out
     }
-    out
 }

@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 pub use check::{GradCheck, gradcheck};
+pub use engine::SavedTally;
 pub use graph::GraphNode;
 pub use ops::mse_loss;
 use rules::Op;
