@@ -1,6 +1,7 @@
 //! `lecture`: runs the lecture's sections on the best available device, writes the trace, and
 //! answers questions about a recorded trace.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -278,22 +279,31 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
     device::cpu::isa::from_env()?;
     let choice = device::choose(request)?;
     let path = trace_path(trace_dir, &choice.device.slug()?);
-    // Before any section runs: the trace can be written, a partial run has a valid trace to
-    // merge into (a full run replaces an unreadable one), and the book can read its other traces.
-    atomic_file::check_writable(&path)?;
+    // Before any section runs, and before anything is made (a refused run leaves no folder): a
+    // partial run has a valid trace to merge into (a full run replaces an unreadable one), the
+    // book can read its other traces and can be built from what the run will write, and the
+    // trace can be written.
+    // A partial run merges into the trace, so it must load (a newer schema is refused there); a
+    // full run replaces it, but not one of a newer schema, which it would throw away unread.
     trace::io::check_link(&path)?;
+    let mut will_hold: BTreeSet<String> = selected.iter().map(|s| s.id.to_string()).collect();
+    if !selected.is_empty() && path.exists() {
+        will_hold.extend(trace::load_named(&path)?.sections.into_iter().map(|s| s.id));
+    } else if path.exists() {
+        trace::io::check_replaceable(&path)?;
+    }
+    if selected.is_empty() {
+        will_hold.extend(SECTIONS.iter().map(|s| s.id.to_string()));
+    }
+    check_neighbours(&path, !cli.no_book)?;
+    if !cli.no_book {
+        check_book(&book_options(&path), &will_hold)?;
+    }
+    atomic_file::check_writable(&path)?;
     // Room for the new trace beside the old one (the write goes to a temporary file first), with
     // the old one's size as the estimate: a run that finds the disk full after it ran loses its work.
     let old_size = std::fs::metadata(&path).map_or(0, |m| m.len());
     atomic_file::check_space(&path, 2 * old_size.max(MIN_TRACE_ESTIMATE))?;
-    // A partial run merges into the trace, so it must load (a newer schema is refused there); a
-    // full run replaces it, but not one of a newer schema, which it would throw away unread.
-    if !selected.is_empty() && path.exists() {
-        trace::load_named(&path)?;
-    } else if path.exists() {
-        trace::io::check_replaceable(&path)?;
-    }
-    check_neighbours(&path, !cli.no_book)?;
 
     out.line(format_args!(
         "Running {} section(s) on {} (seed {})",
@@ -348,15 +358,7 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
     })?;
     out.line(format_args!("Wrote {}", path.display()));
     if !cli.no_book {
-        let options = cs336::book::BuildOptions {
-            trace: Some(path.clone()),
-            strict: Some(path.clone()),
-            trace_dir: path.parent().map(Path::to_path_buf),
-            out_dir: None,
-            source_root: Some(root()),
-            baseline: None,
-        };
-        let index = cs336::book::build(&root().join("book"), &options)
+        let index = cs336::book::build(&root().join("book"), &book_options(&path))
             .context("the trace was written, but the book did not build")?;
         out.line(format_args!("Book: {}", index.display()));
     }
@@ -372,9 +374,45 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
     Ok(())
 }
 
+/// The book a run builds from the trace it has just written at `path`.
+fn book_options(path: &Path) -> cs336::book::BuildOptions {
+    cs336::book::BuildOptions {
+        trace: Some(path.to_path_buf()),
+        strict: Some(path.to_path_buf()),
+        trace_dir: path.parent().map(Path::to_path_buf),
+        out_dir: None,
+        source_root: Some(root()),
+        baseline: None,
+    }
+}
+
+/// Before any section runs, the book a run would build after writing its trace: its sources
+/// load, its folder can be written, and the trace will hold every section its chapters quote.
+/// A run that found out after writing would leave a trace and no book.
+pub(crate) fn check_book(options: &cs336::book::BuildOptions, will_hold: &BTreeSet<String>) -> Result<()> {
+    let book_root = options.source_root.clone().unwrap_or_else(root).join("book");
+    let found = cs336::book::preflight::check(&book_root, options)
+        .context("the book could not be built after the run, so nothing was run")?;
+    let missing: Vec<&str> = found
+        .quoted_sections
+        .difference(will_hold)
+        .map(String::as_str)
+        .collect();
+    if let Some(first) = missing.first() {
+        bail!(
+            "the book quotes {} section(s) that the trace would not hold: {}; record the whole lecture first \
+             (`cargo run --release --bin lecture`, or `--section {first}` and the others), or run with `--no-book`. \
+             Nothing was run.",
+            missing.len(),
+            console::shorten(&missing.join(", "), 200)
+        );
+    }
+    Ok(())
+}
+
 /// Every other trace in `path`'s folder loads: the book shows them all (`{{compare}}`), so when
 /// it will be built an unreadable one stops the run before it starts; otherwise it is a warning.
-fn check_neighbours(path: &Path, book: bool) -> Result<()> {
+pub(crate) fn check_neighbours(path: &Path, book: bool) -> Result<()> {
     let Some(dir) = path.parent() else { return Ok(()) };
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());

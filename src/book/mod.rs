@@ -104,6 +104,7 @@ pub mod inputs;
 pub mod kinds;
 pub mod math;
 pub mod out_folder;
+pub mod preflight;
 pub mod preprocessor;
 pub mod problem;
 pub mod provenance;

@@ -119,6 +119,26 @@ pub fn into_place(fresh: TempDir, out: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether a build could make its fresh folder beside `out`: a folder is made in the nearest
+/// folder that exists on the way there, and removed at once.
+pub fn check_writable_beside(out: &Path) -> Result<(), String> {
+    let (parent, name) = names(out);
+    // A file on the way fails here, as the build would.
+    let existing = parent.ancestors().find(|p| p.exists()).unwrap_or(Path::new("."));
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}-check-"))
+        .tempdir_in(existing)
+        .map(drop)
+        .map_err(|e| {
+            format!(
+                "the book is built beside {} and {} cannot be written ({e}): give this user write access there, \
+                 name another folder with MDBOOK_BUILD__BUILD_DIR, or run with `--no-book`",
+                out.display(),
+                existing.display()
+            )
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@ mod cli_bench_elementwise;
 mod cli_book;
 mod cli_book_guard;
 mod cli_book_includes;
+mod cli_check_first;
 mod cli_concurrency;
 mod cli_disturbed;
 mod cli_hostile3;

@@ -74,6 +74,18 @@ fn book_dir(what_if_trace: &Path) -> std::path::PathBuf {
     std::path::absolute(&dir).unwrap_or(dir)
 }
 
+/// The book of the what-if whose trace is `file`, beside the device's own trace `baseline`.
+fn book_options(file: &Path, baseline: &Path, root: &Path) -> cs336::book::BuildOptions {
+    cs336::book::BuildOptions {
+        trace: Some(file.to_path_buf()),
+        strict: Some(file.to_path_buf()),
+        trace_dir: baseline.parent().map(Path::to_path_buf),
+        out_dir: Some(book_dir(file)),
+        source_root: Some(root.to_path_buf()),
+        baseline: Some(baseline.to_path_buf()),
+    }
+}
+
 /// `lecture book --what-if FILE`: the what-if's book, its values beside the device's own run's.
 pub fn book(out: &mut Console, file: &Path, root: &Path) -> Result<()> {
     let what_if = trace::load_named(file)?;
@@ -98,15 +110,8 @@ pub fn book(out: &mut Console, file: &Path, root: &Path) -> Result<()> {
             baseline.display()
         );
     }
-    let options = cs336::book::BuildOptions {
-        trace: Some(file.to_path_buf()),
-        strict: Some(file.to_path_buf()),
-        trace_dir: Some(lecture_dir.to_path_buf()),
-        out_dir: Some(book_dir(file)),
-        source_root: Some(root.to_path_buf()),
-        baseline: Some(baseline),
-    };
-    let index = cs336::book::build(&root.join("book"), &options).context("the what-if book did not build")?;
+    let index = cs336::book::build(&root.join("book"), &book_options(file, &baseline, root))
+        .context("the what-if book did not build")?;
     out.line(format_args!("What-if book: {}", index.display()));
     Ok(())
 }
@@ -157,6 +162,23 @@ pub fn run(
     let path = what_if::trace_path(&lecture_dir, &slug, &changes);
     let folder = path.parent().context("a what-if trace has a folder")?;
     let what_ifs = what_if::folder(&lecture_dir);
+    if build_book {
+        // The what-if's book reads every trace beside the device's own, and quotes the own run
+        // wherever the what-if ran no section: both are checked before anything runs, or is made.
+        crate::check_neighbours(&own, true)?;
+        if what_ifs.exists() {
+            // A link out of the folder of what-ifs is named as such, before the book's own rules.
+            what_if::check_inside(&what_ifs, folder)?;
+            what_if::check_inside(&what_ifs, &book_dir(&path))?;
+        }
+        let will_hold = baseline
+            .sections
+            .iter()
+            .map(|s| s.id.clone())
+            .chain(what_if::sections(&changes).iter().map(|s| s.id.to_string()))
+            .collect();
+        crate::check_book(&book_options(&path, &own, root), &will_hold)?;
+    }
     std::fs::create_dir_all(&what_ifs).with_context(|| format!("cannot make {}", what_ifs.display()))?;
     // Before the what-if's own folder is made (a link there would make it elsewhere), and after.
     what_if::check_inside(&what_ifs, folder)?;
