@@ -321,7 +321,7 @@ fn positive() -> impl Strategy<Value = f64> {
 
 /// One random what-if: a given and a value within its declared range (a size at a small value),
 /// never the lecture's own value (a what-if changes a given from it).
-fn small_given() -> impl Strategy<Value = String> {
+pub(crate) fn small_given() -> impl Strategy<Value = String> {
     let whole = |key: &'static str, low: u64, high: u64| whole_in(low, high).prop_map(move |v| format!("{key}={v}"));
     let rate = |key: &'static str| positive().prop_map(move |x| format!("{key}={x:e}"));
     let top = MAX_COUNT as u64;

@@ -17,6 +17,7 @@ mod cli_hostile3;
 mod cli_hostile4;
 mod cli_inputs;
 mod cli_what_if;
+mod cli_what_if_books;
 mod cli_what_if_hostile;
 mod gpu_check_script;
 mod gpu_summary;

@@ -11,7 +11,7 @@ use crate::autograd::{Var, mse_loss, no_grad};
 use crate::device::max_memory;
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
-use crate::lecture::givens::given;
+use crate::lecture::givens::{MAX_COUNT, Narrower, given};
 use crate::lecture::graph::{graph_bytes, graph_nodes};
 use crate::lecture::what_if::{Cost, Overhead};
 use crate::lecture::{SectionCtx, record};
@@ -207,6 +207,20 @@ fn positive_slope(name: &str, xs: &[usize], ys: &[f64]) -> Result<f64> {
 /// The scale of the data `x`, and of the targets `y` (see `checkpoint_schedule`).
 const DATA_SCALE: f64 = 1152921504606846976.0; // 2^60
 const TARGET_SCALE: f64 = 1073741824.0; // 2^30
+
+/// What this section asks of a given beyond its type (`givens::Narrower`): the depths are 4, 16,
+/// 64, … up to `max_num_layers`, and the slopes need the two deepest (`max_num_layers=1` ran, and
+/// then failed).
+pub(super) const NARROWERS: &[Narrower] = &[Narrower {
+    name: "max_num_layers",
+    words: "a power of 4 from 16 to 2⁵² (16, 64, 256, …)",
+    holds: |x| {
+        (16.0..=MAX_COUNT).contains(&x) && x.fract() == 0.0 && {
+            let n = x as u64;
+            n.is_power_of_two() && n.trailing_zeros().is_multiple_of(2)
+        }
+    },
+}];
 
 /// Keep every layer, every few, every √L or none: for networks of growing depth, the peak
 /// activation memory of one training step (measured, and counted tensor by tensor) and the

@@ -7,7 +7,7 @@ use crate::autograd::{Var, mse_loss};
 use crate::device::{Device, max_memory};
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
-use crate::lecture::givens::given;
+use crate::lecture::givens::{MAX_COUNT, Narrower, given};
 use crate::lecture::what_if::{Cost, Overhead};
 use crate::lecture::{SectionCtx, check, record};
 use crate::nn::{DeepNetwork, Module};
@@ -76,6 +76,23 @@ fn largest_difference(a: &[Tensor], b: &[Tensor]) -> Result<f64> {
     }
     Ok(largest)
 }
+
+/// What this section asks of two givens beyond their types (`givens::Narrower`): the batch splits
+/// into 1, 2, 4, … up to `max_micro_batches` equal micro-batches, so that number is a power of two
+/// that divides the batch. Each given is held alone, so both are narrowed to what always fits
+/// together (`batch_size=1` with the default of 8 micro-batches ran, and then failed).
+pub(super) const NARROWERS: &[Narrower] = &[
+    Narrower {
+        name: "batch_size",
+        words: "a whole number of data points from 8 to 2⁵³ (about 9.0e15), a multiple of 8",
+        holds: |x| (8.0..=MAX_COUNT).contains(&x) && x % 8.0 == 0.0,
+    },
+    Narrower {
+        name: "max_micro_batches",
+        words: "1, 2, 4 or 8 micro-batches",
+        holds: |x| [1.0, 2.0, 4.0, 8.0].contains(&x),
+    },
+];
 
 /// Activation memory grows with the batch; parameters and gradients do not. Accumulating the
 /// gradients of k micro-batches before one update takes the same step with the activations of

@@ -208,6 +208,7 @@ sections! {
         overhead: Some(gradient_accumulation::overhead),
         charts: [],
         devices: [],
+        narrowers: gradient_accumulation::NARROWERS,
     },
     activation_memory {
         title: "Activations and checkpointing",
@@ -222,6 +223,7 @@ sections! {
         overhead: Some(checkpoint_schedule::overhead),
         charts: [checkpoint_graph, checkpoint_peaks, checkpoint_recomputed],
         devices: [],
+        narrowers: checkpoint_schedule::NARROWERS,
     },
     train_loop {
         title: "Training loop",

@@ -1,0 +1,146 @@
+//! In range means it finishes, book and all: random what-ifs within their givens' declared ranges
+//! run in this process and their books build. A what-if's book differs from the device's own only
+//! in the chapters that quote a section it ran, so each draw builds those chapters (the own book
+//! is built whole elsewhere), with the own trace as the baseline beside them, as `lecture book
+//! --what-if` does.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use proptest::prelude::*;
+
+use crate::cli_what_if_hostile::small_given;
+use crate::common::{self, ROOT};
+use cs336::book::BuildOptions;
+use cs336::device::{self, DeviceRequest};
+use cs336::lecture::givens::{self, MIN_FRACTION};
+use cs336::lecture::{run, what_if};
+
+/// A copy of the book's folder whose `SUMMARY.md` each draw rewrites, and a trace folder holding
+/// the fresh run as the device's own trace.
+struct Shelf {
+    dir: tempfile::TempDir,
+    own: PathBuf,
+}
+
+fn shelf() -> &'static Shelf {
+    static SHELF: OnceLock<Shelf> = OnceLock::new();
+    SHELF.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let book = dir.path().join("book");
+        for sub in ["", "src", "theme"] {
+            let from = Path::new(ROOT).join("book").join(sub);
+            std::fs::create_dir_all(book.join(sub)).expect("mkdir");
+            for entry in std::fs::read_dir(&from).expect("the book's folder").flatten() {
+                if entry.path().is_file() {
+                    std::fs::copy(entry.path(), book.join(sub).join(entry.file_name())).expect("copy");
+                }
+            }
+        }
+        let own = common::put_fresh_trace(&dir.path().join("trace"));
+        Shelf { dir, own }
+    })
+}
+
+/// The chapters that quote section `id` (a directive naming `id.` somewhere in them).
+fn chapters_quoting(ids: &[&str]) -> Vec<String> {
+    let src = Path::new(ROOT).join("book/src");
+    let mut names: Vec<String> = std::fs::read_dir(&src)
+        .expect("book/src")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md") && n != "SUMMARY.md")
+        .filter(|n| {
+            let text = std::fs::read_to_string(src.join(n)).unwrap_or_default();
+            ids.iter()
+                .any(|id| text.contains(&format!("{{{{value {id}.")) || text.contains(&format!(" {id}.")))
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Runs the what-if `sets` in this process, writes its trace where `lecture` would, and builds
+/// the chapters that quote a section it ran, the own trace as their baseline.
+fn run_and_build(sets: &[String]) -> Result<(), String> {
+    let changes = what_if::parse(sets).map_err(|e| format!("{sets:?}: {e}"))?;
+    let shelf = shelf();
+    common::test_budget();
+    let choice = device::choose(DeviceRequest::Cpu).map_err(|e| e.to_string())?;
+    let baseline = cs336::trace::load_named(&shelf.own).map_err(|e| e.to_string())?;
+    let sections = what_if::sections(&changes);
+    let overrides = what_if::overrides(&changes);
+    let trace = run::run_lecture_with(
+        &sections,
+        &choice,
+        0,
+        Path::new(ROOT),
+        Some(baseline),
+        &overrides,
+        |_| {},
+    )
+    .map_err(|e| format!("{sets:?} did not run: {e}"))?;
+    let slug = choice.device.slug().map_err(|e| e.to_string())?;
+    let path = what_if::trace_path(shelf.own.parent().ok_or("no folder")?, &slug, &changes);
+    let folder = path.parent().ok_or("no folder")?;
+    std::fs::create_dir_all(folder).map_err(|e| e.to_string())?;
+    cs336::trace::save_named(&path, &trace).map_err(|e| format!("{sets:?} was not written: {e}"))?;
+
+    let ids: Vec<&str> = sections.iter().map(|s| s.id).collect();
+    let chapters = chapters_quoting(&ids);
+    if chapters.is_empty() {
+        return Err(format!("no chapter quotes {ids:?}"));
+    }
+    let book = shelf.dir.path().join("book");
+    let summary: String = chapters.iter().map(|c| format!("- [{c}]({c})\n")).collect();
+    std::fs::write(book.join("src/SUMMARY.md"), format!("# Summary\n\n{summary}")).map_err(|e| e.to_string())?;
+    let options = BuildOptions {
+        trace: Some(path.clone()),
+        strict: Some(path.clone()),
+        trace_dir: shelf.own.parent().map(Path::to_path_buf),
+        out_dir: Some(shelf.dir.path().join("html")),
+        source_root: Some(PathBuf::from(ROOT)),
+        baseline: Some(shelf.own.clone()),
+    };
+    let built = cs336::book::build(&book, &options);
+    std::fs::remove_dir_all(folder).ok();
+    built
+        .map(drop)
+        .map_err(|e| format!("{sets:?}: the book of {chapters:?} did not build: {e}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// A what-if within the declared ranges runs, its trace is written by the rules `lecture`
+    /// writes it by, and every chapter that quotes a section it ran builds, held to the code.
+    #[test]
+    fn random_what_ifs_within_their_ranges_build_their_books(sets in proptest::collection::vec(small_given(), 1..4)) {
+        let mut keys: Vec<&str> = sets.iter().filter_map(|s| s.split_once('=')).map(|(k, _)| k).collect();
+        keys.sort();
+        keys.dedup();
+        prop_assume!(keys.len() == sets.len(), "each given once");
+        run_and_build(&sets).map_err(TestCaseError::fail)?;
+    }
+}
+
+/// The corner a random draw may miss: every given, alone, at the smallest value its range takes
+/// (the first of a few candidates, smallest first, that it accepts), runs and builds its chapters.
+#[test]
+fn every_given_at_its_smallest_builds_its_chapters() {
+    let candidates = ["0", "5e-324", &format!("{MIN_FRACTION:e}"), "1", "8", "16", "64"];
+    let mut tried = 0;
+    for (section, given) in givens::all() {
+        let Some(value) = candidates.iter().find(|v| (given.parse)(v).is_ok()) else {
+            panic!("{}.{}: none of {candidates:?} is in its range", section.id, given.name);
+        };
+        let set = vec![format!("{}.{}={value}", section.id, given.name)];
+        let Ok(changes) = what_if::parse(&set) else { continue };
+        if what_if::check_not_default(&changes, &cs336::device::Device::Cpu).is_err() {
+            continue;
+        }
+        run_and_build(&set).unwrap_or_else(|e| panic!("{e}"));
+        tried += 1;
+    }
+    assert!(tried >= 30, "only {tried} givens were tried");
+}
