@@ -42,7 +42,7 @@ print(f"{'dtype':<14}{'ours TFLOP/s':>14}{'ours MFU':>10}{'torch TFLOP/s':>15}{'
 verdicts = []
 for m in ours["matmul"]:
     t = theirs.get(TORCH_ROW.get(label(m)), {})
-    peak = m.get("promised_flop_per_sec")
+    peak = m.get("peak_flop_per_sec")
     tf = t.get("flop_per_sec")
     ratio = m["flop_per_sec"] / tf if tf else None
     print(f"{label(m):<14}{m['flop_per_sec']/1e12:>14.1f}{fmt(m.get('mfu'), 10, 3)}{fmt(tf and tf/1e12, 15, 1)}"
@@ -58,7 +58,7 @@ for m in ours["matmul"]:
 default = theirs.get("bf16", {})
 if "bf16_cublaslt" in theirs and default.get("flop_per_sec"):
     # Under the torch column: PyTorch left to pick its library (the target's reference).
-    peak = next((m.get("promised_flop_per_sec") for m in ours["matmul"] if label(m) == "bf16"), None)
+    peak = next((m.get("peak_flop_per_sec") for m in ours["matmul"] if label(m) == "bf16"), None)
     tf = default["flop_per_sec"]
     print(f"{'bf16, torch picks':<38}{tf/1e12:>15.1f}{fmt(peak and tf/peak, 11, 3)}")
 for m in ours["matmul"]:

@@ -433,8 +433,8 @@ fn every_value_declares_what_decided_it() {
         ("tensor_operations_flops", "actual_flop_per_sec", Clock),
         ("tensor_operations_flops", "mfu", Clock),
         ("tensor_operations_flops", "throughput_sweep", Clock),
-        // On a CPU the promised peak is a timed FMA loop.
-        ("tensor_operations_flops", "promised_flop_per_sec", Clock),
+        // On a CPU the peak is a timed FMA loop.
+        ("tensor_operations_flops", "peak_flop_per_sec", Clock),
         ("gradients_flops", "backward_time", Clock),
         ("gradients_flops", "measured_backward_to_forward_ratio", Clock),
         // Datasheet figures and the lecture's choices are given, whatever their unit.

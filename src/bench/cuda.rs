@@ -237,7 +237,7 @@ pub fn report_json(
         "warmup": warmup, "reps": reps,
         "matmul": gemms.iter().map(|(g, peak)| serde_json::json!({"mode": g.mode, "route": g.route, "lt_choice": g.lt_choice, "m": g.m, "n": g.n, "k": g.k, "flops": g.flops,
             "median_s": g.timing.median_s, "min_s": g.timing.min_s, "max_s": g.timing.max_s, "flop_per_sec": g.flop_per_sec,
-            "promised_flop_per_sec": peak, "mfu": peak.map(|pk| g.flop_per_sec / pk)})).collect::<Vec<_>>(),
+            "peak_flop_per_sec": peak, "mfu": peak.map(|pk| g.flop_per_sec / pk)})).collect::<Vec<_>>(),
         "bandwidth": bandwidths.iter().map(|b| serde_json::json!({"what": b.what, "bytes_per_rep": b.bytes_per_rep, "median_s": b.timing.median_s,
             "bytes_per_sec": b.bytes_per_sec, "fraction_of_copy": b.bytes_per_sec / copy})).collect::<Vec<_>>(),
     })

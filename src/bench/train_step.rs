@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::autograd::{Var, mse_loss};
 use crate::device::Device;
-use crate::device::promised::{self, MathMode};
+use crate::device::peaks::{self, MathMode};
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
 use crate::nn::{Cruncher, Module};
@@ -67,8 +67,8 @@ pub struct Report {
     pub step_in_backward_s: f64,
     pub overhead_in_backward_fraction: f64,
     pub step_flop_per_sec: f64,
-    pub promised_flop_per_sec: Option<f64>,
-    /// Counted matmul FLOPs per step over the step time, against the promised peak.
+    pub peak_flop_per_sec: Option<f64>,
+    /// Counted matmul FLOPs per step over the step time, against the peak.
     pub step_mfu: Option<f64>,
 }
 
@@ -245,7 +245,7 @@ pub fn run(config: &Config) -> Result<Report> {
             format!("replayed {replayed_flops} matmul FLOPs but the step counted {counted_matmul_flops}"),
         ));
     }
-    let peak = promised::peak(&config.device, MathMode::Fp32).ok();
+    let peak = peaks::peak(&config.device, MathMode::Fp32).ok();
     let step_flop_per_sec = counted_matmul_flops as f64 / step.median_s;
     Ok(Report {
         num_parameters: model.num_parameters(),
@@ -262,7 +262,7 @@ pub fn run(config: &Config) -> Result<Report> {
         step_in_backward_s: inside.median_s,
         overhead_in_backward_fraction: (inside.median_s - matmul_s) / inside.median_s,
         step_flop_per_sec,
-        promised_flop_per_sec: peak.as_ref().map(|p| p.flop_per_sec),
+        peak_flop_per_sec: peak.as_ref().map(|p| p.flop_per_sec),
         step_mfu: peak.as_ref().map(|p| p.mfu(step_flop_per_sec)),
     })
 }

@@ -242,7 +242,7 @@ fn train_step(cli: TrainStep) -> anyhow::Result<()> {
     };
     // What it would cost, before anything is made: a deep, narrow model spends its time in each
     // op's fixed cost, priced here as the what-ifs price it.
-    let peak = cs336::device::promised::peak(&config.device, cs336::device::promised::MathMode::Fp32)
+    let peak = cs336::device::peaks::peak(&config.device, cs336::device::peaks::MathMode::Fp32)
         .map_or(1e10, |p| p.flop_per_sec);
     let rates = cs336::lecture::what_if::Rates::measure()?;
     let estimate = config.check_time(peak, &rates, cli.yes)?;
@@ -290,7 +290,7 @@ fn train_step(cli: TrainStep) -> anyhow::Result<()> {
         r.step_in_backward_s * 1e3,
         r.overhead_in_backward_fraction * 100.0
     )?;
-    match (r.promised_flop_per_sec, r.step_mfu) {
+    match (r.peak_flop_per_sec, r.step_mfu) {
         (Some(p), Some(m)) => outln!(
             "  step throughput                   {:.3e} FLOP/s = MFU {:.3} of {:.3e}",
             r.step_flop_per_sec,
@@ -298,7 +298,7 @@ fn train_step(cli: TrainStep) -> anyhow::Result<()> {
             p
         )?,
         _ => outln!(
-            "  step throughput                   {:.3e} FLOP/s (no promised peak)",
+            "  step throughput                   {:.3e} FLOP/s (no peak known)",
             r.step_flop_per_sec
         )?,
     }

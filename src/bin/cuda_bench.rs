@@ -14,7 +14,7 @@ use cs336::outln;
 use cs336::bench::cuda::{self as gpu_bench, Bandwidth, GemmBench};
 use cs336::device::cuda::ops::UpdateKernel;
 use cs336::device::cuda::{self, GemmMode, GemmRoute};
-use cs336::device::promised::{self, MathMode};
+use cs336::device::peaks::{self, MathMode};
 use cs336::tensor::DType;
 
 #[derive(Parser)]
@@ -55,7 +55,7 @@ fn mode_peak(name: &str, mode: GemmMode) -> Option<f64> {
         GemmMode::Bf16 | GemmMode::Bf16F32Out => MathMode::Bf16,
         GemmMode::Fp16 => MathMode::Fp16,
     };
-    promised::datasheet_for(name).map(|p| p.flop_per_sec(math))
+    peaks::datasheet_for(name).map(|p| p.flop_per_sec(math))
 }
 
 fn run() -> Result<()> {

@@ -191,9 +191,8 @@ pub fn render(traces: &mut Traces) -> Result<String, Cause> {
                 let peak = |traces: &mut Traces, name: &str| number(traces, c, &format!("{section}.{name}")).ok();
                 // The bfloat16 unit's own peak where the run recorded it (it may not be the unit
                 // the products took), else the one its MFU divides by.
-                let unit =
-                    peak(traces, "bf16_unit_flop_per_sec").or_else(|| peak(traces, "bf16_promised_flop_per_sec"));
-                let peaks = unit.zip(peak(traces, "promised_flop_per_sec"));
+                let unit = peak(traces, "bf16_unit_flop_per_sec").or_else(|| peak(traces, "bf16_peak_flop_per_sec"));
+                let peaks = unit.zip(peak(traces, "peak_flop_per_sec"));
                 let mut recorded = |name: &str| {
                     traces
                         .resolve(&c.path, &c.trace, &address(&format!("{section}.{name}")))

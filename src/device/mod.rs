@@ -6,8 +6,8 @@
 pub mod cpu;
 pub mod cuda;
 pub mod hierarchy;
+pub mod peaks;
 pub mod probe;
-pub mod promised;
 
 use crate::error::{Error, Result};
 

@@ -8,7 +8,7 @@ use crate::device::Device;
 use crate::device::cpu::fma_loops::PeakLoop;
 pub use crate::device::cpu::hierarchy::{Hierarchy, level_json, levels_json};
 use crate::device::cpu::{isa, measured_peak};
-use crate::device::promised::{self, MathMode};
+use crate::device::peaks::{self, MathMode};
 use crate::error::{Error, Result};
 
 /// An operation whose fastest call took more than this many times the longer of its two
@@ -63,7 +63,7 @@ fn gpu_ceilings(name: &str) -> std::result::Result<Vec<Ceiling>, String> {
     ];
     let mut ceilings = Vec::with_capacity(modes.len() + 1);
     for (mode, short, dtype) in modes {
-        let p = promised::promised_by_name(name, mode)?;
+        let p = peaks::datasheet_peak(name, mode)?;
         ceilings.push(Ceiling {
             name: short,
             dtype,
@@ -71,7 +71,7 @@ fn gpu_ceilings(name: &str) -> std::result::Result<Vec<Ceiling>, String> {
             how: p.how,
         });
     }
-    if let Some(entry) = promised::datasheet_for(name)
+    if let Some(entry) = peaks::datasheet_for(name)
         && let Some(fp8) = entry.fp8
     {
         ceilings.push(Ceiling {

@@ -259,13 +259,15 @@ fn parse(path: &Path, text: &str) -> Result<Trace> {
     }
     validate::duplicate_keys(text).map_err(|e| trace_err(path, e))?;
     validate::exact_integers(text).map_err(|e| trace_err(path, e))?;
-    let trace: Trace = serde_path_to_error::deserialize(Strict(&value)).map_err(|e| {
+    let mut trace: Trace = serde_path_to_error::deserialize(Strict(&value)).map_err(|e| {
         let at = match e.path().to_string() {
             root if root == "." => "the top level".to_string(),
             at => format!("`{at}`"),
         };
         trace_err(path, format!("at {at}: {}", strict::plain(&e.into_inner().to_string())))
     })?;
+    // An older trace's values under their current names, before anything reads them.
+    super::renamed::apply(&mut trace);
     validate::contents(&trace).map_err(|e| trace_err(path, e))?;
     for (i, section) in trace.sections.iter().enumerate() {
         section.check_steps().map_err(|msg| {

@@ -17,6 +17,7 @@ pub mod host;
 pub mod io;
 pub mod json;
 pub mod name;
+pub mod renamed;
 pub mod schema;
 pub mod source;
 pub mod stream;

@@ -506,7 +506,7 @@ fn a_peak_below_a_measured_rate_is_refused() {
     let mut trace = committed();
     ws.build_chapter(&ws.write_trace("cpu", &trace), &md)
         .expect("the committed run's peaks hold");
-    let peak = section_mut(&mut trace, "tensor_operations_flops").values["bf16_promised_flop_per_sec"]
+    let peak = section_mut(&mut trace, "tensor_operations_flops").values["bf16_peak_flop_per_sec"]
         .value
         .as_f64()
         .expect("a bf16 peak");
@@ -523,7 +523,7 @@ fn a_peak_below_a_measured_rate_is_refused() {
     assert!(claim.contains("bf16_actual_flop_per_sec <= "), "{claim}");
     assert!(
         values.contains("tensor_operations_flops.bf16_actual_flop_per_sec = ")
-            && values.contains("tensor_operations_flops.bf16_promised_flop_per_sec = "),
+            && values.contains("tensor_operations_flops.bf16_peak_flop_per_sec = "),
         "{values}"
     );
 }
@@ -621,10 +621,7 @@ fn the_flops_chapter_names_the_unit_bfloat16_ran_on() {
     with_bibliography(&ws);
     let mut trace = committed();
     let section = section_mut(&mut trace, "tensor_operations_flops");
-    let fp32_peak = section.values["promised_flop_per_sec"]
-        .value
-        .as_f64()
-        .expect("a number");
+    let fp32_peak = section.values["peak_flop_per_sec"].value.as_f64().expect("a number");
     let page_with = |trace: &mut Trace, widened: bool, has_instruction: bool, unit_over_fp32: f64| {
         set(trace, "tensor_operations_flops", "bf16_widened", widened.into());
         set(

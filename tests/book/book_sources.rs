@@ -368,9 +368,9 @@ fn the_devices_table_has_a_column_per_trace_and_decides_its_verdict_from_them() 
         .expect("bf16 rate")
         .value = serde_json::json!(fp32 * 0.5);
     for (name, peak) in [
-        ("bf16_promised_flop_per_sec", 989.5e12),
+        ("bf16_peak_flop_per_sec", 989.5e12),
         ("bf16_unit_flop_per_sec", 989.5e12),
-        ("promised_flop_per_sec", 67e12),
+        ("peak_flop_per_sec", 67e12),
     ] {
         flops.values.get_mut(name).expect("a peak").value = serde_json::json!(peak);
     }

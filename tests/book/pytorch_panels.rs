@@ -79,7 +79,7 @@ fn a_cpu_run_shows_no_measured_peak_beside_a_datasheet_line() {
     let datasheet: Vec<&str> = def
         .pytorch
         .lines()
-        .filter(|l| l.contains("promised[") || l.contains("promised.get("))
+        .filter(|l| l.contains("datasheet[") || l.contains("datasheet.get("))
         .collect();
     assert!(!datasheet.is_empty(), "the panel reads the datasheet's figures");
     let cpu = common::fresh_trace()

@@ -10,6 +10,15 @@ use crate::common::process::{assert_clean_failure, assert_success, finish, run_l
 
 const LIMIT: Duration = Duration::from_secs(300);
 
+/// What a refusal for sections the book quotes and the trace would lack says: the count, the
+/// first missing section in order, the way out, and that nothing ran.
+const MISSING_SECTIONS: &[&str] = &[
+    "the book quotes",
+    "arithmetic_intensity",
+    "--no-book",
+    "Nothing was run",
+];
+
 fn what_if(dir: &Path, extra: &[&str]) -> std::process::Output {
     let d = dir.to_str().expect("utf-8");
     let mut args = vec!["--trace-dir", d, "--device", "cpu", "--set", "activation_memory.d=8"];
@@ -25,15 +34,7 @@ fn a_what_if_beside_a_trace_of_one_section_is_refused_before_it_runs() {
     let (dir, _own) = folder_with_own_trace();
     let before = snapshot(dir.path());
     let o = what_if(dir.path(), &[]);
-    assert_clean_failure(
-        &o,
-        &[
-            "the book quotes",
-            "arithmetic_intensity",
-            "--no-book",
-            "Nothing was run",
-        ],
-    );
+    assert_clean_failure(&o, MISSING_SECTIONS);
     assert_eq!(snapshot(dir.path()), before, "nothing was written");
     assert_success(&what_if(dir.path(), &["--no-book"]));
 }
@@ -93,15 +94,7 @@ fn a_partial_run_the_book_could_not_be_built_from_makes_nothing() {
     let traces = dir.path().join("traces");
     let t = traces.to_str().expect("utf-8");
     let o = run_lecture(&["--trace-dir", t, "--section", "tensors_basics"], None, LIMIT);
-    assert_clean_failure(
-        &o,
-        &[
-            "the book quotes",
-            "arithmetic_intensity",
-            "--no-book",
-            "Nothing was run",
-        ],
-    );
+    assert_clean_failure(&o, MISSING_SECTIONS);
     assert!(!traces.exists(), "no folder is left behind");
 }
 

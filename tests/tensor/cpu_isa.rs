@@ -126,12 +126,7 @@ fn check(level: CpuIsa, s: &SectionRecord) {
     assert_eq!(text("bf16_matmul_isa"), kernel, "{}", at("bf16_matmul_isa"));
     // MFU is against the loop of the instruction set the matmul ran with: gemm's for float32 and
     // for bf16 widened to float32, the kernel's own otherwise.
-    assert_eq!(
-        text("promised_peak_loop"),
-        expected_f32_loop(),
-        "{}",
-        at("promised_peak_loop")
-    );
+    assert_eq!(text("peak_loop"), expected_f32_loop(), "{}", at("peak_loop"));
     // The route is the level's kernel, or the widening where timing found the float32 unit
     // faster (`bf16_gemm::route`); the bf16 MFU is against the loop of the unit that ran.
     let route = text("bf16_matmul_route");
@@ -162,24 +157,19 @@ fn check(level: CpuIsa, s: &SectionRecord) {
         "portable-f32" => expected_f32_loop(),
         k => k,
     };
-    assert_eq!(
-        text("bf16_promised_peak_loop"),
-        bf16_loop,
-        "{}",
-        at("bf16_promised_peak_loop")
-    );
+    assert_eq!(text("bf16_peak_loop"), bf16_loop, "{}", at("bf16_peak_loop"));
 
     // Rate = FLOPs / time, MFU = rate / peak.
     let flops = num(value(s, "actual_num_flops"), "actual_num_flops");
     for prefix in ["", "bf16_"] {
         let time = num(value(s, &format!("{prefix}actual_time")), "time");
         let rate = num(value(s, &format!("{prefix}actual_flop_per_sec")), "rate");
-        let peak = num(value(s, &format!("{prefix}promised_flop_per_sec")), "peak");
+        let peak = num(value(s, &format!("{prefix}peak_flop_per_sec")), "peak");
         let mfu = num(value(s, &format!("{prefix}mfu")), "mfu");
         assert_ratio(rate, flops, time, &at(&format!("{prefix}actual_flop_per_sec")));
         assert_ratio(mfu, rate, peak, &at(&format!("{prefix}mfu")));
-        let source = text(&format!("{prefix}promised_peak_source"));
-        let named = text(&format!("{prefix}promised_peak_loop"));
+        let source = text(&format!("{prefix}peak_source"));
+        let named = text(&format!("{prefix}peak_loop"));
         assert!(
             source.contains(&format!("({named} loop)")),
             "{}: {source}",
@@ -189,7 +179,7 @@ fn check(level: CpuIsa, s: &SectionRecord) {
 
     // The sweep's peaks are the same loops, and each point's MFU is its rate over them.
     let peaks = value(s, "sweep_peaks");
-    for (dtype, named) in [("fp32", "promised_peak_loop"), ("bf16", "bf16_promised_peak_loop")] {
+    for (dtype, named) in [("fp32", "peak_loop"), ("bf16", "bf16_peak_loop")] {
         assert_eq!(
             peaks[dtype]["loop"].as_str(),
             Some(text(named).as_str()),
@@ -199,7 +189,7 @@ fn check(level: CpuIsa, s: &SectionRecord) {
         let prefix = if dtype == "fp32" { "" } else { "bf16_" };
         assert_eq!(
             num(&peaks[dtype]["flop_per_sec"], "sweep peak"),
-            num(value(s, &format!("{prefix}promised_flop_per_sec")), "peak"),
+            num(value(s, &format!("{prefix}peak_flop_per_sec")), "peak"),
             "{}",
             at("one measurement per loop")
         );

@@ -34,7 +34,7 @@ pub(crate) fn stat(spread: &Value, key: &str) -> f64 {
 }
 
 /// One timed product under the lecture's prefixed names: the time is the spread's median, the
-/// rate is the FLOPs over that time and the MFU the rate over the promised peak, exactly (the
+/// rate is the FLOPs over that time and the MFU the rate over the peak, exactly (the
 /// section computes them so, in f64; the trace keeps every bit).
 pub(crate) fn check_speed(v: &Values, prefix: &str, flops: f64) {
     let name = |n: &str| format!("{prefix}{n}");
@@ -56,11 +56,11 @@ pub(crate) fn check_speed(v: &Values, prefix: &str, flops: f64) {
         "{prefix}actual_flop_per_sec = actual_num_flops / {prefix}actual_time"
     );
     if v.contains_key(&name("mfu")) {
-        let peak = num(v, &name("promised_flop_per_sec"));
+        let peak = num(v, &name("peak_flop_per_sec"));
         assert_eq!(
             num(v, &name("mfu")),
             rate / peak,
-            "{prefix}mfu = {prefix}actual_flop_per_sec / {prefix}promised_flop_per_sec"
+            "{prefix}mfu = {prefix}actual_flop_per_sec / {prefix}peak_flop_per_sec"
         );
     } else {
         assert!(
@@ -126,16 +126,16 @@ pub(crate) fn check_sweep(v: &Values, cpu: bool) {
     }
     // The peaks drawn are the ones the MFUs above divide by.
     for (prefix, mode) in [("", "fp32"), ("bf16_", "bf16"), ("tf32_", "tf32")] {
-        if let Some(rec) = v.get(&format!("{prefix}promised_flop_per_sec")) {
+        if let Some(rec) = v.get(&format!("{prefix}peak_flop_per_sec")) {
             assert_eq!(
                 Some(&rec.value),
                 peaks[mode].get("flop_per_sec"),
-                "{prefix}promised_flop_per_sec = sweep_peaks.{mode}.flop_per_sec"
+                "{prefix}peak_flop_per_sec = sweep_peaks.{mode}.flop_per_sec"
             );
             assert_eq!(
-                val(v, &format!("{prefix}promised_peak_source")),
+                val(v, &format!("{prefix}peak_source")),
                 &peaks[mode]["how"],
-                "{prefix}promised_peak_source = sweep_peaks.{mode}.how"
+                "{prefix}peak_source = sweep_peaks.{mode}.how"
             );
         }
     }

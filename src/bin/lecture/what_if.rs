@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 
 use cs336::atomic_file;
 use cs336::console::{self, Console, line_safe};
-use cs336::device::promised::{self, MathMode};
+use cs336::device::peaks::{self, MathMode};
 use cs336::device::{self, DeviceRequest};
 use cs336::lecture::what_if::{self, Change};
 use cs336::lecture::{LECTURE, givens, run};
@@ -144,7 +144,7 @@ pub fn run(
     }
     let baseline = trace::load_named(&own)?;
     // What it would cost, against this machine's memory and peak, before anything is allocated.
-    let peak = promised::peak(&choice.device, MathMode::Fp32).map_or(1e10, |p| p.flop_per_sec);
+    let peak = peaks::peak(&choice.device, MathMode::Fp32).map_or(1e10, |p| p.flop_per_sec);
     // And this machine's price of an op and a comparison: a deep, narrow model spends its time
     // there, not in arithmetic.
     let rates = what_if::Rates::measure()?;

@@ -59,7 +59,7 @@ fn loss_chart(series: Vec<Series>) -> Result<String, Cause> {
 }
 
 /// `tensor_operations_flops.throughput_sweep`: FLOP/s of square matmuls by size and dtype, with
-/// the peaks of `sweep_peaks` (measured on a CPU, promised by a GPU's datasheet) as lines.
+/// the peaks of `sweep_peaks` (measured on a CPU, a GPU's datasheet figure) as lines.
 pub fn matmul_throughput(data: &ChartData) -> Result<String, Cause> {
     let mut series: Vec<Series> = Vec::new();
     for i in 0..len(data, "throughput_sweep")? {

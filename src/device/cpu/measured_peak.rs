@@ -1,7 +1,7 @@
 //! The CPU's peak floating-point throughput, measured on this host.
 //!
 //! A CPU has no datasheet figure we could look up reliably (clocks vary with load, cloud
-//! machines hide their model), so the "promised" peak is measured: every core runs a loop of
+//! machines hide their model), so the peak an MFU divides by is measured: every core runs a loop of
 //! independent fused multiply-adds (enough chains to hide the instruction's latency, see
 //! `fma_loops.rs`) on the instruction set the matmul runs with (float32: `gemm`'s kernel; bf16:
 //! the instruction our bf16 kernel uses, AMX tile products where it runs on them), and the best of
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::bf16_gemm::{self, Bf16Kernel};
 use super::fma_loops::{Kernel, PORTABLE_LANES, PeakLoop, thread_cpu_time};
 use super::isa::{self, CpuIsa};
-use crate::device::promised::MathMode;
+use crate::device::peaks::MathMode;
 
 /// A measured peak and how it was obtained.
 #[derive(Debug, Clone)]
@@ -245,7 +245,7 @@ fn clock_hz() -> Option<f64> {
 /// cores × FLOPs per instruction × instructions per cycle × clock, with the textbook issue rate:
 /// one vector instruction per cycle, one AMX tile product per 16 cycles. The issue rate is an
 /// assumption (AMD Zen 4 runs one 512-bit FMA per cycle on two 256-bit pipes; Intel server cores
-/// with two 512-bit FMA units manage two), which is why the measured loop is the promised peak.
+/// with two 512-bit FMA units manage two), which is why the measured loop is the peak.
 /// For float32 the loop is the matrix library's; for bfloat16 the CPU's own bfloat16
 /// instruction at this level, whichever unit the products took (its peak is the one to derive).
 pub fn formula(mode: MathMode) -> Result<FormulaPeak, String> {

@@ -67,10 +67,10 @@ def time_in_turns(products, reps):
     return [torch.tensor(t, dtype=torch.float64).quantile(quartiles) for t in times]
 
 
-# What the hardware promises, dense, per dtype: a GPU's datasheet (these are the H100 SXM's and
+# The peak an MFU divides by, dense, per dtype: a GPU's datasheet (these are the H100 SXM's and
 # H200's; look up yours). A CPU has no datasheet figure: the Rust times its own FMA loop (see the
 # appendix on the CPU's peak), which PyTorch has no counterpart for, so here it gets no MFU.
-promised = {"fp32": 67e12, "tf32": 494.7e12, "bf16": 989.5e12} if device == "cuda" else {}
+datasheet = {"fp32": 67e12, "tf32": 494.7e12, "bf16": 989.5e12} if device == "cuda" else {}
 
 # float32, bfloat16, and on a GPU float32 on the tensor cores as TF32, timed in turns. PyTorch's
 # float32 matmul on a GPU is cuBLAS's default (the Rust's fp32_default row): PyTorch has no switch
@@ -88,17 +88,17 @@ bf16_actual_flop_per_sec = actual_num_flops / bf16_actual_time  # -> bf16_actual
 
 if device == "cuda":
     # MFU: achieved over the datasheet's dense figure.
-    promised_flop_per_sec = promised["fp32"]  # -> promised_flop_per_sec (on a GPU)
-    promised_peak_source = "datasheet"  # -> promised_peak_source (on a GPU)
-    mfu = actual_flop_per_sec / promised_flop_per_sec  # -> mfu (on a GPU)
-    bf16_promised_flop_per_sec = promised["bf16"]  # -> bf16_promised_flop_per_sec (on a GPU)
-    bf16_promised_peak_source = "datasheet"  # -> bf16_promised_peak_source (on a GPU)
-    bf16_mfu = bf16_actual_flop_per_sec / bf16_promised_flop_per_sec  # -> bf16_mfu (on a GPU)
+    peak_flop_per_sec = datasheet["fp32"]  # -> peak_flop_per_sec (on a GPU)
+    peak_source = "datasheet"  # -> peak_source (on a GPU)
+    mfu = actual_flop_per_sec / peak_flop_per_sec  # -> mfu (on a GPU)
+    bf16_peak_flop_per_sec = datasheet["bf16"]  # -> bf16_peak_flop_per_sec (on a GPU)
+    bf16_peak_source = "datasheet"  # -> bf16_peak_source (on a GPU)
+    bf16_mfu = bf16_actual_flop_per_sec / bf16_peak_flop_per_sec  # -> bf16_mfu (on a GPU)
 else:
     # A CPU has no datasheet figure, and PyTorch no peak loop: the Rust times its own FMA loop
     # (float32) and bf16 dot-product loop (the appendix on the CPU's peak) and divides by those.
-    # -> promised_flop_per_sec (on a CPU), promised_peak_source (on a CPU), promised_peak_loop, mfu (on a CPU)
-    # -> bf16_promised_flop_per_sec (on a CPU), bf16_promised_peak_source (on a CPU), bf16_promised_peak_loop, bf16_mfu (on a CPU)
+    # -> peak_flop_per_sec (on a CPU), peak_source (on a CPU), peak_loop, mfu (on a CPU)
+    # -> bf16_peak_flop_per_sec (on a CPU), bf16_peak_source (on a CPU), bf16_peak_loop, bf16_mfu (on a CPU)
     pass
 
 if device == "cuda":
@@ -106,7 +106,7 @@ if device == "cuda":
     fp32_default_actual_time_spread = actual_time_spread  # -> fp32_default_actual_time_spread
     fp32_default_actual_time = actual_time  # -> fp32_default_actual_time
     fp32_default_actual_flop_per_sec = actual_flop_per_sec  # -> fp32_default_actual_flop_per_sec
-    fp32_default_promised_flop_per_sec = promised["fp32"]  # -> fp32_default_promised_flop_per_sec
+    fp32_default_promised_flop_per_sec = datasheet["fp32"]  # -> fp32_default_promised_flop_per_sec
     fp32_default_promised_peak_source = "datasheet"  # -> fp32_default_promised_peak_source
     fp32_default_mfu = mfu  # -> fp32_default_mfu
     # TF32: inputs rounded to 10-bit mantissas, float32 accumulation (allow_tf32 = True).

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::bench::cuda as gpu_bench;
 use crate::device::Device;
 use crate::device::hierarchy;
-use crate::device::promised::{self, MathMode};
+use crate::device::peaks::{self, MathMode};
 use crate::error::{Error, Result};
 use crate::flops::FlopCounter;
 use crate::lecture::givens::given;
@@ -23,9 +23,9 @@ use crate::timing::{self, Budget, Clock, Contender};
 pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     // An H100 by its datasheet: dense bf16 FLOP/s and HBM3 bytes/s, and their ratio, the FLOPs it
     // must do per byte it reads to keep its tensor cores busy.
-    let h100_flop_per_sec = promised::H100_SXM_BF16_DENSE;
+    let h100_flop_per_sec = peaks::H100_SXM_BF16_DENSE;
     record!(cx, given h100_flop_per_sec, flop_per_sec)?;
-    let h100_bytes_per_sec = promised::H100_SXM_HBM_BYTES_PER_SEC;
+    let h100_bytes_per_sec = peaks::H100_SXM_HBM_BYTES_PER_SEC;
     record!(cx, given h100_bytes_per_sec, bytes_per_sec)?;
     let h100_accelerator_intensity = h100_flop_per_sec / h100_bytes_per_sec;
     record!(cx, computed h100_accelerator_intensity, flop_per_byte)?;
@@ -33,7 +33,7 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     // This device's compute ceilings, one per precision route (measured on a CPU, the datasheet's
     // on a GPU), and its bf16 peak, the one the lecture's accelerator intensity takes.
     let ceilings = roofline::ceilings(&cx.device)?;
-    let peak = promised::peak(&cx.device, MathMode::Bf16).map_err(|why| Error::invalid("arithmetic_intensity", why))?;
+    let peak = peaks::peak(&cx.device, MathMode::Bf16).map_err(|why| Error::invalid("arithmetic_intensity", why))?;
     record!(cx, (peak.value_kind()) compute_ceilings = roofline::ceilings_json(&ceilings))?;
     record!(cx, (peak.value_kind()) peak_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
     record!(cx, (peak.value_kind()) peak_source = peak.how.as_str())?;
@@ -76,7 +76,7 @@ pub fn arithmetic_intensity(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, clock memory_bytes_per_sec, bytes_per_sec)?;
     let accelerator_intensity = peak.flop_per_sec / memory_bytes_per_sec;
     record!(cx, clock accelerator_intensity, flop_per_byte)?;
-    if let Some(datasheet) = cx.device.cuda().and_then(|c| promised::datasheet_for(&c.props().name)) {
+    if let Some(datasheet) = cx.device.cuda().and_then(|c| peaks::datasheet_for(&c.props().name)) {
         let datasheet_bytes_per_sec = datasheet.memory_bytes_per_sec;
         record!(cx, given datasheet_bytes_per_sec, bytes_per_sec)?;
     }

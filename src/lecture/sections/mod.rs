@@ -121,10 +121,10 @@ sections! {
         devices: [
             DevicesRow::value("float32 matmul at the lecture's shape", "actual_flop_per_sec", "si"),
             DevicesRow::value("its MFU", "mfu", "auto"),
-            DevicesRow::value("its peak (float32): measured on a CPU, promised on a GPU", "promised_flop_per_sec", "si"),
+            DevicesRow::value("its peak (float32): measured on a CPU, its datasheet's on a GPU", "peak_flop_per_sec", "si"),
             DevicesRow::value("bfloat16 matmul at the same shape", "bf16_actual_flop_per_sec", "si"),
             DevicesRow::value("its MFU", "bf16_mfu", "auto"),
-            DevicesRow::value("its peak (bfloat16): that of the unit it ran on, measured on a CPU, promised on a GPU", "bf16_promised_flop_per_sec", "si"),
+            DevicesRow::value("its peak (bfloat16): that of the unit it ran on, measured on a CPU, its datasheet's on a GPU", "bf16_peak_flop_per_sec", "si"),
             DevicesRow::value("the unit bfloat16 ran on", "bf16_matmul_route", "auto"),
             DevicesRow::value("the bfloat16 instruction's own peak", "bf16_unit_flop_per_sec", "si"),
             DevicesRow::ratio("bfloat16's speed over float32", "bf16_actual_flop_per_sec", "actual_flop_per_sec").charted(),

@@ -1,6 +1,6 @@
 //! Napkin math: the two questions the lecture opens with, answered from first principles.
 
-use crate::device::promised;
+use crate::device::peaks;
 use crate::error::Result;
 use crate::lecture::givens::{MAX_COUNT, Narrower, given};
 use crate::lecture::what_if::Cost;
@@ -21,7 +21,7 @@ pub fn motivating_questions(cx: &mut SectionCtx) -> Result<()> {
     let total_flops = flop_per_parameter_token * model_parameters * num_tokens;
     record!(cx, computed total_flops, flop)?;
 
-    let h100_flop_per_sec = promised::H100_SXM_BF16_DENSE; // datasheet, dense (no sparsity)
+    let h100_flop_per_sec = peaks::H100_SXM_BF16_DENSE; // datasheet, dense (no sparsity)
     record!(cx, given h100_flop_per_sec, flop_per_sec)?;
     let mfu = given!(cx, mfu: Fraction = 0.5, ratio, "share of the datasheet peak the run is assumed to get")?;
     let num_gpus = given!(cx, num_gpus: Count = 1024, count, "H100s training the model")?;

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::device::cuda::GemmRoute;
-use crate::device::promised::{self, MathMode, PromisedPeak};
+use crate::device::peaks::{self, MathMode, Peak};
 use crate::device::{Device, F32Matmul, cpu};
 use crate::error::Result;
 use crate::flops::FlopCounter;
@@ -25,12 +25,12 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, given reporting_threshold_flops = 1e26, flop)?;
     record!(cx, given eu_ai_act_threshold_flops = 1e25, flop)?;
     // Speeds, from datasheets (dense): A100 bf16 and H100 SXM bf16.
-    let a100_flop_per_sec = promised::datasheet_for("A100").map_or(f64::NAN, |p| p.bf16);
+    let a100_flop_per_sec = peaks::datasheet_for("A100").map_or(f64::NAN, |p| p.bf16);
     record!(cx, given a100_flop_per_sec, flop_per_sec)?;
-    let h100_flop_per_sec = promised::H100_SXM_BF16_DENSE;
+    let h100_flop_per_sec = peaks::H100_SXM_BF16_DENSE;
     record!(cx, given h100_flop_per_sec, flop_per_sec)?;
     // The B200 (2026's table), dense: its float32 rate and its bf16 tensor-core rate.
-    let b200 = promised::datasheet_for("B200");
+    let b200 = peaks::datasheet_for("B200");
     let b200_fp32_flop_per_sec = b200.map_or(f64::NAN, |p| p.fp32);
     record!(cx, given b200_fp32_flop_per_sec, flop_per_sec)?;
     let b200_flop_per_sec = b200.map_or(f64::NAN, |p| p.bf16);
@@ -110,10 +110,10 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, clock actual_flop_per_sec = fp32.flop_per_sec, flop_per_sec)?;
     match &fp32.peak {
         Ok(peak) => {
-            record!(cx, (peak.value_kind()) promised_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
-            record!(cx, (peak.value_kind()) promised_peak_source = peak.how.as_str())?;
-            if let Some(promised_peak_loop) = peak.peak_loop {
-                record!(cx, device promised_peak_loop)?;
+            record!(cx, (peak.value_kind()) peak_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
+            record!(cx, (peak.value_kind()) peak_source = peak.how.as_str())?;
+            if let Some(peak_loop) = peak.peak_loop {
+                record!(cx, device peak_loop)?;
             }
             record!(cx, clock mfu = peak.mfu(fp32.flop_per_sec), ratio)?;
         }
@@ -126,10 +126,10 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
     record!(cx, clock bf16_actual_flop_per_sec = bf16.flop_per_sec, flop_per_sec)?;
     match &bf16.peak {
         Ok(peak) => {
-            record!(cx, (peak.value_kind()) bf16_promised_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
-            record!(cx, (peak.value_kind()) bf16_promised_peak_source = peak.how.as_str())?;
-            if let Some(bf16_promised_peak_loop) = peak.peak_loop {
-                record!(cx, device bf16_promised_peak_loop)?;
+            record!(cx, (peak.value_kind()) bf16_peak_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
+            record!(cx, (peak.value_kind()) bf16_peak_source = peak.how.as_str())?;
+            if let Some(bf16_peak_loop) = peak.peak_loop {
+                record!(cx, device bf16_peak_loop)?;
             }
             record!(cx, clock bf16_mfu = peak.mfu(bf16.flop_per_sec), ratio)?;
         }
@@ -142,8 +142,8 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
         record!(cx, clock fp32_default_actual_flop_per_sec = fp32_default.flop_per_sec, flop_per_sec)?;
         match &fp32_default.peak {
             Ok(peak) => {
-                record!(cx, given fp32_default_promised_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
-                record!(cx, given fp32_default_promised_peak_source = peak.how.as_str())?;
+                record!(cx, given fp32_default_peak_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
+                record!(cx, given fp32_default_peak_source = peak.how.as_str())?;
                 record!(cx, clock fp32_default_mfu = peak.mfu(fp32_default.flop_per_sec), ratio)?;
             }
             Err(why) => record!(cx, device fp32_default_mfu_unavailable_reason = why.as_str())?,
@@ -153,8 +153,8 @@ pub fn tensor_operations_flops(cx: &mut SectionCtx) -> Result<()> {
         record!(cx, clock tf32_actual_flop_per_sec = tf32.flop_per_sec, flop_per_sec)?;
         match &tf32.peak {
             Ok(peak) => {
-                record!(cx, given tf32_promised_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
-                record!(cx, given tf32_promised_peak_source = peak.how.as_str())?;
+                record!(cx, given tf32_peak_flop_per_sec = peak.flop_per_sec, flop_per_sec)?;
+                record!(cx, given tf32_peak_source = peak.how.as_str())?;
                 record!(cx, clock tf32_mfu = peak.mfu(tf32.flop_per_sec), ratio)?;
             }
             Err(why) => record!(cx, device tf32_mfu_unavailable_reason = why.as_str())?,
@@ -233,7 +233,7 @@ pub(crate) fn linear_model_sizes(device: &Device) -> (usize, usize, usize) {
 struct Speed {
     time: Timing,
     flop_per_sec: f64,
-    peak: std::result::Result<PromisedPeak, String>,
+    peak: std::result::Result<Peak, String>,
 }
 
 impl Speed {
@@ -242,7 +242,7 @@ impl Speed {
         Speed {
             time,
             flop_per_sec,
-            peak: promised::peak(device, mode),
+            peak: peaks::peak(device, mode),
         }
     }
 }
@@ -302,7 +302,7 @@ fn level_peaks_json(level: cpu::isa::CpuIsa) -> serde_json::Value {
     json!({"fp32": one(MathMode::Fp32), "bf16": one(MathMode::Bf16)})
 }
 
-fn peak_json(peak: &std::result::Result<PromisedPeak, String>) -> serde_json::Value {
+fn peak_json(peak: &std::result::Result<Peak, String>) -> serde_json::Value {
     match peak {
         Ok(p) => {
             let mut peak = json!({"flop_per_sec": p.flop_per_sec, "kind": p.kind, "how": p.how});
@@ -316,7 +316,7 @@ fn peak_json(peak: &std::result::Result<PromisedPeak, String>) -> serde_json::Va
 }
 
 /// Square n×n·n×n products in fp32 and bf16 (and tf32 on a GPU): sizes, median time, FLOP/s and
-/// MFU, plus the promised peaks to draw as lines.
+/// MFU, plus the peaks to draw as lines.
 fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_json::Value)> {
     let sizes: &[usize] = if cx.device.is_cpu() {
         &[64, 128, 256, 512, 1024]
@@ -327,7 +327,7 @@ fn throughput_sweep(cx: &mut SectionCtx) -> Result<(serde_json::Value, serde_jso
     if cx.device.is_cuda() {
         modes.push(MathMode::Tf32);
     }
-    let peaks: Vec<_> = modes.iter().map(|&m| promised::peak(&cx.device, m)).collect();
+    let peaks: Vec<_> = modes.iter().map(|&m| peaks::peak(&cx.device, m)).collect();
     let mut points = Vec::new();
     for &n in sizes {
         let a = Tensor::randn_on(&[n, n], DType::F32, &cx.device, &mut cx.rng)?;

@@ -1,6 +1,7 @@
-//! Promised peak throughput: datasheet figures for dense (not 2:4-sparse) math, by device and
-//! dtype. These are facts from vendor datasheets, not measurements; MFU divides what we measured by
-//! them. A device missing from the table gets no MFU (and the reason), never a made-up peak.
+//! Peak throughput, the rate an MFU divides by: on a GPU its datasheet's figure for dense (not
+//! 2:4-sparse) math, by device and dtype, a fact from the vendor and not a measurement; on a CPU,
+//! which has no datasheet we can trust, a measured loop (`cpu::measured_peak`). A GPU missing from
+//! the table gets no MFU (and the reason), never a made-up peak.
 
 use crate::base::DType;
 
@@ -204,7 +205,7 @@ pub fn datasheet_for(device_name: &str) -> Option<&'static DatasheetPeak> {
 
 /// The peak an MFU is computed against, and where it came from.
 #[derive(Debug, Clone)]
-pub struct PromisedPeak {
+pub struct Peak {
     pub flop_per_sec: f64,
     /// "datasheet" or "measured".
     pub kind: &'static str,
@@ -214,7 +215,7 @@ pub struct PromisedPeak {
     pub peak_loop: Option<&'static str>,
 }
 
-impl PromisedPeak {
+impl Peak {
     /// A datasheet's figure is given; a measured peak is a clock's.
     pub fn value_kind(&self) -> crate::trace::Kind {
         if self.kind == "measured" {
@@ -224,35 +225,35 @@ impl PromisedPeak {
         }
     }
 
-    /// Model FLOP utilisation: achieved over promised.
+    /// Model FLOP utilisation: achieved over the peak.
     pub fn mfu(&self, actual_flop_per_sec: f64) -> f64 {
         actual_flop_per_sec / self.flop_per_sec
     }
 }
 
-/// The promised peak of `device` for `mode`, or why there is none. GPUs are looked up in the
+/// The peak of `device` for `mode`, or why there is none. GPUs are looked up in the
 /// datasheet table by name (an unknown name gets no peak); the CPU's is measured on this host.
-pub fn peak(device: &crate::device::Device, mode: MathMode) -> std::result::Result<PromisedPeak, String> {
+pub fn peak(device: &crate::device::Device, mode: MathMode) -> std::result::Result<Peak, String> {
     match device {
         crate::device::Device::Cpu => {
             let m = crate::device::cpu::measured_peak::measured(mode)?;
-            Ok(PromisedPeak {
+            Ok(Peak {
                 flop_per_sec: m.flop_per_sec,
                 kind: "measured",
                 how: m.method,
                 peak_loop: Some(m.peak_loop.name()),
             })
         }
-        crate::device::Device::Cuda(c) => promised_by_name(&c.props().name, mode),
+        crate::device::Device::Cuda(c) => datasheet_peak(&c.props().name, mode),
     }
 }
 
 /// The datasheet peak for a GPU called `device_name`, or why there is none.
-pub fn promised_by_name(device_name: &str, mode: MathMode) -> std::result::Result<PromisedPeak, String> {
+pub fn datasheet_peak(device_name: &str, mode: MathMode) -> std::result::Result<Peak, String> {
     let entry = datasheet_for(device_name).ok_or_else(|| {
-        format!("\"{device_name}\" is not in the datasheet table (src/device/promised.rs), so no MFU is computed")
+        format!("\"{device_name}\" is not in the datasheet table (src/device/peaks.rs), so no MFU is computed")
     })?;
-    Ok(PromisedPeak {
+    Ok(Peak {
         flop_per_sec: entry.flop_per_sec(mode),
         kind: "datasheet",
         how: format!("{} dense {} peak, {}", entry.device, mode.name(), entry.source),
@@ -280,6 +281,6 @@ mod tests {
         );
         assert_eq!(datasheet_for("NVIDIA L40").map(|p| p.device), Some("L40"));
         assert_eq!(datasheet_for("NVIDIA L4").map(|p| p.device), Some("L4"));
-        assert!(promised_by_name("Mystery Accelerator 9000", MathMode::Bf16).is_err());
+        assert!(datasheet_peak("Mystery Accelerator 9000", MathMode::Bf16).is_err());
     }
 }
