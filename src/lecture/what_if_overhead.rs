@@ -108,8 +108,10 @@ mod tests {
     }
 
     /// The case that ran for minutes on an estimate of "0.0 s": five thousand layers of width one
-    /// cost far more in comparisons and graph walks than in arithmetic, and grow with the square of
-    /// the depth (the cube, before the saved tensors were looked up in a set).
+    /// cost far more in comparisons and graph walks than in arithmetic. Each layer's read of what
+    /// the graph keeps walked the whole graph behind it (quadratic in the depth: 21.7 s), and
+    /// before that compared every saved tensor with every parameter (cubic); now the graph is
+    /// walked once in all, and the estimate grows with the depth alone.
     #[test]
     fn a_deep_narrow_model_counts_its_comparisons() {
         let at = |layers: f64| {
@@ -120,16 +122,15 @@ mod tests {
             })
         };
         let (small, large) = (at(500.0), at(5000.0));
-        // Quadratic in the depth, both the set lookups and the graph walks (5,000 layers of width
-        // one took 21.7 s, almost all of it walking): ten times the layers, about a hundred times
-        // the work, where the comparisons of every saved tensor with every parameter were cubic.
+        // Ten times the layers, about ten times the work, not a hundred.
         for (name, s, l) in [
             ("comparisons", small.comparisons, large.comparisons),
             ("ops", small.ops, large.ops),
         ] {
-            assert!((80.0..120.0).contains(&(l / s)), "{name}: {small:?} {large:?}");
+            assert!((8.0..12.0).contains(&(l / s)), "{name}: {small:?} {large:?}");
         }
-        assert!(large.ops >= 5000.0 * 5000.0, "{large:?}");
-        assert!(large.comparisons >= 3.0 * 5000.0 * 5000.0, "{large:?}");
+        // Every layer's tensor ops and its two saved tensors, at least.
+        assert!(large.ops >= 40.0 * 5000.0, "{large:?}");
+        assert!(large.comparisons >= 2.0 * 5000.0, "{large:?}");
     }
 }

@@ -33,7 +33,9 @@ fn loss_series(data: &ChartData, name: &str, label: &str) -> Result<Series, Caus
     Ok(Series::measured(
         label,
         losses.iter().enumerate().map(|(i, &l)| ((i + 1) as f64, l)).collect(),
-        (0..losses.len()).map(|i| data.key(&format!("{name}.{i}"))).collect(),
+        (0..losses.len())
+            .map(|i| data.decided(&format!("{name}.{i}")))
+            .collect(),
     ))
 }
 
@@ -73,9 +75,9 @@ pub fn matmul_throughput(data: &ChartData) -> Result<String, Cause> {
         match series.iter_mut().find(|s| s.name == dtype) {
             Some(s) => {
                 s.points.push(point);
-                s.keys.push(data.key(&y));
+                s.decided.push(data.decided(&y));
             }
-            None => series.push(Series::measured(dtype, vec![point], vec![data.key(&y)])),
+            None => series.push(Series::measured(dtype, vec![point], vec![data.decided(&y)])),
         }
     }
     let mut chart = LineChart::new(
@@ -106,7 +108,7 @@ pub fn matmul_throughput(data: &ChartData) -> Result<String, Cause> {
                 None => chart.references.push(Reference {
                     label: format!("peak {}", s.name),
                     y: peak,
-                    key: data.key(&at),
+                    decided: data.decided(&at),
                 }),
             }
         }
@@ -135,7 +137,7 @@ pub fn init_std(data: &ChartData) -> Result<String, Cause> {
         ] {
             let at = format!("{name}.{i}.{field}");
             series.points.push((dim, data.number(&at)?));
-            series.keys.push(data.key(&at));
+            series.decided.push(data.decided(&at));
         }
     }
     let mut chart = LineChart::new(

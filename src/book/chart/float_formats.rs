@@ -160,7 +160,7 @@ pub fn bit_layouts(data: &ChartData) -> Result<String, Cause> {
                             &format!("{} {long} bits", row.name),
                             f64::from(bits),
                             Unit::Count,
-                            &data.key(&format!("bit_layouts.{}.{long}", row.index)),
+                            &data.decided(&format!("bit_layouts.{}.{long}", row.index)),
                         ),
                     });
                     let separators = (at + 1..at + bits)
@@ -273,26 +273,20 @@ pub fn dynamic_ranges(data: &ChartData) -> Result<String, Cause> {
                     bar(r.subnormal, r.normal, color.mix(0.35).filled()),
                     bar(r.normal, r.max, color.filled()),
                 ]))?;
-                // Each bar says its ends and where the trace holds them.
-                let info = data.key(&format!("{}_info", r.name));
+                // Each bar says its ends and what decided them.
+                let info = data.decided(&format!("{}_info", r.name));
                 let spans = [
-                    (
-                        "subnormal numbers",
-                        r.subnormal,
-                        r.normal,
-                        "smallest_subnormal",
-                        "smallest_normal",
-                    ),
-                    ("normal numbers", r.normal, r.max, "smallest_normal", "max"),
+                    ("subnormal numbers", r.subnormal, r.normal),
+                    ("normal numbers", r.normal, r.max),
                 ];
-                for (what, from, to, from_key, to_key) in spans {
+                for (what, from, to) in spans {
                     hovers.push(Hover {
                         shape: Shape::Bar {
                             from: chart.backend_coord(&(from.log10(), y - 0.3)),
                             to: chart.backend_coord(&(to.log10(), y + 0.3)),
                         },
                         title: format!(
-                            "{}, {what}: from {} to {} (unitless)\ntrace: {info}.{from_key}, {info}.{to_key}",
+                            "{}, {what}: from {} to {} (unitless)\n{info}",
                             r.name,
                             hover::shown(from, Unit::None),
                             hover::shown(to, Unit::None),

@@ -151,7 +151,7 @@ fn read(data: &ChartData, name: &str) -> Result<Vec<Node>, Cause> {
         if !saved.is_empty() {
             title.push_str(&format!("\nsaved for backward: {}", saved.join("; ")));
         }
-        title.push_str(&format!("\ntrace: {}", data.key(&format!("{name}.{i}"))));
+        title.push_str(&format!("\n{}", data.decided(&format!("{name}.{i}"))));
         nodes.push(Node {
             lines,
             title,

@@ -46,7 +46,7 @@ fn points(data: &ChartData, name: &str, field: &str) -> Result<Line, Cause> {
             data.number(&format!("{name}.{i}.bytes"))?,
             data.number(&format!("{name}.{i}.{field}"))?,
         ));
-        keys.push(data.key(&format!("{name}.{i}.{field}")));
+        keys.push(data.decided(&format!("{name}.{i}.{field}")));
     }
     Ok((pts, keys))
 }
@@ -86,7 +86,7 @@ pub fn memory_hierarchy(data: &ChartData) -> Result<String, Cause> {
             ..Series::measured(
                 format!("{name} as reported"),
                 vec![(x, lo), (x, hi)],
-                vec![data.key(&format!("reported_caches.{name}.holds_bytes"))],
+                vec![data.decided(&format!("reported_caches.{name}.holds_bytes"))],
             )
         });
     }
@@ -113,7 +113,7 @@ pub fn op_sweeps(data: &ChartData) -> Result<String, Cause> {
             ..Series::measured(
                 "the memory's fastest (STREAM)",
                 envelope,
-                vec![data.key("hierarchy_all_threads")],
+                vec![data.decided("hierarchy_all_threads")],
             )
         });
     } else {
@@ -126,7 +126,7 @@ pub fn op_sweeps(data: &ChartData) -> Result<String, Cause> {
             ..Series::measured(
                 "the memory's copy",
                 vec![(lo, bw), (hi, bw)],
-                vec![data.key("memory_bytes_per_sec")],
+                vec![data.decided("memory_bytes_per_sec")],
             )
         });
     }
@@ -139,7 +139,7 @@ pub fn op_sweeps(data: &ChartData) -> Result<String, Cause> {
             data.number(&format!("op_counts.{op}.bytes"))?,
             data.number(&format!("op_timings.{op}.bytes_per_sec"))?,
         );
-        let key = data.key(&format!("op_timings.{op}.bytes_per_sec"));
+        let key = data.decided(&format!("op_timings.{op}.bytes_per_sec"));
         chart.series.push(Series::measured(
             format!("{op}, the lecture's size"),
             vec![at],

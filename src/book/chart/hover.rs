@@ -1,5 +1,5 @@
 //! What a chart says when the reader points at it: every point and bar carries its value, unit
-//! and trace key as an SVG `<title>` (the browser shows it as hover text, a screen reader reads
+//! and what decided it as an SVG `<title>` (the browser shows it as hover text, a screen reader reads
 //! it). plotters' SVG backend cannot attach a title to what it draws, so the charts list their
 //! points and bars here, in the pixels plotters drew them at, and [`append`] writes them as
 //! elements of their own after plotters' drawing: a dot is drawn by us (with its colour) or over
@@ -40,10 +40,10 @@ pub fn shown(x: f64, unit: Unit) -> String {
     format_value(&json_number(x), unit, Format::Auto).unwrap_or_else(|_| x.to_string())
 }
 
-/// The hover text of a value: what it is, the value in its unit, and where the trace holds it
-/// (`section.name.path`), on a line of its own.
-pub fn title(what: &str, value: f64, unit: Unit, key: &str) -> String {
-    format!("{what}: {}\ntrace: {key}", shown(value, unit))
+/// The hover text of a value: what it is, the value in its unit, and what decided it
+/// ([`super::ChartData::decided`]), on a line of its own.
+pub fn title(what: &str, value: f64, unit: Unit, decided: &str) -> String {
+    format!("{what}: {}\n{decided}", shown(value, unit))
 }
 
 /// The targets as one SVG group, for the end of the chart's SVG (drawn last, so on top).
@@ -100,7 +100,7 @@ mod tests {
                     r: 3,
                     fill: Some(RGBColor(0x3d, 0x8f, 0xd1)),
                 },
-                title: title("a <b> & c", 2.5e10, Unit::FlopPerSec, "s.v.0"),
+                title: title("a <b> & c", 2.5e10, Unit::FlopPerSec, "measured: a clock decided it"),
             },
             Hover {
                 shape: Shape::Bar {
@@ -114,7 +114,7 @@ mod tests {
         assert!(svg.starts_with("<svg><path/><g class=\"lecture-chart-hover\""), "{svg}");
         assert!(svg.ends_with("</g></svg>"), "{svg}");
         assert!(svg.contains("<circle cx=\"10\" cy=\"20\" r=\"3\" fill=\"#3d8fd1\"><title>a &lt;b&gt; &amp; c: "));
-        assert!(svg.contains("FLOP/s&#10;trace: s.v.0</title>"), "{svg}");
+        assert!(svg.contains("FLOP/s&#10;measured: a clock decided it</title>"), "{svg}");
         assert!(svg.contains("<rect x=\"10\" y=\"40\" width=\"20\" height=\"10\"><title>bar</title></rect>"));
         assert!(!svg.contains('\n'));
         assert_eq!(append("<svg>", &hovers), None);

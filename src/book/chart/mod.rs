@@ -227,9 +227,22 @@ impl ChartData<'_> {
         Ok(items)
     }
 
-    /// Where the trace holds `name[.path]` of this section, as hover text names it.
-    pub fn key(&self, name_path: &str) -> String {
-        format!("{}.{name_path}", self.section.record.id)
+    /// What decided `name[.path]` of this section, as its hover text says it: the kind of the
+    /// value in words (given, computed, measured by a clock or by this machine) and the section
+    /// that recorded it, by its title. A reader learns whether to trust the number, not where the
+    /// trace keeps it.
+    pub fn decided(&self, name_path: &str) -> String {
+        format!("{} ({})", self.decided_alone(name_path), self.section.record.title)
+    }
+
+    /// [`ChartData::decided`] without the section's title, for a hover that names two values.
+    pub fn decided_alone(&self, name_path: &str) -> &'static str {
+        let name = name_path.split('.').next().unwrap_or(name_path);
+        self.section
+            .record
+            .values
+            .get(name)
+            .map_or("not recorded by this run", crate::kinds::words)
     }
 
     /// Names of this section's values, in recording order.

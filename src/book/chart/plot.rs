@@ -155,36 +155,36 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Drawn dashed and without markers: a formula or reference to compare with, not a measurement.
     pub reference: bool,
-    /// Where the trace holds each point's y (`section.name.path`), one per point; or one for the
-    /// whole line when its points follow from one value (a roof from a bandwidth).
-    pub keys: Vec<String>,
+    /// What decided each point's y, as its hover says it (`ChartData::decided`), one per point;
+    /// or one for the whole line when its points follow from the same values (a roof).
+    pub decided: Vec<String>,
 }
 
 impl Series {
-    pub fn measured(name: impl Into<String>, points: Vec<(f64, f64)>, keys: Vec<String>) -> Series {
+    pub fn measured(name: impl Into<String>, points: Vec<(f64, f64)>, decided: Vec<String>) -> Series {
         Series {
             name: name.into(),
             points,
             reference: false,
-            keys,
+            decided,
         }
     }
 
-    /// The trace key of point `i`.
-    fn key(&self, i: usize) -> Option<&str> {
-        match self.keys.as_slice() {
+    /// What decided point `i`.
+    fn decided_at(&self, i: usize) -> Option<&str> {
+        match self.decided.as_slice() {
             [whole] => Some(whole),
-            keys => keys.get(i).map(String::as_str),
+            each => each.get(i).map(String::as_str),
         }
     }
 }
 
-/// A horizontal line at `y` with a label, e.g. a datasheet peak, and where the trace holds it.
+/// A horizontal line at `y` with a label, e.g. a datasheet peak, and what decided it.
 #[derive(Debug, Clone)]
 pub struct Reference {
     pub label: String,
     pub y: f64,
-    pub key: String,
+    pub decided: String,
 }
 
 pub struct LineChart {
@@ -280,12 +280,12 @@ fn label_count(range: &std::ops::Range<f64>, scale: Scale) -> usize {
 pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
     let (xl, yl) = (spec.x.scale, spec.y.scale);
     for s in &spec.series {
-        if s.keys.len() != 1 && s.keys.len() != s.points.len() {
+        if s.decided.len() != 1 && s.decided.len() != s.points.len() {
             return Err(chart_error(format!(
-                "series {:?} has {} points and {} trace keys (one per point, or one for the line)",
+                "series {:?} has {} points and {} hover sources (one per point, or one for the line)",
                 s.name,
                 s.points.len(),
-                s.keys.len()
+                s.decided.len()
             )));
         }
     }
@@ -379,7 +379,7 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
                     from: chart.backend_coord(&(lo, *y)),
                     to: chart.backend_coord(&(hi, *y)),
                 },
-                title: hover::title(&reference.label, reference.y, spec.y.unit, &reference.key),
+                title: hover::title(&reference.label, reference.y, spec.y.unit, &reference.decided),
             });
             let label = &reference.label;
             let style = text_style(14).pos(plotters::style::text_anchor::Pos::new(
@@ -424,7 +424,7 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
                         r: if marked { 3 } else { 4 },
                         fill: marked.then_some(color),
                     },
-                    title: hover::title(&what, y, spec.y.unit, s.key(at).unwrap_or_default()),
+                    title: hover::title(&what, y, spec.y.unit, s.decided_at(at).unwrap_or_default()),
                 });
             }
         }

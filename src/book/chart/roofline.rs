@@ -24,7 +24,7 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
         points.push((op.to_string(), intensity, flop_per_sec));
     }
     let sweep_keys = (0..data.list("matmul_sweep", MAX_POINTS)?.len())
-        .map(|i| data.key(&format!("matmul_sweep.{i}.flop_per_sec")))
+        .map(|i| data.decided(&format!("matmul_sweep.{i}.flop_per_sec")))
         .collect();
     let sweep: Vec<(f64, f64)> = (0..data.list("matmul_sweep", MAX_POINTS)?.len())
         .map(|i| {
@@ -72,8 +72,14 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
             unit: Unit::FlopPerSec,
         },
     );
-    // A roof's points follow from two values: its hover names both.
-    let roof_key = |bandwidth: String, peak: &str| vec![format!("min({bandwidth} × intensity, {})", data.key(peak))];
+    // A roof's points follow from two values: its hover says what decided each.
+    let roof_key = |bandwidth: &str, peak: &str| {
+        vec![format!(
+            "the smaller of bandwidth × intensity and the peak; the bandwidth {}, the peak {}",
+            data.decided_alone(bandwidth),
+            data.decided_alone(peak)
+        )]
+    };
     let top = ceilings
         .iter()
         .max_by(|a, b| a.1.total_cmp(&b.1))
@@ -82,7 +88,7 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
         chart.series.push(Series::measured(
             format!("memory: {level}"),
             roof(peak, *bw, (lo, hi)),
-            roof_key(data.key(key), &top),
+            roof_key(key, &top),
         ));
     }
     // One flat ceiling per precision route.
@@ -90,7 +96,7 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
         chart.series.push(Series::measured(
             format!("ceiling: {name}"),
             vec![(lo, *flop_per_sec), (hi, *flop_per_sec)],
-            vec![data.key(key)],
+            vec![data.decided(key)],
         ));
     }
     // The datasheet's roofs, dashed: the lecture's H100 on every device, and this GPU's own where
@@ -101,7 +107,7 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
             ..Series::measured(
                 "roof: datasheet memory",
                 roof(peak, bw, (lo, hi)),
-                roof_key(data.key("datasheet_bytes_per_sec"), "peak_flop_per_sec"),
+                roof_key("datasheet_bytes_per_sec", "peak_flop_per_sec"),
             )
         });
     }
@@ -110,11 +116,11 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
         ..Series::measured(
             "H100 datasheet roofline",
             roof(h100_peak, h100_bw, (lo, hi)),
-            roof_key(data.key("h100_bytes_per_sec"), "h100_flop_per_sec"),
+            roof_key("h100_bytes_per_sec", "h100_flop_per_sec"),
         )
     });
     for (op, intensity, flop_per_sec) in points {
-        let key = data.key(&format!("op_timings.{op}.flop_per_sec"));
+        let key = data.decided(&format!("op_timings.{op}.flop_per_sec"));
         chart
             .series
             .push(Series::measured(op, vec![(intensity, flop_per_sec)], vec![key]));

@@ -24,13 +24,13 @@ fn by_schedule(data: &ChartData, field: &str) -> Result<Vec<Series>, Cause> {
         match series.iter_mut().find(|s| s.name == name) {
             Some(s) => {
                 s.points.push(point);
-                s.keys.push(data.key(&y));
+                s.decided.push(data.decided(&y));
             }
             None => {
                 if series.len() == MAX_SERIES {
                     return Err(data.bad("schedules", format!("more than the {MAX_SERIES} lines a chart draws")));
                 }
-                series.push(Series::measured(name, vec![point], vec![data.key(&y)]));
+                series.push(Series::measured(name, vec![point], vec![data.decided(&y)]));
             }
         }
     }

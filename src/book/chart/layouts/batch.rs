@@ -95,14 +95,14 @@ pub fn batch_sequence(data: &ChartData) -> Result<String, Cause> {
                     let title = if of_y {
                         format!(
                             "y[{i}, {j}]: a {m} × {k} block, every entry {d} (count of products of ones)\n\
-                             trace: {} (shape), {} (entry)",
-                            data.key("batched_y_shape"),
-                            data.key("y_0_0")
+                             the shape {}, the entry {}",
+                            data.decided_alone("batched_y_shape"),
+                            data.decided("y_0_0")
                         )
                     } else {
                         format!(
-                            "x[{i}, {j}]: a {m} × {d} block, times w gives y[{i}, {j}]\ntrace: {} (shape)",
-                            data.key("batched_y_shape")
+                            "x[{i}, {j}]: a {m} × {d} block, times w gives y[{i}, {j}]\nthe shape {}",
+                            data.decided("batched_y_shape")
                         )
                     };
                     hovers.push(Hover {

@@ -101,7 +101,7 @@ pub fn cpu_gpu(data: &ChartData) -> Result<String, Cause> {
                         &format!("copy to the GPU from {label} host memory"),
                         rate,
                         Unit::BytesPerSec,
-                        &data.key(name),
+                        &data.decided(name),
                     ),
                 });
                 let points = vec![(255, y), (462, y)];

@@ -157,7 +157,7 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
                         &format!("x[{i}, {j}], at storage position {}", s.position(i, j)),
                         *v,
                         Unit::None,
-                        &data.key(&format!("x.{i}.{j}")),
+                        &data.decided(&format!("x.{i}.{j}")),
                     ),
                 });
                 text(
@@ -241,11 +241,11 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
                     ),
                     s.grid[i][j],
                     Unit::None,
-                    &data.key(&format!("x.{i}.{j}")),
+                    &data.decided(&format!("x.{i}.{j}")),
                 ),
                 None => format!(
-                    "storage position {p}: no element of x lives here\ntrace: {}",
-                    data.key("stride")
+                    "storage position {p}: no element of x lives here\nthe strides {}",
+                    data.decided("stride")
                 ),
             };
             hovers.push(Hover {

@@ -18,21 +18,21 @@ fn line_chart_draws_series_references_and_units() {
             unit: Unit::FlopPerSec,
         },
     );
-    let keys = |dtype: &str, n: usize| (0..n).map(|i| format!("s.sweep.{dtype}.{i}")).collect();
+    let decided = |dtype: &str, n: usize| (0..n).map(|i| format!("measured: {dtype} point {i}")).collect();
     chart.series.push(Series::measured(
         "float32",
         vec![(64.0, 1e9), (256.0, 3e10), (1024.0, 5e10), (2048.0, f64::NAN)],
-        keys("f32", 4),
+        decided("f32", 4),
     ));
     chart.series.push(Series::measured(
         "bfloat16",
         vec![(64.0, 2e9), (256.0, 6e10), (1024.0, 9e10)],
-        keys("bf16", 3),
+        decided("bf16", 3),
     ));
     chart.references.push(Reference {
         label: "peak float32".into(),
         y: 1.2e11,
-        key: "s.peak".into(),
+        decided: "given: the peak".into(),
     });
     let svg = line_chart(&chart).expect("draws");
     assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
@@ -48,8 +48,8 @@ fn line_chart_draws_series_references_and_units() {
     ] {
         assert!(svg.contains(&format!(">{text}<")), "missing text {text}");
     }
-    // Every drawn point is a marker in its series' colour with its value, unit and trace key on
-    // hover; the point that cannot be drawn (NaN) has none; the peak line has its own.
+    // Every drawn point is a marker in its series' colour with its value, unit and what decided
+    // it on hover; the point that cannot be drawn (NaN) has none; the peak line has its own.
     let hover = svg
         .split("<g class=\"lecture-chart-hover\"")
         .nth(1)
@@ -57,12 +57,12 @@ fn line_chart_draws_series_references_and_units() {
     assert_eq!(hover.matches("<circle ").count(), 6, "{hover}");
     assert_eq!(hover.matches("fill=\"#3d8fd1\"").count(), 3, "float32 in blue");
     assert!(
-        hover.contains("<title>float32, n = 256: 30 GFLOP/s&#10;trace: s.sweep.f32.1</title>"),
+        hover.contains("<title>float32, n = 256: 30 GFLOP/s&#10;measured: f32 point 1</title>"),
         "{hover}"
     );
-    assert!(hover.contains("<title>bfloat16, n = 1,024: 90 GFLOP/s&#10;trace: s.sweep.bf16.2</title>"));
-    assert!(!hover.contains("s.sweep.f32.3"), "NaN is not drawn, so not pointed at");
-    assert!(hover.contains("<line ") && hover.contains("<title>peak float32: 120 GFLOP/s&#10;trace: s.peak</title>"));
+    assert!(hover.contains("<title>bfloat16, n = 1,024: 90 GFLOP/s&#10;measured: bf16 point 2</title>"));
+    assert!(!hover.contains("f32 point 3"), "NaN is not drawn, so not pointed at");
+    assert!(hover.contains("<line ") && hover.contains("<title>peak float32: 120 GFLOP/s&#10;given: the peak</title>"));
     // Log-axis ticks are written as the numbers they stand for, at whole powers.
     assert!(svg.contains(">1e10<") && svg.contains(">1e11<"), "{svg}");
     assert!(svg.contains(">64<") && svg.contains(">1024<"), "{svg}");
