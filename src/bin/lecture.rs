@@ -14,6 +14,8 @@ use cs336::device::{self, DeviceRequest};
 use cs336::lecture::{self, LECTURE, SECTIONS, run};
 use cs336::trace::{self, Trace};
 
+#[path = "lecture/checks.rs"]
+mod checks;
 #[path = "lecture/compare.rs"]
 mod compare;
 #[path = "lecture/flags.rs"]
@@ -295,9 +297,9 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
     if selected.is_empty() {
         will_hold.extend(SECTIONS.iter().map(|s| s.id.to_string()));
     }
-    check_neighbours(&path, !cli.no_book)?;
+    checks::check_neighbours(&path, !cli.no_book)?;
     if !cli.no_book {
-        check_book(&book_options(&path), &will_hold)?;
+        checks::check_book(&checks::book_options(&path), &will_hold)?;
     }
     atomic_file::check_writable(&path)?;
     // Room for the new trace beside the old one (the write goes to a temporary file first), with
@@ -358,7 +360,7 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
     })?;
     out.line(format_args!("Wrote {}", path.display()));
     if !cli.no_book {
-        let index = cs336::book::build(&root().join("book"), &book_options(&path))
+        let index = cs336::book::build(&root().join("book"), &checks::book_options(&path))
             .context("the trace was written, but the book did not build")?;
         out.line(format_args!("Book: {}", index.display()));
     }
@@ -370,74 +372,6 @@ fn run_sections(out: &mut Console, cli: &Cli, trace_dir: &Path, request: DeviceR
     }
     if let Some(warning) = run::disturbed_warning(&merged) {
         console::warn(format_args!("{}", terminal_safe(&warning)));
-    }
-    Ok(())
-}
-
-/// The book a run builds from the trace it has just written at `path`.
-fn book_options(path: &Path) -> cs336::book::BuildOptions {
-    cs336::book::BuildOptions {
-        trace: Some(path.to_path_buf()),
-        strict: Some(path.to_path_buf()),
-        trace_dir: path.parent().map(Path::to_path_buf),
-        out_dir: None,
-        source_root: Some(root()),
-        baseline: None,
-    }
-}
-
-/// Before any section runs, the book a run would build after writing its trace: its sources
-/// load, its folder can be written, and the trace will hold every section its chapters quote.
-/// A run that found out after writing would leave a trace and no book.
-pub(crate) fn check_book(options: &cs336::book::BuildOptions, will_hold: &BTreeSet<String>) -> Result<()> {
-    let book_root = options.source_root.clone().unwrap_or_else(root).join("book");
-    let found = cs336::book::preflight::check(&book_root, options)
-        .context("the book could not be built after the run, so nothing was run")?;
-    let missing: Vec<&str> = found
-        .quoted_sections
-        .difference(will_hold)
-        .map(String::as_str)
-        .collect();
-    if let Some(first) = missing.first() {
-        bail!(
-            "the book quotes {} section(s) that the trace would not hold: {}; record the whole lecture first \
-             (`cargo run --release --bin lecture`, or `--section {first}` and the others), or run with `--no-book`. \
-             Nothing was run.",
-            missing.len(),
-            console::shorten(&missing.join(", "), 200)
-        );
-    }
-    Ok(())
-}
-
-/// Every other trace in `path`'s folder loads: the book shows them all (`{{compare}}`), so when
-/// it will be built an unreadable one stops the run before it starts; otherwise it is a warning.
-pub(crate) fn check_neighbours(path: &Path, book: bool) -> Result<()> {
-    let Some(dir) = path.parent() else { return Ok(()) };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(());
-    };
-    let mut others: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file() && p.file_name() != path.file_name())
-        // The book passes over JSON that is no trace at all, and so does this check.
-        .filter(|p| !trace::io::is_foreign_json(p))
-        .collect();
-    others.sort();
-    for other in others {
-        let Err(e) = trace::load_named(&other) else { continue };
-        if book {
-            bail!(
-                "{e}\nThe book shows every trace in {} (`{{{{compare}}}}`), so it would not build: fix or move that \
-                 file, or run with `--no-book`. Nothing was run.",
-                dir.display()
-            );
-        }
-        console::warn(format_args!(
-            "warning: {}\n  (the book shows every trace in that folder and will not build until it is fixed or moved)",
-            terminal_safe(&e.to_string())
-        ));
     }
     Ok(())
 }

@@ -66,7 +66,11 @@ fn rows(columns: &[Column]) -> Result<(Vec<Row>, Option<Charted>), Cause> {
     // older trace's wording of the same row does not add a second row.
     let mut seen: Vec<(RowId, String)> = Vec::new();
     let mut charted = None;
-    for c in columns {
+    // The newest trace declares first, so its rows stand in its order: a row it added since the
+    // older traces were recorded sits beside its section's others, not at the table's end.
+    let mut by_age: Vec<&Column> = columns.iter().collect();
+    by_age.sort_by(|a, b| b.trace.created_at().cmp(&a.trace.created_at()));
+    for c in by_age {
         for s in &c.trace.sections {
             for r in &s.devices {
                 let id = (s.id.clone(), r.value.clone(), r.over.clone());
@@ -112,6 +116,19 @@ fn rows(columns: &[Column]) -> Result<(Vec<Row>, Option<Charted>), Cause> {
             }
         }
     }
+    // In lecture order, as the newest trace has its sections; a row only older traces declare
+    // follows its section's rows.
+    let newest = columns
+        .iter()
+        .max_by(|a, b| a.trace.created_at().cmp(&b.trace.created_at()));
+    let rank = |id: &RowId| {
+        newest
+            .and_then(|c| c.trace.sections.iter().position(|s| s.id == id.0))
+            .unwrap_or(usize::MAX)
+    };
+    let mut ranked: Vec<(usize, Row)> = seen.iter().map(|(id, _)| rank(id)).zip(rows).collect();
+    ranked.sort_by_key(|(r, _)| *r);
+    let mut rows: Vec<Row> = ranked.into_iter().map(|(_, row)| row).collect();
     rows.push(Row {
         label: "the whole lecture, every section".to_string(),
         cell: Cell::LectureTime,

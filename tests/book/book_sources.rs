@@ -477,3 +477,41 @@ fn the_devices_chapter_shows_elementwise_tables_beside_the_matmul_ones() {
         "{problems}"
     );
 }
+
+/// A row the newest run declares and an older trace does not stands among its section's rows,
+/// in the newest run's order, not at the end of the table (rows came in file order, older
+/// traces first, so a row added since sat below every other section's).
+#[test]
+fn a_row_newer_than_an_older_trace_stands_in_its_sections_place() {
+    let ws = Workspace::new();
+    let mut old = fresh_trace().clone();
+    let flops = old
+        .sections
+        .iter_mut()
+        .find(|s| s.id == "tensor_operations_flops")
+        .expect("section");
+    let newest_row = flops.devices.remove(1);
+    for section in &mut old.sections {
+        section.run.recorded_at = "2026-01-01T00:00:00Z".into();
+    }
+    // The older trace is the page's own, so its column, and its rows, come first.
+    let older = ws.write_trace("older-cpu", &old);
+    ws.write_trace("cpu", fresh_trace());
+    let html = ws.build_chapter(&older, "{{devices}}\n").expect("builds");
+    let page = body(&html);
+    let at = |label: &str| {
+        page.find(&format!("<tr><th>{label}</th>"))
+            .unwrap_or_else(|| panic!("no row {label:?} in {page}"))
+    };
+    let rows = &fresh_trace()
+        .section("tensor_operations_flops")
+        .expect("section")
+        .devices;
+    let (before, after) = (&rows[0].label, &rows[2].label);
+    assert!(
+        at(before) < at(&newest_row.label) && at(&newest_row.label) < at(after),
+        "{page}"
+    );
+    let later_section = "the whole lecture, every section";
+    assert!(at(&newest_row.label) < at(later_section));
+}

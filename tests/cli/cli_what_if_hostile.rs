@@ -165,11 +165,13 @@ fn every_given_at_once_gets_a_bounded_name_and_each_value_its_own() {
                     default * bump / 3.0
                 } else {
                     // Far from the default where the range allows; a given of a few allowed
-                    // values (bytes per number, a power of two) takes a doubling or a halving.
+                    // values (bytes per number, a power of two or of four) takes a doubling, a
+                    // halving or a quadrupling.
                     let candidates = [
                         (default * 3.0 + 16.0 * bump).round(),
                         default * 2f64.powf(bump),
                         default / 2f64.powf(bump),
+                        default * 4f64.powf(bump),
                     ];
                     let valid = |v: &f64| what_if::parse(&[format!("{}.{}={v}", s.id, g.name)]).is_ok();
                     candidates.into_iter().find(valid).unwrap_or(candidates[0])

@@ -165,7 +165,7 @@ pub fn run(
     if build_book {
         // The what-if's book reads every trace beside the device's own, and quotes the own run
         // wherever the what-if ran no section: both are checked before anything runs, or is made.
-        crate::check_neighbours(&own, true)?;
+        crate::checks::check_neighbours(&own, true)?;
         if what_ifs.exists() {
             // A link out of the folder of what-ifs is named as such, before the book's own rules.
             what_if::check_inside(&what_ifs, folder)?;
@@ -177,7 +177,7 @@ pub fn run(
             .map(|s| s.id.clone())
             .chain(what_if::sections(&changes).iter().map(|s| s.id.to_string()))
             .collect();
-        crate::check_book(&book_options(&path, &own, root), &will_hold)?;
+        crate::checks::check_book(&book_options(&path, &own, root), &will_hold)?;
     }
     std::fs::create_dir_all(&what_ifs).with_context(|| format!("cannot make {}", what_ifs.display()))?;
     // Before the what-if's own folder is made (a link there would make it elsewhere), and after.

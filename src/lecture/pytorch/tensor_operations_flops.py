@@ -106,16 +106,16 @@ if device == "cuda":
     fp32_default_actual_time_spread = actual_time_spread  # -> fp32_default_actual_time_spread
     fp32_default_actual_time = actual_time  # -> fp32_default_actual_time
     fp32_default_actual_flop_per_sec = actual_flop_per_sec  # -> fp32_default_actual_flop_per_sec
-    fp32_default_promised_flop_per_sec = datasheet["fp32"]  # -> fp32_default_promised_flop_per_sec
-    fp32_default_promised_peak_source = "datasheet"  # -> fp32_default_promised_peak_source
+    fp32_default_peak_flop_per_sec = datasheet["fp32"]  # -> fp32_default_peak_flop_per_sec
+    fp32_default_peak_source = "datasheet"  # -> fp32_default_peak_source
     fp32_default_mfu = mfu  # -> fp32_default_mfu
     # TF32: inputs rounded to 10-bit mantissas, float32 accumulation (allow_tf32 = True).
     tf32_actual_time_spread = spreads[2]  # -> tf32_actual_time_spread
     tf32_actual_time = tf32_actual_time_spread[2].item()  # -> tf32_actual_time
     tf32_actual_flop_per_sec = actual_num_flops / tf32_actual_time  # -> tf32_actual_flop_per_sec
-    tf32_promised_flop_per_sec = promised["tf32"]  # -> tf32_promised_flop_per_sec
-    tf32_promised_peak_source = "datasheet"  # -> tf32_promised_peak_source
-    tf32_mfu = tf32_actual_flop_per_sec / tf32_promised_flop_per_sec  # -> tf32_mfu
+    tf32_peak_flop_per_sec = datasheet["tf32"]  # -> tf32_peak_flop_per_sec
+    tf32_peak_source = "datasheet"  # -> tf32_peak_source
+    tf32_mfu = tf32_actual_flop_per_sec / tf32_peak_flop_per_sec  # -> tf32_mfu
     # Which library runs a bfloat16 product: PyTorch picks between cuBLAS and cuBLASLt by its own
     # heuristics (the bf16_* row above), or takes the one it is told. The Rust's headline goes
     # through cuBLASLt (heuristic search, a 32 MiB workspace on Hopper) and times plain cuBLAS
@@ -161,7 +161,7 @@ for n in sizes:
     for mode, spread in zip(modes, time_in_turns(list(modes.values()), reps=5)):
         flops = 2 * n**3
         median_s = spread[2].item()
-        mfu_n = flops / median_s / promised[mode] if promised else None  # a CPU: the Rust's, against its loops
+        mfu_n = flops / median_s / datasheet[mode] if datasheet else None  # a CPU: the Rust's, against its loops
         throughput_sweep.append({"dtype": mode, "n": n, "flops": flops, "median_s": median_s, "flop_per_sec": flops / median_s, "mfu": mfu_n})  # -> throughput_sweep
-sweep_peaks = promised  # -> sweep_peaks (on a GPU)
+sweep_peaks = datasheet  # -> sweep_peaks (on a GPU)
 # -> sweep_peaks (on a CPU: the Rust's measured peaks, which PyTorch has no counterpart for)
