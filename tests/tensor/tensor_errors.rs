@@ -288,3 +288,27 @@ fn results_too_large_for_host_memory_are_errors_not_aborts() {
         .to_string();
     assert!(msg.contains("more elements than memory can address"), "{msg}");
 }
+
+/// The bound holds for the values stored, not the draws: in float32, a draw just inside `b` can
+/// round to the float32 just above it (24 million inputs of width one put a weight past 3σ by
+/// half a float32 step). Here every draw lies in [a, b] but rounds above `b`, so none may be kept.
+#[test]
+fn trunc_normal_keeps_its_bounds_after_rounding_to_the_dtype() {
+    let mut rng = Rng::seed(2);
+    let above = 1.0f32 as f64; // a float32; the one below it is 1 - 2⁻²⁴
+    let ulp_below = 2f64.powi(-24);
+    // [a, b] lies in the upper half of the gap below 1.0: everything there rounds up to 1.0.
+    let (a, b) = (above - 0.45 * ulp_below, above - 0.05 * ulp_below);
+    let mean = (a + b) / 2.0;
+    let drawn = Tensor::trunc_normal(&[8], mean, 0.1 * ulp_below, a, b, DType::F32, &mut rng);
+    match drawn {
+        Ok(t) => {
+            let stored = t.to_vec_f64().unwrap();
+            assert!(
+                stored.iter().all(|&v| (a..=b).contains(&v)),
+                "{stored:?} past [{a}, {b}]"
+            );
+        }
+        Err(e) => assert!(e.to_string().contains("less than 0.1%"), "{e}"),
+    }
+}

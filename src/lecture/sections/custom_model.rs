@@ -39,8 +39,11 @@ pub fn custom_model(cx: &mut SectionCtx) -> Result<()> {
 /// What a what-if of this section needs (`what_if::check_cost`), with each given as `get` reads it.
 pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
     let (d, layers, b) = (get("d"), get("num_layers"), get("batch_size"));
+    // The model and every layer's activations, and the layer being made: its normal draws in
+    // f64 and two float32 copies while it is scaled (`Init::Xavier`), which at d = 46,340 was the
+    // 8 GiB the estimate had left out.
     Cost {
-        bytes: 4.0 * (layers * d * d + d + b * d * (layers + 2.0)),
+        bytes: 4.0 * (layers * d * d + d + b * d * (layers + 2.0)) + 16.0 * d * d,
         flops: 2.0 * b * d * d * layers,
         trace_bytes: 0.0,
         recorded_elements: b,
