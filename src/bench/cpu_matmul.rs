@@ -6,7 +6,7 @@ use crate::outln;
 use std::cell::RefCell;
 
 use super::Shape;
-use super::reference::{self, Info, Server};
+use super::reference::{self, Server};
 use crate::device::cpu::bf16_matmul_isa;
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor};
@@ -184,29 +184,6 @@ pub fn print_table(rows: &[Row]) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(super) fn describe(info: &Info) -> anyhow::Result<()> {
-    let libs: Vec<String> = info.libraries.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    outln!(
-        "references: Python {}, {}, {} threads",
-        info.python,
-        libs.join(", "),
-        info.threads
-    )?;
-    if let Some(cap) = &info.torch_cpu_capability {
-        outln!(
-            "  PyTorch: CPU capability {cap}, {} threads",
-            info.torch_threads.map_or("?".to_string(), |t| t.to_string())
-        )?;
-    }
-    for lib in info.blas.iter().flatten() {
-        outln!("  BLAS loaded by numpy: {lib}")?;
-    }
-    for e in &info.errors {
-        outln!("  not measured: {e}")?;
-    }
-    Ok(())
-}
-
 /// The table as JSON: per shape, each contender's timing (seconds) and GFLOP/s.
 pub fn rows_json(rows: &[Row], threads: usize) -> serde_json::Value {
     let entry = |shape: Shape, t: Option<Timing>| {
@@ -288,7 +265,7 @@ pub fn run(
         route.reason
     )?;
     match &info {
-        Some(info) => describe(info)?,
+        Some(info) => info.describe()?,
         None => outln!(
             "references: not run (pass --with-reference to install numpy and PyTorch into {} and time them)",
             reference::venv_dir().display()

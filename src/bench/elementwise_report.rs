@@ -288,7 +288,7 @@ pub fn run(budget: Budget, threads: usize, with_reference: bool, ops: &[Op], siz
     )?;
     match &info {
         Some(info) => {
-            super::cpu_matmul::describe(info)?;
+            info.describe()?;
             outln!(
                 "  numpy's elementwise ops and sums run on one thread whatever the setting; its dot and matvec go to BLAS"
             )?;

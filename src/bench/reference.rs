@@ -12,6 +12,7 @@ use anyhow::{Context, bail};
 use serde::Deserialize;
 
 use super::Shape;
+use crate::outln;
 
 /// The script, found through the crate's own folder (the bench is run with `cargo run`).
 pub fn script_path() -> PathBuf {
@@ -109,6 +110,33 @@ pub struct Info {
     pub torch_cpu_capability: Option<String>,
     #[serde(default)]
     pub blas: Option<Vec<serde_json::Value>>,
+}
+
+impl Info {
+    /// What the references ran on, printed above the tables: their Python and libraries, and
+    /// PyTorch's threads and CPU capability.
+    pub fn describe(&self) -> anyhow::Result<()> {
+        let libs: Vec<String> = self.libraries.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        outln!(
+            "references: Python {}, {}, {} threads",
+            self.python,
+            libs.join(", "),
+            self.threads
+        )?;
+        if let Some(cap) = &self.torch_cpu_capability {
+            outln!(
+                "  PyTorch: CPU capability {cap}, {} threads",
+                self.torch_threads.map_or("?".to_string(), |t| t.to_string())
+            )?;
+        }
+        for lib in self.blas.iter().flatten() {
+            outln!("  BLAS loaded by numpy: {lib}")?;
+        }
+        for e in &self.errors {
+            outln!("  not measured: {e}")?;
+        }
+        Ok(())
+    }
 }
 
 /// The script running in `--serve` mode: the bench asks it for timings in turns with its own.

@@ -6,6 +6,7 @@
 pub mod cpu;
 pub mod cuda;
 pub mod hierarchy;
+pub mod math_mode;
 pub mod peaks;
 pub mod probe;
 

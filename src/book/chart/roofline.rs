@@ -74,11 +74,13 @@ pub fn roofline(data: &ChartData) -> Result<String, Cause> {
     );
     // A roof's points follow from two values: its hover says what decided each.
     let roof_key = |bandwidth: &str, peak: &str| {
-        vec![format!(
-            "the smaller of bandwidth × intensity and the peak; the bandwidth {}, the peak {}",
-            data.decided_alone(bandwidth),
-            data.decided_alone(peak)
-        )]
+        let (b, p) = (data.decided_alone(bandwidth), data.decided_alone(peak));
+        let decided = if b == p {
+            format!("each {b}")
+        } else {
+            format!("the bandwidth {b}; the peak {p}")
+        };
+        vec![format!("the smaller of bandwidth × intensity and the peak: {decided}")]
     };
     let top = ceilings
         .iter()

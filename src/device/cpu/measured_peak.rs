@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::bf16_gemm::{self, Bf16Kernel};
 use super::fma_loops::{Kernel, PORTABLE_LANES, PeakLoop, thread_cpu_time};
 use super::isa::{self, CpuIsa};
-use crate::device::peaks::MathMode;
+use crate::device::math_mode::MathMode;
 
 /// A measured peak and how it was obtained.
 #[derive(Debug, Clone)]
