@@ -211,3 +211,6 @@ fn no_source_file_is_over_five_hundred_lines() {
         "the walk found no file of more than 300 lines under src/"
     );
 }
+
+#[path = "architecture_imports/mod.rs"]
+mod imports;
