@@ -22,6 +22,9 @@ use cs336::lecture::{run, what_if};
 struct Shelf {
     dir: tempfile::TempDir,
     own: PathBuf,
+    /// Held by one what-if at a time: each rewrites the shelf's `SUMMARY.md` and its own what-if
+    /// folder, and the tests that draw them run side by side.
+    turn: std::sync::Mutex<()>,
 }
 
 fn shelf() -> &'static Shelf {
@@ -39,7 +42,11 @@ fn shelf() -> &'static Shelf {
             }
         }
         let own = common::put_fresh_trace(&dir.path().join("trace"));
-        Shelf { dir, own }
+        Shelf {
+            dir,
+            own,
+            turn: std::sync::Mutex::new(()),
+        }
     })
 }
 
@@ -66,6 +73,8 @@ fn chapters_quoting(ids: &[&str]) -> Vec<String> {
 fn run_and_build(sets: &[String]) -> Result<(), String> {
     let changes = what_if::parse(sets).map_err(|e| format!("{sets:?}: {e}"))?;
     let shelf = shelf();
+    // A test that failed while holding the turn leaves the shelf as usable as before.
+    let _turn = shelf.turn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     common::test_budget();
     let choice = device::choose(DeviceRequest::Cpu).map_err(|e| e.to_string())?;
     let baseline = cs336::trace::load_named(&shelf.own).map_err(|e| e.to_string())?;
