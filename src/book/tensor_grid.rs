@@ -3,32 +3,26 @@
 //! number in its own cell with its full value on hover, shaded by sign and size relative to the
 //! largest magnitude shown. A large dimension shows its first and last few entries around an
 //! ellipsis; a 3-D tensor is a stack of matrices, each labelled with its first index. The trace
-//! decides how much there is to draw (`MAX_RECORDED_ELEMENTS`); this decides only what is shown.
+//! decides how much there is to draw: a tensor of more than `MAX_RECORDED_ELEMENTS` is kept as a
+//! summary of exactly the entries shown here, drawn the same way with its statistics below.
 
 use serde_json::Value;
 
 use super::html::escape;
-use crate::trace::{Layout, number_from_json};
+use crate::trace::{Layout, number_from_json, summary};
 
-/// Entries shown in full along one dimension; longer ones show `CORNER` at each end.
-const SHOWN: usize = 8;
-const CORNER: usize = 3;
-
-/// The indices of a dimension of `n` that are shown, `None` standing for the ellipsis.
+/// The indices of a dimension of `n` that are shown, `None` standing for the ellipsis: the ones a
+/// summary keeps of a tensor too large to record whole.
 fn shown_indices(n: usize) -> Vec<Option<usize>> {
-    if n <= SHOWN {
-        return (0..n).map(Some).collect();
-    }
-    (0..CORNER)
-        .map(Some)
-        .chain([None])
-        .chain((n - CORNER..n).map(Some))
-        .collect()
+    summary::shown(n)
 }
 
-/// The element of nested arrays `value` at `index`.
+/// The element of `value` at `index`: nested arrays, or a summary's objects keyed by index.
 fn at<'a>(value: &'a Value, index: &[usize]) -> Option<&'a Value> {
-    index.iter().try_fold(value, |v, &i| v.as_array()?.get(i))
+    index.iter().try_fold(value, |v, &i| match v {
+        Value::Object(map) => map.get(&i.to_string()),
+        _ => v.as_array()?.get(i),
+    })
 }
 
 /// Whether `value` is nested arrays of exactly `shape`.
@@ -161,7 +155,8 @@ pub fn grid(
     layout: Option<&Layout>,
     short: &dyn Fn(f64) -> String,
 ) -> Option<String> {
-    if shape.is_empty() || shape.len() > 3 || !has_shape(value, shape) || shape.contains(&0) {
+    let stats = summary::statistics_of(value);
+    if shape.is_empty() || shape.len() > 3 || shape.contains(&0) || !(stats.is_some() || has_shape(value, shape)) {
         return None;
     }
     // As a stack of matrices: 1-D is one row, 2-D one matrix.
@@ -241,8 +236,30 @@ pub fn grid(
             }
         }
     }
-    html.push_str("</span></span>");
+    html.push_str("</span>");
+    if let Some(stats) = stats {
+        html.push_str(&statistics_line(stats, short));
+    }
+    html.push_str("</span>");
     Some(html)
+}
+
+/// Below a summary's grid: that it is one, and its statistics over every element.
+fn statistics_line(stats: &serde_json::Map<String, Value>, short: &dyn Fn(f64) -> String) -> String {
+    let number = |key: &str| stats.get(key).and_then(number_from_json).map_or("–".to_string(), short);
+    let non_finite = match stats.get("non_finite").and_then(Value::as_u64) {
+        Some(n) if n > 0 => format!(", {n} not finite"),
+        _ => String::new(),
+    };
+    format!(
+        "<span class=\"lecture-tensor-summary\">a summary: {} elements, too many to record each; \
+         min {}, max {}, mean {}, std {}{non_finite}</span>",
+        escape(&number("elements")),
+        escape(&number("min")),
+        escape(&number("max")),
+        escape(&number("mean")),
+        escape(&number("std")),
+    )
 }
 
 #[cfg(test)]
@@ -284,7 +301,7 @@ mod tests {
         let row: Vec<f64> = (0..20).map(f64::from).collect();
         let g = grid(&json!(row), "bfloat16", &[20], None, &short).expect("a grid");
         // 0, 1, 2, …, 17, 18, 19.
-        assert_eq!(cells(&g), 2 * CORNER);
+        assert_eq!(cells(&g), 2 * summary::CORNER);
         assert!(g.contains("title=\"2.0\"") && g.contains("title=\"17.0\"") && !g.contains("title=\"10.0\""));
         assert_eq!(g.matches("lecture-tensor-gap").count(), 1);
         assert!(g.contains("repeat(7, auto)"));
@@ -309,6 +326,28 @@ mod tests {
         );
         assert_eq!(grid(&json!([[[[1.0]]]]), "float32", &[1, 1, 1, 1], None, &short), None);
         assert_eq!(grid(&json!([]), "float32", &[0], None, &short), None);
+    }
+
+    #[test]
+    fn a_summary_draws_the_same_corners_with_its_statistics() {
+        // A 20 × 10 matrix kept as a summary, beside the same matrix whole: the same cells.
+        let flat: Vec<f64> = (0..200).map(f64::from).collect();
+        let whole: Vec<Vec<f64>> = flat.chunks(10).map(<[f64]>::to_vec).collect();
+        let kept = summary::summarise(&[20, 10], &flat, &crate::trace::json_number);
+        let g = grid(&kept, "float32", &[20, 10], None, &short).expect("a grid");
+        let w = grid(&json!(whole), "float32", &[20, 10], None, &short).expect("a grid");
+        assert_eq!(cells(&g), 36);
+        assert!(g.starts_with(&w[..w.len() - "</span>".len()]), "{g}\n{w}");
+        assert!(
+            g.contains("a summary: 200 elements") && g.contains("max 199") && g.contains("mean 99.5"),
+            "{g}"
+        );
+        // A 1-D one too, its corners 0, 1, 2 and 9997, 9998, 9999.
+        let flat: Vec<f64> = (0..10_000).map(f64::from).collect();
+        let kept = summary::summarise(&[10_000], &flat, &crate::trace::json_number);
+        let g = grid(&kept, "float32", &[10_000], None, &short).expect("a grid");
+        assert!(g.contains("title=\"9997.0\"") && g.contains("title=\"2.0\""), "{g}");
+        assert_eq!(cells(&g), 6);
     }
 
     #[test]

@@ -71,15 +71,6 @@ pub enum Refused {
         size: String,
         limit: String,
     },
-    #[error(
-        "section `{section}` would record a tensor of {elements} elements with these givens, more than the {limit} \
-         a trace keeps of one; choose smaller givens. Nothing was run"
-    )]
-    TensorTooLarge {
-        section: String,
-        elements: String,
-        limit: usize,
-    },
     #[error("`--set {start}…` is {chars} characters long, more than the {max} a `--set` argument may have")]
     LongArgument { start: String, chars: usize, max: usize },
     #[error("`{0}` is set twice")]
@@ -216,17 +207,13 @@ pub fn sections(changes: &[Change]) -> Vec<&'static SectionDef> {
 }
 
 /// What a section would need with its givens: bytes alive at once, FLOPs in all, and the bytes
-/// its values take in the trace where they grow with the givens (else zero: a tensor is recorded
-/// whole only up to `recorder::MAX_RECORDED_ELEMENTS`).
+/// its values take in the trace where they grow with the givens (else zero: a tensor of more than
+/// `recorder::MAX_RECORDED_ELEMENTS` is kept as a summary of bounded size).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cost {
     pub bytes: f64,
     pub flops: f64,
     pub trace_bytes: f64,
-    /// Elements of the largest tensor it records: a trace keeps at most
-    /// [`MAX_RECORDED_ELEMENTS`](crate::lecture::recorder::MAX_RECORDED_ELEMENTS) of one, and a
-    /// what-if past that is refused before it runs (it used to run, then fail to record).
-    pub recorded_elements: f64,
 }
 
 /// Bytes a number recorded in a list takes in a trace (pretty JSON: indentation, digits, comma),
@@ -289,14 +276,6 @@ pub fn check_cost(
             }
         }
         let limit = crate::trace::io::MAX_TRACE_BYTES as f64;
-        let most = crate::lecture::recorder::MAX_RECORDED_ELEMENTS;
-        if cost.recorded_elements > most as f64 {
-            return Err(Refused::TensorTooLarge {
-                section: def.id.to_string(),
-                elements: format!("{}", cost.recorded_elements),
-                limit: most,
-            });
-        }
         if cost.trace_bytes > limit {
             return Err(Refused::TraceTooLarge {
                 section: def.id.to_string(),

@@ -229,17 +229,29 @@ impl Tensor {
         self.storage.set_f64(self.layout.storage_index(index)?, value)
     }
 
-    /// The values as nested JSON arrays (row-major), for recording small tensors in the trace.
-    pub fn to_json(&self) -> Result<serde_json::Value> {
-        let flat = self.to_vec_f64()?;
+    /// One element as the trace keeps it: an integer dtype's as an integer.
+    fn json_leaf(&self) -> impl Fn(f64) -> serde_json::Value {
         let is_int = !self.dtype().is_float();
-        let leaf = |x: f64| -> serde_json::Value {
+        move |x: f64| {
             if is_int {
                 serde_json::Value::from(x as i64)
             } else {
                 crate::json::json_number(x)
             }
-        };
+        }
+    }
+
+    /// The first and last few elements along each dimension, and statistics over all of them
+    /// (`crate::trace::summary`): how the trace keeps a tensor too large to list.
+    pub fn to_json_summary(&self) -> Result<serde_json::Value> {
+        let flat = self.to_vec_f64()?;
+        Ok(crate::trace::summary::summarise(self.shape(), &flat, &self.json_leaf()))
+    }
+
+    /// The values as nested JSON arrays (row-major), for recording small tensors in the trace.
+    pub fn to_json(&self) -> Result<serde_json::Value> {
+        let flat = self.to_vec_f64()?;
+        let leaf = self.json_leaf();
         fn nest(shape: &[usize], flat: &[f64], leaf: &dyn Fn(f64) -> serde_json::Value) -> serde_json::Value {
             match shape.split_first() {
                 None => leaf(flat[0]),

@@ -22,6 +22,7 @@ pub mod schema;
 pub mod source;
 pub mod stream;
 pub mod strict;
+pub mod summary;
 pub mod validate;
 pub mod walk;
 

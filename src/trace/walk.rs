@@ -28,13 +28,18 @@ pub fn walk<'v>(value: &'v Value, path: &[String]) -> Result<&'v Value, (String,
                 }
             }
             Err(first_error.unwrap_or_else(|| {
-                (
-                    step.clone(),
-                    format!(
-                        "keys: {}",
-                        map.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                let keys = || map.keys().map(String::as_str).filter(|k| *k != crate::summary::KEY);
+                let what = match crate::summary::statistics_of(value) {
+                    // A tensor kept as a summary: say so, and which indices it kept.
+                    Some(stats) => format!(
+                        "a summary of a tensor of {} elements, which keeps indices {} here and its statistics under `{}`",
+                        stats.get("elements").map_or_else(|| "?".into(), Value::to_string),
+                        keys().collect::<Vec<_>>().join(", "),
+                        crate::summary::KEY
                     ),
-                )
+                    None => format!("keys: {}", map.keys().map(String::as_str).collect::<Vec<_>>().join(", ")),
+                };
+                (step.clone(), what)
             }))
         }
         Value::Array(items) => {

@@ -71,6 +71,12 @@ fn chapters_quoting(ids: &[&str]) -> Vec<String> {
 /// Runs the what-if `sets` in this process, writes its trace where `lecture` would, and builds
 /// the chapters that quote a section it ran, the own trace as their baseline.
 fn run_and_build(sets: &[String]) -> Result<(), String> {
+    run_and_read(sets, &[]).map(drop)
+}
+
+/// `run_and_build`, then the built pages of `chapters` (by file stem), read before another test
+/// takes its turn on the shelf.
+fn run_and_read(sets: &[String], pages: &[&str]) -> Result<Vec<String>, String> {
     let changes = what_if::parse(sets).map_err(|e| format!("{sets:?}: {e}"))?;
     let shelf = shelf();
     // A test that failed while holding the turn leaves the shelf as usable as before.
@@ -114,9 +120,58 @@ fn run_and_build(sets: &[String]) -> Result<(), String> {
     };
     let built = cs336::book::build(&book, &options);
     std::fs::remove_dir_all(folder).ok();
-    built
-        .map(drop)
-        .map_err(|e| format!("{sets:?}: the book of {chapters:?} did not build: {e}"))
+    built.map_err(|e| format!("{sets:?}: the book of {chapters:?} did not build: {e}"))?;
+    pages
+        .iter()
+        .map(|stem| {
+            let page = shelf.dir.path().join("html").join(format!("{stem}.html"));
+            std::fs::read_to_string(&page).map_err(|e| format!("{}: {e}", page.display()))
+        })
+        .collect()
+}
+
+/// Givens in their ranges that make a recorded tensor larger than a trace lists whole (the
+/// custom model's output of `batch_size` rows, the layer's `output_dim` outputs, the deep
+/// network's batch) used to run and then fail at the record call, and then were refused before
+/// running. The tensor is kept as a summary now: its corners and statistics, which the code
+/// view's grid and the chapter show.
+#[test]
+fn a_tensor_too_large_to_list_is_kept_as_a_summary_that_the_page_shows() {
+    let most = cs336::lecture::recorder::MAX_RECORDED_ELEMENTS;
+    for (sets, page, says) in [
+        (
+            vec![
+                "custom_model.batch_size=100000".to_string(),
+                "custom_model.d=1".to_string(),
+            ],
+            "custom_model",
+            "a summary: 100000 elements",
+        ),
+        (
+            vec![
+                "module_parameters.output_dim=1000000".to_string(),
+                "module_parameters.input_dim=1".to_string(),
+            ],
+            "module_parameters",
+            "the statistics of all\n<span",
+        ),
+        (
+            vec![
+                format!("deep_network.batch_size={}", most + 1),
+                "deep_network.d=1".to_string(),
+            ],
+            "deep_network",
+            &format!("a summary: {} elements", most + 1),
+        ),
+    ] {
+        let html = run_and_read(&sets, &[page]).unwrap_or_else(|e| panic!("{e}"));
+        let html = &html[0];
+        assert!(
+            html.contains("lecture-tensor-summary"),
+            "{sets:?}: no summary drawn on {page}"
+        );
+        assert!(html.contains(says), "{sets:?}: {page} does not say {says:?}");
+    }
 }
 
 proptest! {

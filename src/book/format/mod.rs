@@ -142,8 +142,25 @@ fn describe(value: &Value) -> String {
     }
 }
 
-/// Strings as they are; lists and objects as compact JSON with numbers written plainly.
+/// Strings as they are; a tensor kept as a summary by its statistics; lists and objects as
+/// compact JSON with numbers written plainly.
 fn format_other(value: &Value) -> String {
+    if let Some(stats) = crate::trace::summary::statistics_of(value) {
+        let number = |key: &str| {
+            stats
+                .get(key)
+                .and_then(number_from_json)
+                .map_or("–".to_string(), |x| auto(x, Unit::None))
+        };
+        return format!(
+            "a tensor of {} elements (min {}, max {}, mean {}, std {})",
+            number("elements"),
+            number("min"),
+            number("max"),
+            number("mean"),
+            number("std")
+        );
+    }
     match value {
         Value::String(s) => s.clone(),
         _ => compact(value),
@@ -284,6 +301,16 @@ mod tests {
 
     fn with(v: Value, unit: Unit, f: &str) -> String {
         format_value(&v, unit, f.parse().expect("format parses")).expect("formats")
+    }
+
+    #[test]
+    fn a_tensor_kept_as_a_summary_reads_as_its_statistics() {
+        let flat: Vec<f64> = (0..5000).map(f64::from).collect();
+        let kept = crate::trace::summary::summarise(&[5000], &flat, &crate::trace::json_number);
+        assert_eq!(
+            auto(kept, Unit::None),
+            "a tensor of 5000 elements (min 0, max 4999, mean 2500, std 1443)"
+        );
     }
 
     #[test]

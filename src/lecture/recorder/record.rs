@@ -3,13 +3,13 @@
 //! recorder's state (`recorder.rs`) because a section author reads this part to learn what a call
 //! may say, and never needs how the states are kept.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::json::json_number;
 use crate::tensor::Tensor;
 use crate::trace::Unit;
 
-/// The largest tensor recorded element by element; bigger ones are summarised by the section.
-pub const MAX_RECORDED_ELEMENTS: usize = 4096;
+/// The largest tensor recorded element by element; a larger one is recorded as a summary.
+pub use crate::trace::summary::MAX_RECORDED_ELEMENTS;
 
 /// The one way a section records: the original lecture's `# @inspect x`, with what decided the
 /// value in front of its name.
@@ -250,22 +250,19 @@ impl<T: Recordable> Recordable for Vec<T> {
     }
 }
 
-/// A tensor's values (nested lists) with its dtype and shape; a large one is refused (record a
-/// summary instead).
+/// A tensor's values (nested lists) with its dtype and shape; one of more than
+/// `MAX_RECORDED_ELEMENTS` as a summary (its corners and statistics), so that givens that make
+/// it large still record, and the book still draws it.
 impl Recordable for Tensor {
     const UNIT: Unit = Unit::None;
     fn observe(self) -> Result<Observed> {
-        if self.numel() > MAX_RECORDED_ELEMENTS {
-            return Err(Error::invalid(
-                "record",
-                format!(
-                    "a tensor of {} elements (more than {MAX_RECORDED_ELEMENTS}); record a summary instead",
-                    self.numel()
-                ),
-            ));
-        }
+        let value = if self.numel() > MAX_RECORDED_ELEMENTS {
+            self.to_json_summary()?
+        } else {
+            self.to_json()?
+        };
         Ok(Observed {
-            value: self.to_json()?,
+            value,
             dtype: Some(self.dtype().name().into()),
             shape: Some(self.shape().to_vec()),
             // Where each element sits in storage: the grid's hover says it, for the lessons on

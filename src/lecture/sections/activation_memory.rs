@@ -186,7 +186,6 @@ pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
         bytes: 4.0 * (4.0 * parameters + 2.0 * (layers + 3.0) * b * d),
         flops: 2.0 * b * d * d * layers * 7.0,
         trace_bytes: 0.0,
-        recorded_elements: 0.0,
     }
 }
 

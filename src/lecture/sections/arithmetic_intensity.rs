@@ -358,6 +358,5 @@ pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
         bytes: 2.0 * (3.0 * n + 4.0 * m * m + m) + 512e6,
         flops: 30.0 * (2.0 * m * m * m + 2.0 * m * m + 24.0 * n),
         trace_bytes: 0.0,
-        recorded_elements: 0.0,
     }
 }

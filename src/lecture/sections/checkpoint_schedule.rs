@@ -365,7 +365,6 @@ pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
         bytes: 4.0 * (2.0 * deepest * d * d + 2.0 * deepest * b * d + 4.0 * b * d),
         flops: depths * (4.0 * 6.0 + deepest + 2.0) * deepest * b * d * d,
         trace_bytes: 0.0,
-        recorded_elements: 0.0,
     }
 }
 

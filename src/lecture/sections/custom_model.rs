@@ -46,7 +46,6 @@ pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
         bytes: 4.0 * (layers * d * d + d + b * d * (layers + 2.0)) + 16.0 * d * d,
         flops: 2.0 * b * d * d * layers,
         trace_bytes: 0.0,
-        recorded_elements: b,
     }
 }
 

@@ -209,7 +209,6 @@ pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
         bytes: 4.0 * (2.0 * (2.0 * ways + 1.0) * layers * d * d + 2.0 * b * d + 2.0 * b * d * layers),
         flops: ways * 11.0 * 6.0 * b * d * d * layers,
         trace_bytes: 0.0,
-        recorded_elements: 0.0,
     }
 }
 

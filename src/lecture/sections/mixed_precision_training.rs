@@ -124,6 +124,5 @@ pub(super) fn cost(_get: &dyn Fn(&str) -> f64) -> Cost {
         bytes: 1e6,
         flops: 3.0 * 300.0 * 6.0 * 32.0 * (2.0 * 32.0 * 32.0 + 32.0),
         trace_bytes: 0.0,
-        recorded_elements: 0.0,
     }
 }

@@ -103,6 +103,5 @@ pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
         bytes: 4.0 * i + 4.0 * 3.0 * i * o + 8.0 * i * o,
         flops: 2.0 * i * o * 3.0,
         trace_bytes: 0.0,
-        recorded_elements: o,
     }
 }

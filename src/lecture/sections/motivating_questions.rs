@@ -70,7 +70,6 @@ pub(super) fn cost(_get: &dyn Fn(&str) -> f64) -> Cost {
         bytes: 0.0,
         flops: 0.0,
         trace_bytes: 0.0,
-        recorded_elements: 0.0,
     }
 }
 

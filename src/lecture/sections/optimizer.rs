@@ -186,7 +186,6 @@ pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
         bytes: 4.0 * 5.0 * parameters,
         flops: 2.0 * 2.0 * parameters * 6.0 * 2.0,
         trace_bytes: (4.0 * parameters + 16.0 * layers) * TRACE_BYTES_PER_NUMBER,
-        recorded_elements: 0.0,
     }
 }
 

@@ -367,6 +367,5 @@ pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
         bytes: elements * (4.0 + 2.0),
         flops: 2.0 * b * d * k * 2.0 * 10.0,
         trace_bytes: 0.0,
-        recorded_elements: 0.0,
     }
 }
