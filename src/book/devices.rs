@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::bench_tables::TraceTiming;
 use super::bf16_verdict::{Speedup, verdict};
@@ -388,65 +389,84 @@ fn speedup_chart(speedups: &[Speedup], charted: Option<&Charted>) -> Result<Stri
         }
     };
     let label = "bfloat16's speed over float32 at the lecture's shape, per device.";
-    let chart = svg(760, 80 + 48 * n as u32, label, |root, hovers| {
-        let mut chart = drawing(
-            ChartBuilder::on(root)
-                .margin(14)
-                .x_label_area_size(50)
-                // Room for the longest name at the labels' size (about 7.5 px a character).
-                .y_label_area_size(
-                    names
-                        .iter()
-                        .map(|n| n.chars().count())
-                        .max()
-                        .map_or(260, |c| (c as u32 * 15 / 2 + 12).clamp(200, 420)),
-                )
-                .build_cartesian_2d(0.0..top, -0.5..n as f64 - 0.5),
-        )?;
-        drawing(
-            chart
-                .configure_mesh()
-                .disable_y_mesh()
-                .x_desc("bfloat16 FLOP/s over float32 FLOP/s (×)")
-                .y_labels(n)
-                .y_label_formatter(&y_name)
-                .label_style(text_style(14))
-                .axis_desc_style(text_style(15))
-                .axis_style(FG.mix(0.6))
-                .bold_line_style(FG.mix(0.12))
-                .light_line_style(FG.mix(0.0))
-                .draw(),
-        )?;
-        for (i, Speedup { name, ratio, .. }) in finite.iter().copied().enumerate() {
-            let y = (n - 1 - i) as f64;
-            let color = if *ratio >= 1.0 { PALETTE[2] } else { PALETTE[1] };
-            drawing(chart.draw_series(std::iter::once(Rectangle::new(
-                [(0.0, y - 0.3), (*ratio, y + 0.3)],
-                color.filled(),
-            ))))?;
-            hovers.push(Hover {
-                shape: Shape::Bar {
-                    from: chart.backend_coord(&(0.0, y - 0.3)),
-                    to: chart.backend_coord(&(*ratio, y + 0.3)),
-                },
-                title: format!(
-                    "the {name}: bfloat16 ran at {ratio:.2}× float32's FLOP/s, both timed at the lecture's shape\n\
+    // Wide: names left of the bars. Narrow (a phone's column, `chart::fit`): each name above its bar.
+    let draw = |narrow: bool| {
+        let (width, row) = if narrow { (340, 64) } else { (760, 48) };
+        let px = |wide: u32| {
+            if narrow {
+                crate::chart::fit::NARROW_TEXT_PX
+            } else {
+                wide
+            }
+        };
+        svg(width, 80 + row * n as u32, label, |root, hovers| {
+            let mut chart = drawing(
+                ChartBuilder::on(root)
+                    .margin(14)
+                    .x_label_area_size(50)
+                    // Room for the longest name at the labels' size (about 7.5 px a character).
+                    .y_label_area_size(match narrow {
+                        true => 10,
+                        false => names
+                            .iter()
+                            .map(|n| n.chars().count())
+                            .max()
+                            .map_or(260, |c| (c as u32 * 15 / 2 + 12).clamp(200, 420)),
+                    })
+                    .build_cartesian_2d(0.0..top, -0.5..n as f64 - 0.5),
+            )?;
+            drawing(
+                chart
+                    .configure_mesh()
+                    .disable_y_mesh()
+                    .x_desc("bfloat16 FLOP/s over float32 FLOP/s (×)")
+                    .y_labels(if narrow { 0 } else { n })
+                    .x_labels(if narrow { 5 } else { 10 })
+                    .y_label_formatter(&y_name)
+                    .label_style(text_style(px(14)))
+                    .axis_desc_style(text_style(px(15)))
+                    .axis_style(FG.mix(0.6))
+                    .bold_line_style(FG.mix(0.12))
+                    .light_line_style(FG.mix(0.0))
+                    .draw(),
+            )?;
+            for (i, Speedup { name, ratio, .. }) in finite.iter().copied().enumerate() {
+                let y = (n - 1 - i) as f64;
+                let color = if *ratio >= 1.0 { PALETTE[2] } else { PALETTE[1] };
+                let (lo, hi) = if narrow { (y - 0.4, y + 0.1) } else { (y - 0.3, y + 0.3) };
+                if narrow {
+                    let above = text_style(px(14)).pos(Pos::new(HPos::Left, VPos::Top));
+                    drawing(chart.draw_series(std::iter::once(Text::new(name.clone(), (0.0, y + 0.44), above))))?;
+                }
+                drawing(chart.draw_series(std::iter::once(Rectangle::new(
+                    [(0.0, lo), (*ratio, hi)],
+                    color.filled(),
+                ))))?;
+                hovers.push(Hover {
+                    shape: Shape::Bar {
+                        from: chart.backend_coord(&(0.0, lo)),
+                        to: chart.backend_coord(&(*ratio, hi)),
+                    },
+                    title: format!(
+                        "the {name}: bfloat16 ran at {ratio:.2}× float32's FLOP/s, both timed at the lecture's shape\n\
                      {}: its run timed both products",
-                    crate::kinds::kind_words(crate::trace::Kind::Clock)
-                ),
-            });
-            drawing(chart.draw_series(std::iter::once(Text::new(
-                format!("{ratio:.2}×"),
-                (*ratio, y),
-                text_style(14),
+                        crate::kinds::kind_words(crate::trace::Kind::Clock)
+                    ),
+                });
+                drawing(chart.draw_series(std::iter::once(Text::new(
+                    format!("{ratio:.2}×"),
+                    (*ratio, (lo + hi) / 2.0),
+                    text_style(px(14)),
+                ))))?;
+            }
+            drawing(chart.draw_series(std::iter::once(PathElement::new(
+                vec![(1.0, -0.5), (1.0, n as f64 - 0.5)],
+                FG.mix(0.7).stroke_width(2),
             ))))?;
-        }
-        drawing(chart.draw_series(std::iter::once(PathElement::new(
-            vec![(1.0, -0.5), (1.0, n as f64 - 0.5)],
-            FG.mix(0.7).stroke_width(2),
-        ))))?;
-        Ok(())
-    })?;
+            Ok(())
+        })
+    };
+    let chart = crate::chart::fit::pair(&draw(false)?, &draw(true)?, &[]);
     Ok(format!(
         "<figure class=\"lecture-chart\" id=\"chart-bf16-speedup-by-device\">{}<figcaption>{} The line marks 1×, where \
          bfloat16 runs no faster than float32; green bars are the devices where it ran faster.</figcaption></figure>",

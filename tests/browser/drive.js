@@ -198,12 +198,18 @@ function measure() {
                 text: excerpt(el),
             };
         }));
-    const charts = Array.from(document.querySelectorAll('svg.lecture-chart-svg')).map(svg => {
+    // The drawing the style sheet shows of each chart (a line chart has one for a wide column and
+    // one for a phone's), and whether the chart's box scrolls sideways at this width.
+    const charts = Array.from(document.querySelectorAll('svg.lecture-chart-svg')).filter(shown).map(svg => {
         const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
         const sizes = Array.from(svg.querySelectorAll('text')).map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
+        const box = svg.closest('.lecture-chart-scroll');
+        const figure = svg.closest('figure');
         return {
+            id: figure ? figure.id : '',
             label: (svg.getAttribute('aria-label') || '').slice(0, 60),
             smallest_text_px: sizes.length ? Math.min(...sizes) : null,
+            scrolls: box ? box.scrollWidth > box.clientWidth + 1 : false,
         };
     });
     const root = document.scrollingElement;
@@ -223,7 +229,9 @@ function measure() {
 // MathML formula, its text, whether it is a block, and its rendered box.
 function probe() {
     const charts = Array.from(document.querySelectorAll('figure.lecture-chart')).map(figure => {
-        const targets = figure.querySelectorAll('.lecture-chart-hover > *');
+        // Targets of the drawing shown at this width (the other is hidden by the style sheet).
+        const shownSvgs = Array.from(figure.querySelectorAll('svg.lecture-chart-svg')).filter(s => s.getClientRects().length > 0);
+        const targets = shownSvgs.flatMap(s => Array.from(s.querySelectorAll('.lecture-chart-hover > *')));
         const first = targets[targets.length - 1];
         let hit = null;
         let box = null;

@@ -61,8 +61,32 @@ fn layouts(data: &ChartData) -> Result<Vec<Layout>, Cause> {
 
 type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
+/// One drawing of a rows chart: for a desktop's column, each name left of its row, or for a
+/// phone's (`fit`), each name above its row and the text a little smaller, drawn at the size it
+/// is shown.
+struct RowFit {
+    narrow: bool,
+}
+
+impl RowFit {
+    /// The band row `y`'s bars fill: lower in the narrow drawing, under the row's name.
+    fn band(&self, y: f64) -> (f64, f64) {
+        if self.narrow {
+            (y - 0.4, y + 0.1)
+        } else {
+            (y - 0.32, y + 0.32)
+        }
+    }
+
+    /// The size of a text the wide drawing gives `wide` px.
+    fn px(&self, wide: u32) -> u32 {
+        if self.narrow { super::fit::NARROW_TEXT_PX } else { wide }
+    }
+}
+
 /// A chart with one horizontal row per name, the first at the top: row `i` is centred on
-/// y = `names.len() - 1 - i`. `draw` adds the rows' shapes and their hover targets.
+/// y = `names.len() - 1 - i`. `draw` adds the rows' shapes and their hover targets, once for each
+/// drawing (`RowFit`).
 fn rows_chart(
     names: &[String],
     x: std::ops::Range<f64>,
@@ -70,10 +94,9 @@ fn rows_chart(
     x_labels: usize,
     x_fmt: &dyn Fn(&f64) -> String,
     label: &str,
-    draw: impl FnOnce(&mut Chart<'_, '_>, &mut Vec<Hover>) -> Result<(), Cause>,
+    draw: impl Fn(&mut Chart<'_, '_>, &mut Vec<Hover>, &RowFit) -> Result<(), Cause>,
 ) -> Result<String, Cause> {
     let n = names.len();
-    let height = 80 + 48 * n as u32;
     let y_name = |y: &f64| {
         let row = (n as f64 - 1.0 - y).round();
         if (row - (n as f64 - 1.0 - y)).abs() < 1e-6 && row >= 0.0 {
@@ -82,32 +105,49 @@ fn rows_chart(
             String::new()
         }
     };
-    svg(760, height, label, |root, hovers| {
-        let mut chart = drawing(
-            ChartBuilder::on(root)
-                .margin(14)
-                .x_label_area_size(50)
-                .y_label_area_size(120)
-                .build_cartesian_2d(x, -0.5..n as f64 - 0.5),
-        )?;
-        drawing(
-            chart
-                .configure_mesh()
-                .disable_y_mesh()
-                .x_desc(x_desc)
-                .x_labels(x_labels)
-                .y_labels(n)
-                .x_label_formatter(x_fmt)
-                .y_label_formatter(&y_name)
-                .label_style(text_style(15))
-                .axis_desc_style(text_style(16))
-                .axis_style(FG.mix(0.6))
-                .bold_line_style(FG.mix(0.12))
-                .light_line_style(FG.mix(0.0))
-                .draw(),
-        )?;
-        draw(&mut chart, hovers)
-    })
+    let one = |fit: RowFit| {
+        let (width, row, names_area) = if fit.narrow { (340, 64, 10) } else { (760, 48, 120) };
+        svg(width, 80 + row * n as u32, label, |root, hovers| {
+            let mut chart = drawing(
+                ChartBuilder::on(root)
+                    .margin(if fit.narrow { 8 } else { 14 })
+                    .x_label_area_size(50)
+                    .y_label_area_size(names_area)
+                    .build_cartesian_2d(x.clone(), -0.5..n as f64 - 0.5),
+            )?;
+            drawing(
+                chart
+                    .configure_mesh()
+                    .disable_y_mesh()
+                    .x_desc(x_desc)
+                    .x_labels(if fit.narrow { x_labels.div_ceil(2) } else { x_labels })
+                    .y_labels(if fit.narrow { 0 } else { n })
+                    .x_label_formatter(x_fmt)
+                    .y_label_formatter(&y_name)
+                    .label_style(text_style(fit.px(15)))
+                    .axis_desc_style(text_style(fit.px(16)))
+                    .axis_style(FG.mix(0.6))
+                    .bold_line_style(FG.mix(0.12))
+                    .light_line_style(FG.mix(0.0))
+                    .draw(),
+            )?;
+            if fit.narrow {
+                let above = text_style(fit.px(15)).pos(Pos::new(HPos::Left, VPos::Top));
+                let at = |i: usize| (x.start, row_y(i, n) + 0.44);
+                let texts = names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, name)| Text::new(name.clone(), at(i), above.clone()));
+                drawing(chart.draw_series(texts))?;
+            }
+            draw(&mut chart, hovers, &fit)
+        })
+    };
+    Ok(super::fit::pair(
+        &one(RowFit { narrow: false })?,
+        &one(RowFit { narrow: true })?,
+        &[],
+    ))
 }
 
 /// The y of row `i` of `n` (first row on top).
@@ -133,9 +173,11 @@ pub fn bit_layouts(data: &ChartData) -> Result<String, Cause> {
         widest as usize / 4 + 1,
         &x_fmt,
         "bit layouts of the floating-point formats",
-        |chart, hovers| {
+        |chart, hovers, fit| {
+            // Pixels a bit takes in this drawing, for which field names fit inside their bars.
+            let bit_px = chart.backend_coord(&(1.0, 0.0)).0 - chart.backend_coord(&(0.0, 0.0)).0;
             for (i, row) in rows.iter().enumerate() {
-                let y = row_y(i, n);
+                let (lo, hi) = fit.band(row_y(i, n));
                 let fields = [
                     ("sign", "s", row.sign, SIGN),
                     ("exponent", "e", row.exponent, EXPONENT),
@@ -147,14 +189,11 @@ pub fn bit_layouts(data: &ChartData) -> Result<String, Cause> {
                         continue;
                     }
                     let (x0, x1) = (at as f64, (at + bits) as f64);
-                    drawing(chart.draw_series(std::iter::once(Rectangle::new(
-                        [(x0, y - 0.32), (x1, y + 0.32)],
-                        color.filled(),
-                    ))))?;
+                    drawing(chart.draw_series(std::iter::once(Rectangle::new([(x0, lo), (x1, hi)], color.filled()))))?;
                     hovers.push(Hover {
                         shape: Shape::Bar {
-                            from: chart.backend_coord(&(x0, y - 0.32)),
-                            to: chart.backend_coord(&(x1, y + 0.32)),
+                            from: chart.backend_coord(&(x0, lo)),
+                            to: chart.backend_coord(&(x1, hi)),
                         },
                         title: hover::title(
                             &format!("{} {long} bits", row.name),
@@ -164,20 +203,25 @@ pub fn bit_layouts(data: &ChartData) -> Result<String, Cause> {
                         ),
                     });
                     let separators = (at + 1..at + bits)
-                        .map(|b| PathElement::new(vec![(b as f64, y - 0.32), (b as f64, y + 0.32)], WHITE.mix(0.55)));
+                        .map(|b| PathElement::new(vec![(b as f64, lo), (b as f64, hi)], WHITE.mix(0.55)));
                     drawing(chart.draw_series(separators))?;
-                    // The name where it fits (about 8 px per character at this size), else a letter.
-                    let fits = bits as usize * 19 >= (long.len() + 3) * 8;
+                    // The name where it fits (a character about half the text's size wide), else a letter.
+                    let text_px = fit.px(15);
+                    let fits = bits as i32 * bit_px >= (long.len() as i32 + 3) * (text_px as i32 * 8 / 15);
                     let label = if fits {
                         format!("{long} {bits}")
                     } else {
                         format!("{short}{bits}")
                     };
-                    let style = ("sans-serif", 15)
+                    let style = ("sans-serif", text_px)
                         .into_font()
                         .color(&WHITE)
                         .pos(Pos::new(HPos::Center, VPos::Center));
-                    drawing(chart.draw_series(std::iter::once(Text::new(label, ((x0 + x1) / 2.0, y), style))))?;
+                    drawing(chart.draw_series(std::iter::once(Text::new(
+                        label,
+                        ((x0 + x1) / 2.0, (lo + hi) / 2.0),
+                        style,
+                    ))))?;
                     at += bits;
                 }
             }
@@ -262,12 +306,13 @@ pub fn dynamic_ranges(data: &ChartData) -> Result<String, Cause> {
         10,
         &x_fmt,
         "dynamic ranges of the floating-point formats",
-        |chart, hovers| {
+        |chart, hovers, fit| {
+            let top_x = chart.x_range().end;
             for (i, r) in rows.iter().enumerate() {
-                let y = row_y(i, n);
+                let (lo, hi) = fit.band(row_y(i, n));
                 let color = PALETTE[i % PALETTE.len()];
                 let bar = |from: f64, to: f64, style: ShapeStyle| {
-                    Rectangle::new([(from.log10(), y - 0.3), (to.log10(), y + 0.3)], style)
+                    Rectangle::new([(from.log10(), lo), (to.log10(), hi)], style)
                 };
                 drawing(chart.draw_series([
                     bar(r.subnormal, r.normal, color.mix(0.35).filled()),
@@ -282,8 +327,8 @@ pub fn dynamic_ranges(data: &ChartData) -> Result<String, Cause> {
                 for (what, from, to) in spans {
                     hovers.push(Hover {
                         shape: Shape::Bar {
-                            from: chart.backend_coord(&(from.log10(), y - 0.3)),
-                            to: chart.backend_coord(&(to.log10(), y + 0.3)),
+                            from: chart.backend_coord(&(from.log10(), lo)),
+                            to: chart.backend_coord(&(to.log10(), hi)),
                         },
                         title: format!(
                             "{}, {what}: from {} to {} (unitless)\n{info}",
@@ -297,8 +342,17 @@ pub fn dynamic_ranges(data: &ChartData) -> Result<String, Cause> {
                     "max {}",
                     format_value(&json_number(r.max), Unit::None, Format::Auto).unwrap_or_default()
                 );
-                let style = text_style(14).pos(Pos::new(HPos::Left, VPos::Center));
-                drawing(chart.draw_series(std::iter::once(Text::new(label, (r.max.log10() + 1.0, y), style))))?;
+                // Right of the bar; in the narrow drawing, where that leaves too little room,
+                // at the row's right end above it, across from its name.
+                let (at, pos) = match fit.narrow {
+                    true => ((top_x, hi + 0.34), Pos::new(HPos::Right, VPos::Top)),
+                    false => (
+                        (r.max.log10() + 1.0, (lo + hi) / 2.0),
+                        Pos::new(HPos::Left, VPos::Center),
+                    ),
+                };
+                let style = text_style(fit.px(14)).pos(pos);
+                drawing(chart.draw_series(std::iter::once(Text::new(label, at, style))))?;
             }
             let probe = PROBE.log10();
             let top = n as f64 - 0.5;
@@ -306,7 +360,7 @@ pub fn dynamic_ranges(data: &ChartData) -> Result<String, Cause> {
                 vec![(probe, -0.5), (probe, top)],
                 FG.mix(0.7).stroke_width(1),
             ))))?;
-            let style = text_style(14).pos(Pos::new(HPos::Left, VPos::Top));
+            let style = text_style(fit.px(14)).pos(Pos::new(HPos::Left, VPos::Top));
             drawing(chart.draw_series(std::iter::once(Text::new(
                 "1e-8, the probe value",
                 (probe + 0.8, top),

@@ -20,6 +20,7 @@
 //! The end-to-end test checks that every chart on every page parses as SVG.
 
 mod curves;
+pub mod fit;
 mod float_formats;
 mod graph;
 mod hierarchy;

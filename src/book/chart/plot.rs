@@ -4,6 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::fit::{Frame, Key};
 use super::hover::{self, Hover, Shape};
 use super::{MAX_POINTS, MAX_SERIES};
 use crate::format::{Format, format_value};
@@ -266,17 +267,18 @@ fn axis_range(lo: f64, hi: f64, scale: Scale) -> std::ops::Range<f64> {
 }
 
 /// On a log axis one label per power (plotters then picks whole powers), fewer when the range is
-/// wide.
-fn label_count(range: &std::ops::Range<f64>, scale: Scale) -> usize {
+/// wide; `frame` says how many it has room for.
+fn label_count(range: &std::ops::Range<f64>, scale: Scale, frame: &Frame) -> usize {
     if scale == Scale::Linear {
-        8
+        frame.linear_ticks
     } else {
-        ((range.end - range.start).round() as usize + 1).clamp(2, 12)
+        ((range.end - range.start).round() as usize + 1).clamp(2, frame.log_ticks)
     }
 }
 
 /// Draws a line chart: every series as a line with markers, references as dashed-looking faint
-/// lines with their labels, a legend, and axes labelled with their units.
+/// lines with their labels, a legend, and axes labelled with their units; twice, for a desktop's
+/// column and a phone's (`fit`).
 pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
     let (xl, yl) = (spec.x.scale, spec.y.scale);
     for s in &spec.series {
@@ -341,106 +343,124 @@ pub fn line_chart(spec: &LineChart) -> Result<String, Cause> {
         )));
     }
     let label = format!("{} against {}", spec.y.label, spec.x.label);
-    svg(spec.width, spec.height, &label, |root, hovers| {
-        let mut chart = drawing(
-            ChartBuilder::on(root)
-                .margin(12)
-                .margin_right(36) // room for the last x label
-                .x_label_area_size(44)
-                .y_label_area_size(76)
-                .build_cartesian_2d(x_range.clone(), y_range.clone()),
-        )?;
-        let x_fmt = |v: &f64| bytes_tick(*v, xl, spec.x.unit).unwrap_or_else(|| tick(*v, xl));
-        let y_fmt = |v: &f64| bytes_tick(*v, yl, spec.y.unit).unwrap_or_else(|| tick(*v, yl));
-        drawing(
-            chart
-                .configure_mesh()
-                .x_desc(spec.x.label.as_str())
-                .y_desc(spec.y.label.as_str())
-                .x_labels(label_count(&x_range, xl))
-                .y_labels(label_count(&y_range, yl))
-                .x_label_formatter(&x_fmt)
-                .y_label_formatter(&y_fmt)
-                .label_style(text_style(15))
-                .axis_desc_style(text_style(16))
-                .axis_style(FG)
-                .bold_line_style(FG.mix(0.12))
-                .light_line_style(FG.mix(0.04))
-                .draw(),
-        )?;
-        for (reference, y) in &references {
-            let (lo, hi) = (chart.x_range().start, chart.x_range().end);
-            drawing(chart.draw_series(std::iter::once(PathElement::new(
-                vec![(lo, *y), (hi, *y)],
-                FG.mix(0.5).stroke_width(1),
-            ))))?;
-            hovers.push(Hover {
-                shape: Shape::Line {
-                    from: chart.backend_coord(&(lo, *y)),
-                    to: chart.backend_coord(&(hi, *y)),
-                },
-                title: hover::title(&reference.label, reference.y, spec.y.unit, &reference.decided),
-            });
-            let label = &reference.label;
-            let style = text_style(14).pos(plotters::style::text_anchor::Pos::new(
-                plotters::style::text_anchor::HPos::Right,
-                plotters::style::text_anchor::VPos::Bottom,
-            ));
-            drawing(chart.draw_series(std::iter::once(Text::new(label.clone(), (hi, *y), style))))?;
-        }
-        for (i, ((name, points), spec_series)) in series.iter().zip(&spec.series).enumerate() {
-            let color = PALETTE[i % PALETTE.len()];
-            if spec_series.reference {
-                let dashed = DashedLineSeries::new(points.iter().copied(), 6, 4, color.stroke_width(2));
-                drawing(chart.draw_series(dashed))?
-                    .label(name.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-                continue;
-            }
-            drawing(chart.draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2))))?
-                .label(name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-            // The markers are drawn as hover targets (below), which carry their values.
-        }
-        for ((s, points), i) in spec.series.iter().zip(&drawn).zip(0..) {
-            let color = PALETTE[i % PALETTE.len()];
-            let marked = spec.markers && !s.reference;
-            let mut last: Option<(i32, i32)> = None;
-            for (n, &(at, p)) in points.iter().enumerate() {
-                let pixel = chart.backend_coord(&p);
-                // On a curve without markers (a loss per step) points lie closer than a pointer
-                // can pick: one target per TARGET_SPACING pixels along x, each naming its own
-                // point, and always the last point.
-                let crowded = last.is_some_and(|l| (pixel.0 - l.0).abs() < TARGET_SPACING);
-                if !marked && crowded && n + 1 < points.len() {
-                    continue;
-                }
-                last = Some(pixel);
-                let (x, y) = s.points[at];
-                let what = format!("{}, {} = {}", s.name, spec.x.name, hover::shown(x, spec.x.unit));
-                hovers.push(Hover {
-                    shape: Shape::Dot {
-                        at: pixel,
-                        r: if marked { 3 } else { 4 },
-                        fill: marked.then_some(color),
-                    },
-                    title: hover::title(&what, y, spec.y.unit, s.decided_at(at).unwrap_or_default()),
-                });
-            }
-        }
-        if !series.is_empty() {
+    let draw = |frame: Frame| {
+        svg(frame.width, frame.height, &label, |root, hovers| {
+            let mut chart = drawing(
+                ChartBuilder::on(root)
+                    .margin(frame.margin)
+                    .margin_right(frame.margin_right)
+                    .x_label_area_size(frame.x_label_area)
+                    .y_label_area_size(frame.y_label_area)
+                    .build_cartesian_2d(x_range.clone(), y_range.clone()),
+            )?;
+            let x_fmt = |v: &f64| bytes_tick(*v, xl, spec.x.unit).unwrap_or_else(|| tick(*v, xl));
+            let y_fmt = |v: &f64| bytes_tick(*v, yl, spec.y.unit).unwrap_or_else(|| tick(*v, yl));
             drawing(
                 chart
-                    .configure_series_labels()
-                    .position(spec.legend.clone())
-                    .label_font(text_style(15))
-                    .border_style(FG.mix(0.4))
-                    .background_style(TRANSPARENT)
+                    .configure_mesh()
+                    .x_desc(spec.x.label.as_str())
+                    .y_desc(spec.y.label.as_str())
+                    .x_labels(label_count(&x_range, xl, &frame))
+                    .y_labels(label_count(&y_range, yl, &frame))
+                    .x_label_formatter(&x_fmt)
+                    .y_label_formatter(&y_fmt)
+                    .label_style(text_style(frame.label_px))
+                    .axis_desc_style(text_style(frame.desc_px))
+                    .axis_style(FG)
+                    .bold_line_style(FG.mix(0.12))
+                    .light_line_style(FG.mix(0.04))
                     .draw(),
             )?;
-        }
-        Ok(())
-    })
+            for (reference, y) in &references {
+                let (lo, hi) = (chart.x_range().start, chart.x_range().end);
+                drawing(chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(lo, *y), (hi, *y)],
+                    FG.mix(0.5).stroke_width(1),
+                ))))?;
+                hovers.push(Hover {
+                    shape: Shape::Line {
+                        from: chart.backend_coord(&(lo, *y)),
+                        to: chart.backend_coord(&(hi, *y)),
+                    },
+                    title: hover::title(&reference.label, reference.y, spec.y.unit, &reference.decided),
+                });
+                let label = &reference.label;
+                let style = text_style(frame.reference_px).pos(plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Right,
+                    plotters::style::text_anchor::VPos::Bottom,
+                ));
+                drawing(chart.draw_series(std::iter::once(Text::new(label.clone(), (hi, *y), style))))?;
+            }
+            for (i, ((name, points), spec_series)) in series.iter().zip(&spec.series).enumerate() {
+                let color = PALETTE[i % PALETTE.len()];
+                if spec_series.reference {
+                    let dashed = DashedLineSeries::new(points.iter().copied(), 6, 4, color.stroke_width(2));
+                    drawing(chart.draw_series(dashed))?
+                        .label(name.clone())
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+                    continue;
+                }
+                drawing(chart.draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2))))?
+                    .label(name.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+                // The markers are drawn as hover targets (below), which carry their values.
+            }
+            for ((s, points), i) in spec.series.iter().zip(&drawn).zip(0..) {
+                let color = PALETTE[i % PALETTE.len()];
+                let marked = spec.markers && !s.reference;
+                let mut last: Option<(i32, i32)> = None;
+                for (n, &(at, p)) in points.iter().enumerate() {
+                    let pixel = chart.backend_coord(&p);
+                    // On a curve without markers (a loss per step) points lie closer than a pointer
+                    // can pick: one target per TARGET_SPACING pixels along x, each naming its own
+                    // point, and always the last point.
+                    let crowded = last.is_some_and(|l| (pixel.0 - l.0).abs() < TARGET_SPACING);
+                    if !marked && crowded && n + 1 < points.len() {
+                        continue;
+                    }
+                    last = Some(pixel);
+                    let (x, y) = s.points[at];
+                    let what = format!("{}, {} = {}", s.name, spec.x.name, hover::shown(x, spec.x.unit));
+                    hovers.push(Hover {
+                        shape: Shape::Dot {
+                            at: pixel,
+                            r: if marked { 3 } else { 4 },
+                            fill: marked.then_some(color),
+                        },
+                        title: hover::title(&what, y, spec.y.unit, s.decided_at(at).unwrap_or_default()),
+                    });
+                }
+            }
+            if !series.is_empty() && frame.legend_inside {
+                drawing(
+                    chart
+                        .configure_series_labels()
+                        .position(spec.legend.clone())
+                        .label_font(text_style(frame.label_px))
+                        .border_style(FG.mix(0.4))
+                        .background_style(TRANSPARENT)
+                        .draw(),
+                )?;
+            }
+            Ok(())
+        })
+    };
+    let wide = draw(Frame::wide(spec.width, spec.height))?;
+    let narrow = draw(Frame::NARROW)?;
+    let keys: Vec<Key> = spec
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let c = PALETTE[i % PALETTE.len()];
+            Key {
+                name: s.name.clone(),
+                colour: (c.0, c.1, c.2),
+                dashed: s.reference,
+            }
+        })
+        .collect();
+    Ok(super::fit::pair(&wide, &narrow, &keys))
 }
 
 #[cfg(test)]

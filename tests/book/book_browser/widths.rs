@@ -36,9 +36,22 @@ struct Measured {
 
 #[derive(Debug, Deserialize)]
 struct Chart {
+    id: String,
     label: String,
     smallest_text_px: Option<f64>,
+    scrolls: bool,
 }
+
+/// Figures still drawn once, at a desktop's width, that scroll sideways in their box on a
+/// phone: drawings of boxes and arrows laid out in pixels, which need a layout of their own
+/// to fit 350 px. Every other chart is drawn for a phone's column too and must fit it; a figure
+/// that comes to fit must leave this list (the test fails on one listed that fits).
+const SCROLLING_FIGURES: [&str; 4] = [
+    "chart-tensor_strides",
+    "chart-batch_sequence",
+    "chart-cpu_gpu",
+    "chart-checkpoint_graph",
+];
 
 /// Where the screenshots go: `CS336_SCREENSHOTS`, else a folder under the target folder (never
 /// committed), emptied first so that it holds this run's pages only.
@@ -92,6 +105,19 @@ fn faults(label: &str, layout: &Layout) -> Vec<String> {
         }
     }
     for chart in &layout.charts {
+        let listed = SCROLLING_FIGURES.contains(&chart.id.as_str());
+        if layout.window_width < 600.0 && chart.scrolls != listed {
+            found.push(match listed {
+                true => format!(
+                    "{label}: {} fits the column now: take it off SCROLLING_FIGURES",
+                    chart.id
+                ),
+                false => format!(
+                    "{label}: {} scrolls sideways: it does not fit a phone's column",
+                    chart.id
+                ),
+            });
+        }
         match chart.smallest_text_px {
             Some(px) if px < MIN_CHART_TEXT_PX - 0.01 => {
                 found.push(format!("{label}: chart text drawn at {px:.1} px in {:?}", chart.label))

@@ -67,19 +67,43 @@ fn line_chart_draws_series_references_and_units() {
     assert!(svg.contains(">1e10<") && svg.contains(">1e11<"), "{svg}");
     assert!(svg.contains(">64<") && svg.contains(">1024<"), "{svg}");
     assert!(!svg.contains(">3.162e10<"), "no half-power ticks");
-    // At its minimum width the smallest text is still readable.
-    let min_width: f64 = svg
-        .split("min-width: ")
-        .nth(1)
-        .and_then(|s| s.split("px").next())
-        .and_then(|s| s.parse().ok())
-        .expect("a minimum width");
-    let smallest = smallest_font(&svg).expect("text");
-    assert!(min_width < 720.0, "{min_width}");
+    // Drawn twice: for a desktop's column, then for a phone's, whose legend is page text.
+    let at = svg
+        .find("<svg class=\"lecture-chart-svg lecture-chart-narrow\"")
+        .expect("a narrow drawing");
+    let (wide, narrow) = svg.split_at(at);
     assert!(
-        smallest * min_width / 720.0 >= READABLE_TEXT_PX,
-        "{smallest} px at {min_width} px"
+        wide.starts_with("<svg class=\"lecture-chart-svg lecture-chart-wide\""),
+        "{}",
+        &wide[..60]
     );
+    let (narrow, legend) = narrow.split_at(narrow.find("</svg>").expect("closed") + "</svg>".len());
+    assert!(
+        legend.contains("solid #3d8fd1\"></span>float32</li>") && legend.contains("bfloat16</li>"),
+        "{legend}"
+    );
+    assert!(!narrow.contains(">bfloat16<"), "no legend drawn inside the narrow plot");
+    // At its minimum width each drawing's smallest text is still readable; the narrow one's
+    // minimum fits a phone's column (350 px at a 390 px window).
+    for (drawing, width, widest_min) in [(wide, 720.0, 720.0), (narrow, 340.0, 350.0)] {
+        let min_width: f64 = drawing
+            .split("min-width: ")
+            .nth(1)
+            .and_then(|s| s.split("px").next())
+            .and_then(|s| s.parse().ok())
+            .expect("a minimum width");
+        let smallest = smallest_font(drawing).expect("text");
+        assert!(min_width <= widest_min, "{min_width}");
+        assert!(
+            smallest * min_width / width >= READABLE_TEXT_PX,
+            "{smallest} px at {min_width} px"
+        );
+        assert!(
+            drawing.contains(&format!("viewBox=\"0 0 {width} ")),
+            "{}",
+            &drawing[..200]
+        );
+    }
 }
 
 #[test]
