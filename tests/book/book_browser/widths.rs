@@ -42,16 +42,12 @@ struct Chart {
     scrolls: bool,
 }
 
-/// Figures still drawn once, at a desktop's width, that scroll sideways in their box on a
-/// phone: drawings of boxes and arrows laid out in pixels, which need a layout of their own
-/// to fit 350 px. Every other chart is drawn for a phone's column too and must fit it; a figure
-/// that comes to fit must leave this list (the test fails on one listed that fits).
-const SCROLLING_FIGURES: [&str; 4] = [
-    "chart-tensor_strides",
-    "chart-batch_sequence",
-    "chart-cpu_gpu",
-    "chart-checkpoint_graph",
-];
+/// Figures still drawn once that scroll sideways in their box on a phone: the checkpointed
+/// graph, whose automatic layout puts a parameter's box beside the op's other input, so that
+/// it stays about 480 px wide even with each box's text split over more lines. Every other
+/// chart fits a phone's column; a figure that comes to fit must leave this list (the test fails
+/// on one listed that fits).
+const SCROLLING_FIGURES: [&str; 1] = ["chart-checkpoint_graph"];
 
 /// Where the screenshots go: `CS336_SCREENSHOTS`, else a folder under the target folder (never
 /// committed), emptied first so that it holds this run's pages only.

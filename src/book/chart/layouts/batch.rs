@@ -60,141 +60,192 @@ pub fn batch_sequence(data: &ChartData) -> Result<String, Cause> {
         return Err(data.bad("batched_y_shape", "a size of zero leaves nothing to draw".into()));
     }
     let dims = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(" × ");
-    let width: i32 = 760;
-    let cell = ((300 / l as i32).min(120 / b as i32)).clamp(6, 30);
-    let gap = (cell / 6).max(2);
-    let grid_w = l as i32 * (cell + gap);
-    let grid_h = b as i32 * (cell + gap);
-    let top = 40;
-    let left_x = 70;
-    let right_x = width - 40 - grid_w;
-    let lower = top + grid_h + 90;
-    // One product to scale: the longest side gets 160 pixels.
-    let unit = 160.0 / m.max(d).max(k) as f64;
-    let px = |n: usize| ((n as f64 * unit).round() as i32).max(4);
-    let height = (lower + px(m.max(d)) + 60) as u32;
     let label = format!("x {} @ w {} = y {}", dims(&x), dims(&w), dims(&y));
-    svg(width as u32, height, &label, |area, hovers| {
-        let muted = FG.mix(0.7);
-        // Every cell is a (batch, position) pair; y's cells hold m × k entries, each the sum of d
-        // products of ones, as recorded.
-        let mut grid = |left: i32, fill: RGBAColor, name: &str, of_y: bool| -> Result<(), Cause> {
-            text(
-                area,
-                name,
-                (left, top - 12),
-                15,
-                (HPos::Left, VPos::Bottom),
-                FG.mix(1.0),
-            )?;
-            for i in 0..b {
-                for j in 0..l {
-                    let (x0, y0) = (left + j as i32 * (cell + gap), top + i as i32 * (cell + gap));
-                    let f = if (i, j) == (0, 0) { ELEMENT.mix(0.55) } else { fill };
-                    boxed(area, (x0, y0), (x0 + cell, y0 + cell), f)?;
-                    let title = if of_y {
-                        format!(
-                            "y[{i}, {j}]: a {m} × {k} block, every entry {d} (count of products of ones)\n\
-                             the shape {}, the entry {}",
-                            data.decided_alone("batched_y_shape"),
-                            data.decided("y_0_0")
-                        )
-                    } else {
-                        format!(
-                            "x[{i}, {j}]: a {m} × {d} block, times w gives y[{i}, {j}]\nthe shape {}",
-                            data.decided("batched_y_shape")
-                        )
-                    };
-                    hovers.push(Hover {
-                        shape: Shape::Bar {
-                            from: (x0, y0),
-                            to: (x0 + cell, y0 + cell),
-                        },
-                        title,
-                    });
-                }
+    let draw = |narrow: bool| -> Result<String, Cause> {
+        // Wide: x left of y, the product arrow across. Narrow (a phone's column, `chart::fit`): x
+        // above y, the arrow down, text at the narrow size.
+        let font = |wide: u32| {
+            if narrow {
+                crate::chart::fit::NARROW_TEXT_PX
+            } else {
+                wide
             }
-            text(
-                area,
-                &format!("sequence position (L = {l})"),
-                (left + grid_w / 2, top + grid_h + 8),
-                13,
-                (HPos::Center, VPos::Top),
-                muted,
-            )?;
-            Ok(())
         };
-        grid(left_x, COLUMN_STEP.mix(0.25), &format!("x: {}", dims(&x)), false)?;
-        grid(right_x, ROW_STEP.mix(0.25), &format!("y = x @ w: {}", dims(&y)), true)?;
-        let vertical = text_style(13)
-            .color(&muted)
-            .pos(Pos::new(HPos::Center, VPos::Bottom))
-            .transform(FontTransform::Rotate270);
-        drawing(area.draw(&Text::new(
-            format!("batch (B = {b})"),
-            (left_x - 8, top + grid_h / 2),
-            vertical,
-        )))?;
-        let mid_from = (left_x + grid_w + 16, top + grid_h / 2);
-        let mid_to = (right_x - 16, top + grid_h / 2);
-        drawing(area.draw(&PathElement::new(vec![mid_from, mid_to], FG.mix(0.6).stroke_width(2))))?;
-        head(area, mid_from, mid_to, RGBColor(0x80, 0x80, 0x80))?;
-        let mid = (mid_from.0 + mid_to.0) / 2;
-        text(
-            area,
-            &format!("@ w ({})", dims(&w)),
-            (mid, mid_from.1 - 8),
-            14,
-            (HPos::Center, VPos::Bottom),
-            FG.mix(1.0),
-        )?;
-        text(
-            area,
-            &format!("{} products", b * l),
-            (mid, mid_from.1 + 8),
-            13,
-            (HPos::Center, VPos::Top),
-            muted,
-        )?;
-
-        // One of them, to scale.
-        let caption = format!("each product, e.g. x[0, 0] @ w = y[0, 0], to scale ({m} × {d} times {d} × {k}):");
-        text(
-            area,
-            &caption,
-            (left_x, lower - 30),
-            14,
-            (HPos::Left, VPos::Bottom),
-            FG.mix(1.0),
-        )?;
-        let mut at = left_x;
-        let mut block = |rows: usize, cols: usize, fill: RGBAColor, name: String, after: &str| -> Result<(), Cause> {
-            let (w, h) = (px(cols), px(rows));
-            boxed(area, (at, lower), (at + w, lower + h), fill)?;
-            text(
-                area,
-                &name,
-                (at + w / 2, lower + h + 6),
-                13,
-                (HPos::Center, VPos::Top),
-                muted,
-            )?;
-            at += w + 34;
-            if !after.is_empty() {
+        let width: i32 = if narrow { 340 } else { 760 };
+        let cell = ((300 / l as i32).min(120 / b as i32)).clamp(6, if narrow { 28 } else { 30 });
+        let gap = (cell / 6).max(2);
+        let grid_w = l as i32 * (cell + gap);
+        let grid_h = b as i32 * (cell + gap);
+        let top = 40;
+        let left_x = if narrow { 40 } else { 70 };
+        // Where y's grid is: right of x's, or under it.
+        let (right_x, y_top) = match narrow {
+            true => (left_x, top + grid_h + 112),
+            false => (width - 40 - grid_w, top),
+        };
+        let lower = y_top + grid_h + if narrow { 110 } else { 90 };
+        // One product to scale: the longest side gets 160 pixels.
+        let unit = 160.0 / m.max(d).max(k) as f64;
+        let px = |n: usize| ((n as f64 * unit).round() as i32).max(4);
+        let height = (lower + px(m.max(d)) + 60) as u32;
+        svg(width as u32, height, &label, |area, hovers| {
+            let muted = FG.mix(0.7);
+            // Every cell is a (batch, position) pair; y's cells hold m × k entries, each the sum of d
+            // products of ones, as recorded.
+            let mut grid = |(left, top): (i32, i32), fill: RGBAColor, name: &str, of_y: bool| -> Result<(), Cause> {
                 text(
                     area,
-                    after,
-                    (at - 17, lower + h.min(px(m)) / 2),
-                    20,
-                    (HPos::Center, VPos::Center),
+                    name,
+                    (left, top - 12),
+                    font(15),
+                    (HPos::Left, VPos::Bottom),
+                    FG.mix(1.0),
+                )?;
+                for i in 0..b {
+                    for j in 0..l {
+                        let (x0, y0) = (left + j as i32 * (cell + gap), top + i as i32 * (cell + gap));
+                        let f = if (i, j) == (0, 0) { ELEMENT.mix(0.55) } else { fill };
+                        boxed(area, (x0, y0), (x0 + cell, y0 + cell), f)?;
+                        let title = if of_y {
+                            format!(
+                                "y[{i}, {j}]: a {m} × {k} block, every entry {d} (count of products of ones)\n\
+                             the shape {}, the entry {}",
+                                data.decided_alone("batched_y_shape"),
+                                data.decided("y_0_0")
+                            )
+                        } else {
+                            format!(
+                                "x[{i}, {j}]: a {m} × {d} block, times w gives y[{i}, {j}]\nthe shape {}",
+                                data.decided("batched_y_shape")
+                            )
+                        };
+                        hovers.push(Hover {
+                            shape: Shape::Bar {
+                                from: (x0, y0),
+                                to: (x0 + cell, y0 + cell),
+                            },
+                            title,
+                        });
+                    }
+                }
+                text(
+                    area,
+                    &format!("sequence position (L = {l})"),
+                    (left + grid_w / 2, top + grid_h + 8),
+                    font(13),
+                    (HPos::Center, VPos::Top),
+                    muted,
+                )?;
+                Ok(())
+            };
+            grid((left_x, top), COLUMN_STEP.mix(0.25), &format!("x: {}", dims(&x)), false)?;
+            grid(
+                (right_x, y_top),
+                ROW_STEP.mix(0.25),
+                &format!("y = x @ w: {}", dims(&y)),
+                true,
+            )?;
+            let vertical = text_style(font(13))
+                .color(&muted)
+                .pos(Pos::new(HPos::Center, VPos::Bottom))
+                .transform(FontTransform::Rotate270);
+            for grid_top in if narrow { vec![top, y_top] } else { vec![top] } {
+                drawing(area.draw(&Text::new(
+                    format!("batch (B = {b})"),
+                    (left_x - 8, grid_top + grid_h / 2),
+                    vertical.clone(),
+                )))?;
+            }
+            // The product: across between the grids, or down, its words beside the arrow.
+            let (mid_from, mid_to) = match narrow {
+                true => ((left_x + 20, top + grid_h + 28), (left_x + 20, y_top - 38)),
+                false => (
+                    (left_x + grid_w + 16, top + grid_h / 2),
+                    (right_x - 16, top + grid_h / 2),
+                ),
+            };
+            drawing(area.draw(&PathElement::new(vec![mid_from, mid_to], FG.mix(0.6).stroke_width(2))))?;
+            head(area, mid_from, mid_to, RGBColor(0x80, 0x80, 0x80))?;
+            let (said_at, said_pos, more_at, more_pos) = match narrow {
+                true => {
+                    let (x, y) = (mid_from.0 + 14, (mid_from.1 + mid_to.1) / 2);
+                    (
+                        (x, y - 2),
+                        (HPos::Left, VPos::Bottom),
+                        (x, y + 2),
+                        (HPos::Left, VPos::Top),
+                    )
+                }
+                false => {
+                    let mid = (mid_from.0 + mid_to.0) / 2;
+                    (
+                        (mid, mid_from.1 - 8),
+                        (HPos::Center, VPos::Bottom),
+                        (mid, mid_from.1 + 8),
+                        (HPos::Center, VPos::Top),
+                    )
+                }
+            };
+            text(
+                area,
+                &format!("@ w ({})", dims(&w)),
+                said_at,
+                font(14),
+                said_pos,
+                FG.mix(1.0),
+            )?;
+            text(area, &format!("{} products", b * l), more_at, font(13), more_pos, muted)?;
+
+            // One of them, to scale.
+            let example = "each product, e.g. x[0, 0] @ w = y[0, 0], ";
+            let scale = format!("to scale ({m} × {d} times {d} × {k}):");
+            if narrow {
+                // Two lines: one would pass the column's edge.
+                let at = |dy: i32| (8, lower - dy);
+                text(area, example, at(52), font(14), (HPos::Left, VPos::Bottom), FG.mix(1.0))?;
+                text(area, &scale, at(32), font(14), (HPos::Left, VPos::Bottom), FG.mix(1.0))?;
+            } else {
+                let caption = format!("{example}{scale}");
+                text(
+                    area,
+                    &caption,
+                    (left_x, lower - 30),
+                    14,
+                    (HPos::Left, VPos::Bottom),
                     FG.mix(1.0),
                 )?;
             }
+            let mut at = left_x;
+            let mut block =
+                |rows: usize, cols: usize, fill: RGBAColor, name: String, after: &str| -> Result<(), Cause> {
+                    let (w, h) = (px(cols), px(rows));
+                    boxed(area, (at, lower), (at + w, lower + h), fill)?;
+                    text(
+                        area,
+                        &name,
+                        (at + w / 2, lower + h + 6),
+                        font(13),
+                        (HPos::Center, VPos::Top),
+                        muted,
+                    )?;
+                    at += w + 34;
+                    if !after.is_empty() {
+                        text(
+                            area,
+                            after,
+                            (at - 17, lower + h.min(px(m)) / 2),
+                            20,
+                            (HPos::Center, VPos::Center),
+                            FG.mix(1.0),
+                        )?;
+                    }
+                    Ok(())
+                };
+            block(m, d, ELEMENT.mix(0.55), format!("{m} × {d}"), "@")?;
+            block(d, k, FG.mix(0.2), format!("{d} × {k}"), "=")?;
+            block(m, k, ROW_STEP.mix(0.55), format!("{m} × {k}"), "")?;
             Ok(())
-        };
-        block(m, d, ELEMENT.mix(0.55), format!("{m} × {d}"), "@")?;
-        block(d, k, FG.mix(0.2), format!("{d} × {k}"), "=")?;
-        block(m, k, ROW_STEP.mix(0.55), format!("{m} × {k}"), "")?;
-        Ok(())
-    })
+        })
+    };
+    Ok(crate::chart::fit::pair(&draw(false)?, &draw(true)?, &[]))
 }

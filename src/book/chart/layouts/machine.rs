@@ -45,79 +45,97 @@ pub fn cpu_gpu(data: &ChartData) -> Result<String, Cause> {
         (Some(sms), Some(l2)) => format!("{sms} SMs, L2 cache {}", shown(l2, Unit::Bytes)),
         _ => String::new(),
     };
-    let (width, height) = (720, 230);
-    svg(
-        width,
-        height,
-        "The host, the bus and the GPU, with the measured copy rates",
-        |area, hovers| {
-            let fg = FG.to_rgba();
-            let (top, bottom) = (40, 190);
-            boxed(area, (10, top), (250, bottom), ELEMENT.mix(0.18))?;
-            boxed(area, (470, top), (710, bottom), ROW_STEP.mix(0.18))?;
-            let left = (130, top + 28);
-            text(area, "Host (CPU)", left, 17, (HPos::Center, VPos::Center), fg)?;
-            text(
-                area,
-                &host.cpu_model,
-                (130, top + 60),
-                13,
-                (HPos::Center, VPos::Center),
-                fg,
-            )?;
-            let cores = format!("{} logical cores", host.logical_cores);
-            text(area, &cores, (130, top + 82), 13, (HPos::Center, VPos::Center), fg)?;
-            text(
-                area,
-                &host_memory,
-                (130, top + 110),
-                13,
-                (HPos::Center, VPos::Center),
-                fg,
-            )?;
-            text(
-                area,
-                &device.name,
-                (590, top + 28),
-                17,
-                (HPos::Center, VPos::Center),
-                fg,
-            )?;
-            let memory = format!("memory: {}", shown(gpu_memory as f64, Unit::Bytes));
-            text(area, &memory, (590, top + 60), 13, (HPos::Center, VPos::Center), fg)?;
-            text(area, &gpu_line, (590, top + 82), 13, (HPos::Center, VPos::Center), fg)?;
-            // The two copies, host to device: pinned above, pageable below.
-            let rates = [
-                (90, "pinned", pinned, "h2d_pinned_bytes_per_sec"),
-                (150, "pageable", pageable, "h2d_pageable_bytes_per_sec"),
-            ];
-            for (y, label, rate, name) in rates {
-                hovers.push(Hover {
-                    shape: Shape::Line {
-                        from: (255, y),
-                        to: (468, y),
-                    },
-                    title: hover::title(
-                        &format!("copy to the GPU from {label} host memory"),
-                        rate,
-                        Unit::BytesPerSec,
-                        &data.decided(name),
-                    ),
-                });
-                let points = vec![(255, y), (462, y)];
-                drawing(area.draw(&PathElement::new(points, FG.mix(0.8).stroke_width(2))))?;
-                head(area, (440, y), (468, y), FG)?;
-                let words = format!("{label}: {}", shown(rate, Unit::BytesPerSec));
-                text(area, &words, (360, y - 12), 13, (HPos::Center, VPos::Center), fg)?;
-            }
-            text(
-                area,
-                "copy to the GPU, as measured",
-                (360, 20),
-                13,
-                (HPos::Center, VPos::Center),
-                fg,
-            )
-        },
-    )
+    // Wide: host left, GPU right, the copies across. Narrow (a phone's column, `chart::fit`):
+    // host above, GPU below, the copies down between them, each rate beside its arrow.
+    let draw = |narrow: bool| {
+        let (width, height) = if narrow { (340, 390) } else { (720, 230) };
+        let (host_box, gpu_box) = match narrow {
+            true => (((10, 30), (330, 150)), ((10, 256), (330, 376))),
+            false => (((10, 40), (250, 190)), ((470, 40), (710, 190))),
+        };
+        // Each copy: where its arrow starts and ends, and where its words sit (and how anchored).
+        type Copy = ((i32, i32), (i32, i32), (i32, i32), HPos);
+        let copies: [Copy; 2] = match narrow {
+            true => [
+                ((30, 154), (30, 252), (40, 203), HPos::Left),
+                ((180, 154), (180, 252), (190, 203), HPos::Left),
+            ],
+            false => [
+                ((255, 90), (468, 90), (360, 78), HPos::Center),
+                ((255, 150), (468, 150), (360, 138), HPos::Center),
+            ],
+        };
+        svg(
+            width,
+            height,
+            "The host, the bus and the GPU, with the measured copy rates",
+            |area, hovers| {
+                let fg = FG.to_rgba();
+                boxed(area, host_box.0, host_box.1, ELEMENT.mix(0.18))?;
+                boxed(area, gpu_box.0, gpu_box.1, ROW_STEP.mix(0.18))?;
+                // Lines of a box's text, centred, at these depths below its top.
+                let lines = |corner: ((i32, i32), (i32, i32)), said: &[(&str, u32, i32)]| -> Result<(), Cause> {
+                    let x = (corner.0.0 + corner.1.0) / 2;
+                    for (words, size, depth) in said {
+                        let at = (x, corner.0.1 + depth);
+                        text(area, words, at, *size, (HPos::Center, VPos::Center), fg)?;
+                    }
+                    Ok(())
+                };
+                let cores = format!("{} logical cores", host.logical_cores);
+                lines(
+                    host_box,
+                    &[
+                        ("Host (CPU)", 17, 28),
+                        (&host.cpu_model, 13, 60),
+                        (&cores, 13, 82),
+                        (&host_memory, 13, 110),
+                    ],
+                )?;
+                let memory = format!("memory: {}", shown(gpu_memory as f64, Unit::Bytes));
+                lines(
+                    gpu_box,
+                    &[(&device.name, 17, 28), (&memory, 13, 60), (&gpu_line, 13, 82)],
+                )?;
+                // The two copies, host to device: pinned first, pageable second.
+                let rates = [
+                    ("pinned", pinned, "h2d_pinned_bytes_per_sec"),
+                    ("pageable", pageable, "h2d_pageable_bytes_per_sec"),
+                ];
+                for ((label, rate, name), (from, to, words_at, anchor)) in rates.into_iter().zip(copies) {
+                    hovers.push(Hover {
+                        shape: Shape::Line { from, to },
+                        title: hover::title(
+                            &format!("copy to the GPU from {label} host memory"),
+                            rate,
+                            Unit::BytesPerSec,
+                            &data.decided(name),
+                        ),
+                    });
+                    // The shaft stops short of the head, which ends at `to`.
+                    let back = |by: i32| {
+                        (
+                            to.0 - (to.0 - from.0).signum() * by,
+                            to.1 - (to.1 - from.1).signum() * by,
+                        )
+                    };
+                    let points = vec![from, back(6)];
+                    drawing(area.draw(&PathElement::new(points, FG.mix(0.8).stroke_width(2))))?;
+                    head(area, back(28), to, FG)?;
+                    let words = format!("{label}: {}", shown(rate, Unit::BytesPerSec));
+                    text(area, &words, words_at, 13, (anchor, VPos::Center), fg)?;
+                }
+                let title_at = (width as i32 / 2, if narrow { 14 } else { 20 });
+                text(
+                    area,
+                    "copy to the GPU, as measured",
+                    title_at,
+                    13,
+                    (HPos::Center, VPos::Center),
+                    fg,
+                )
+            },
+        )
+    };
+    Ok(crate::chart::fit::pair(&draw(false)?, &draw(true)?, &[]))
 }

@@ -110,16 +110,40 @@ fn read_strides(data: &ChartData) -> Result<Strides, Cause> {
 /// one column take in storage from the recorded element.
 pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
     let s = read_strides(data)?;
+    let wide = draw(data, &s, false)?;
+    let narrow = draw(data, &s, true)?;
+    Ok(crate::chart::fit::pair(&wide, &narrow, &[]))
+}
+
+/// One drawing of the figure. Wide: the notes right of the matrix, the storage rows labelled on
+/// the left. Narrow (a phone's column, `chart::fit`): the notes under the matrix, the storage
+/// across the whole width with a line saying what its rows are, text at the narrow size.
+fn draw(data: &ChartData, s: &Strides, narrow: bool) -> Result<String, Cause> {
     let (rows, cols) = (s.grid.len(), s.grid[0].len());
     let [r, c] = s.element;
-    let width = 760;
+    let width = if narrow { 340 } else { 760 };
+    let px = |wide: u32| {
+        if narrow {
+            crate::chart::fit::NARROW_TEXT_PX
+        } else {
+            wide
+        }
+    };
     let cell = 36;
     let n = s.storage.len();
-    // Room on the left for the row labels ("position", "x index").
-    let row_left = 76;
+    // Room on the left for the row labels ("position", "x index"), which the narrow drawing
+    // says in a line above the storage instead.
+    let row_left = if narrow { 8 } else { 76 };
     let slot = ((width - row_left - 12) / n as i32).min(42);
-    let (grid_top, grid_left) = (34, 40);
-    let store_top = grid_top + cell * rows as i32 + 96;
+    let (grid_top, grid_left) = (34, if narrow { 8 } else { 40 });
+    let grid_bottom = grid_top + cell * rows as i32;
+    // The notes: right of the matrix, or under it.
+    let (notes_left, notes_top) = match narrow {
+        true => (grid_left, grid_bottom + 14),
+        false => (grid_left + cell * cols as i32 + 40, grid_top + 8),
+    };
+    let notes_bottom = notes_top + 4 * 24;
+    let store_top = if narrow { notes_bottom + 104 } else { grid_bottom + 96 };
     let height = (store_top + 100) as u32;
     let label = format!("a {rows}×{cols} matrix over its flat storage, strides {:?}", s.stride);
     svg(width as u32, height, &label, |area, hovers| {
@@ -128,7 +152,7 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
             area,
             "x, as indexed",
             (grid_left, grid_top - 10),
-            15,
+            px(15),
             (HPos::Left, VPos::Bottom),
             muted,
         )?;
@@ -164,7 +188,7 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
                     area,
                     &short(*v),
                     center(i, j),
-                    15,
+                    px(15),
                     (HPos::Center, VPos::Center),
                     FG.mix(1.0),
                 )?;
@@ -172,10 +196,9 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
         }
         // Steps in the matrix, with what they cost in storage.
         let (ex, ey) = center(r, c);
-        let notes_left = grid_left + cell * cols as i32 + 40;
-        let mut line_y = grid_top + 8;
+        let mut line_y = notes_top;
         let mut note = |s: String, color: RGBAColor| -> Result<(), Cause> {
-            text(area, &s, (notes_left, line_y), 15, (HPos::Left, VPos::Top), color)?;
+            text(area, &s, (notes_left, line_y), px(15), (HPos::Left, VPos::Top), color)?;
             line_y += 24;
             Ok(())
         };
@@ -213,8 +236,8 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
         text(
             area,
             "flat storage (positions counted in elements)",
-            (row_left, store_top - 62),
-            15,
+            (row_left, store_top - if narrow { 86 } else { 62 }),
+            px(15),
             (HPos::Left, VPos::Bottom),
             muted,
         )?;
@@ -260,7 +283,7 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
                 area,
                 &shown,
                 (slot_center(p), store_top + 17),
-                14,
+                px(14),
                 (HPos::Center, VPos::Center),
                 FG.mix(1.0),
             )?;
@@ -268,7 +291,7 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
                 area,
                 &p.to_string(),
                 (slot_center(p), store_top + 40),
-                14,
+                px(14),
                 (HPos::Center, VPos::Top),
                 muted,
             )?;
@@ -277,28 +300,40 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
                     area,
                     &format!("{i},{j}"),
                     (slot_center(p), store_top + 58),
-                    14,
+                    px(14),
                     (HPos::Center, VPos::Top),
                     FG.mix(0.5),
                 )?;
             }
         }
-        text(
-            area,
-            "position",
-            (row_left - 6, store_top + 40),
-            14,
-            (HPos::Right, VPos::Top),
-            muted,
-        )?;
-        text(
-            area,
-            "x index",
-            (row_left - 6, store_top + 58),
-            14,
-            (HPos::Right, VPos::Top),
-            FG.mix(0.5),
-        )?;
+        if narrow {
+            let rows_said = "each box: its value; under it, its position and x's index";
+            text(
+                area,
+                rows_said,
+                (row_left, store_top - 66),
+                px(14),
+                (HPos::Left, VPos::Bottom),
+                muted,
+            )?;
+        } else {
+            text(
+                area,
+                "position",
+                (row_left - 6, store_top + 40),
+                14,
+                (HPos::Right, VPos::Top),
+                muted,
+            )?;
+            text(
+                area,
+                "x index",
+                (row_left - 6, store_top + 58),
+                14,
+                (HPos::Right, VPos::Top),
+                FG.mix(0.5),
+            )?;
+        }
         // The same two steps, as jumps along the storage.
         let from = (slot_center(s.position(r, c)), store_top - 2);
         if c + 1 < cols {
