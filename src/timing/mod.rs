@@ -27,7 +27,8 @@ use serde_json::json;
 pub use clock::Clock;
 pub use interval::{RatioInterval, geometric_mean};
 pub use turns::{
-    Budget, Contender, Sampled, contender, contender_with_setup, in_turns, in_turns_sampled, time, time_with_setup,
+    Budget, Contender, Sampled, contender, contender_with_setup, in_turns, in_turns_sampled, time, time_each,
+    time_with_setup,
 };
 
 /// Seconds per call: the median and the spread of the timed repetitions.

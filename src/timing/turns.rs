@@ -110,6 +110,19 @@ pub fn time(device: &Device, budget: Budget, f: impl FnMut() -> Result<()>) -> R
     Ok(in_turns(budget, &mut [&mut c])?[0])
 }
 
+/// Times each of `runs` on `device`, in turns (see `in_turns`): what `time` does for one, for
+/// several that are to be compared.
+pub fn time_each<F: FnMut() -> Result<()>>(
+    device: &Device,
+    budget: Budget,
+    runs: impl IntoIterator<Item = F>,
+) -> Result<Vec<Timing>> {
+    let clock = Clock::for_device(device);
+    let mut contenders: Vec<_> = runs.into_iter().map(|f| contender(clock.clone(), f)).collect();
+    let mut turns: Vec<Contender<'_>> = contenders.iter_mut().map(|c| c as Contender<'_>).collect();
+    in_turns(budget, &mut turns)
+}
+
 /// Like `time`, but each call first runs an untimed `setup` whose result the timed `f` consumes.
 pub fn time_with_setup<S>(
     device: &Device,

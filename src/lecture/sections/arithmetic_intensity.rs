@@ -16,7 +16,7 @@ use crate::lecture::op_sweeps as sweeps;
 use crate::lecture::what_if::Cost;
 use crate::lecture::{SectionCtx, check, record};
 use crate::tensor::{DType, Tensor};
-use crate::timing::{self, Budget, Clock, Contender};
+use crate::timing::{self, Budget};
 
 /// Two rates decide how long an operation takes: the FLOPs it does over the accelerator's FLOP/s,
 /// and the bytes it moves over the memory's bytes/s. Whichever is longer is the one it waits for.
@@ -282,14 +282,9 @@ fn counts_json(ops: &[Op<'_>], counts: &[Count]) -> Value {
     Value::Object(rows.collect())
 }
 
+/// Times every op, in turns.
 fn time_in_turns(device: &Device, ops: &[Op<'_>]) -> Result<Vec<timing::Timing>> {
-    let clock = Clock::for_device(device);
-    let mut contenders: Vec<_> = ops
-        .iter()
-        .map(|op| timing::contender(clock.clone(), move || (op.run)().map(drop)))
-        .collect();
-    let mut turns: Vec<Contender<'_>> = contenders.iter_mut().map(|c| c as Contender<'_>).collect();
-    timing::in_turns(Budget::lecture(), &mut turns)
+    timing::time_each(device, Budget::lecture(), ops.iter().map(|op| move || (op.run)().map(drop)))
 }
 
 /// One memory level as the roofline draws it.

@@ -11,7 +11,7 @@ use crate::lecture::givens::given;
 use crate::lecture::what_if::Cost;
 use crate::lecture::{SectionCtx, check, record};
 use crate::tensor::{DType, Tensor};
-use crate::timing::{self, Budget, Clock, Contender, Timing};
+use crate::timing::{self, Budget, Timing};
 use crate::trace::Kind;
 
 /// A FLOP is one floating-point operation; FLOP/s is a speed. Training budgets are totals, chips
@@ -254,21 +254,16 @@ fn time_in_turns(
     budget: Budget,
     products: &[(MathMode, F32Matmul, GemmRoute, &Tensor, &Tensor)],
 ) -> Result<Vec<Timing>> {
-    let clock = Clock::for_device(device);
-    let mut contenders: Vec<_> = products
-        .iter()
-        .map(|&(_, mode, route, a, b)| {
-            timing::contender(clock.clone(), move || {
-                let (was, was_route) = (device.set_f32_matmul(mode), device.set_gemm_route(route));
-                let product = a.matmul(b).map(drop);
-                device.set_f32_matmul(was);
-                device.set_gemm_route(was_route);
-                product
-            })
-        })
-        .collect();
-    let mut turns: Vec<Contender<'_>> = contenders.iter_mut().map(|c| c as Contender<'_>).collect();
-    timing::in_turns(budget, &mut turns)
+    let runs = products.iter().map(|&(_, mode, route, a, b)| {
+        move || {
+            let (was, was_route) = (device.set_f32_matmul(mode), device.set_gemm_route(route));
+            let product = a.matmul(b).map(drop);
+            device.set_f32_matmul(was);
+            device.set_gemm_route(was_route);
+            product
+        }
+    });
+    timing::time_each(device, budget, runs)
 }
 
 fn cpu_formula_json() -> serde_json::Value {

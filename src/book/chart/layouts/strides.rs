@@ -317,22 +317,10 @@ fn draw(data: &ChartData, s: &Strides, narrow: bool) -> Result<String, Cause> {
                 muted,
             )?;
         } else {
-            text(
-                area,
-                "position",
-                (row_left - 6, store_top + 40),
-                14,
-                (HPos::Right, VPos::Top),
-                muted,
-            )?;
-            text(
-                area,
-                "x index",
-                (row_left - 6, store_top + 58),
-                14,
-                (HPos::Right, VPos::Top),
-                FG.mix(0.5),
-            )?;
+            for (name, depth, colour) in [("position", 40, muted), ("x index", 58, FG.mix(0.5))] {
+                let at = (row_left - 6, store_top + depth);
+                text(area, name, at, 14, (HPos::Right, VPos::Top), colour)?;
+            }
         }
         // The same two steps, as jumps along the storage.
         let from = (slot_center(s.position(r, c)), store_top - 2);

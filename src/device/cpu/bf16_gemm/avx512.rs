@@ -23,9 +23,8 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering::*};
 
 use half::bf16;
-use rayon::prelude::*;
 
-use super::blocking::{OutPtr, Part, Words, claim, scratch, split};
+use super::blocking::{OutPtr, Part, Words, claim, products, scratch, split};
 use super::pack::{Lanes, pack_panels, pairs};
 use super::{Operand, Problem};
 use crate::device::cpu::team::Team;
@@ -46,31 +45,8 @@ const A_BLOCK_BYTES: usize = 384 * 1024;
 const PARALLEL_MIN_FLOP: usize = 2 * 96 * 96 * 96;
 
 pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
-    let (m, n, k) = (p.m, p.n, p.k);
-    let total = p.pairs.len() * m * n;
-    if m * n == 0 || k == 0 {
-        return vec![bf16::ZERO; total];
-    }
-    let mut out: Vec<bf16> = Vec::with_capacity(total);
-    let spare = &mut out.spare_capacity_mut()[..total];
-    let small = 2 * m * n * k < PARALLEL_MIN_FLOP;
-    if small && p.pairs.len() > 1 {
-        // Many small products: one per thread at a time.
-        spare
-            .par_chunks_mut(m * n)
-            .zip(p.pairs)
-            .for_each(|(o, &(oa, ob))| product(p, oa, ob, 1, o));
-    } else {
-        // The thread count follows rayon's pool, which also sizes `gemm`'s f32 matmul.
-        let threads = if small { 1 } else { rayon::current_num_threads() };
-        for (o, &(oa, ob)) in spare.chunks_mut(m * n).zip(p.pairs) {
-            product(p, oa, ob, threads, o);
-        }
-    }
-    // SAFETY: the tiles of every product cover its m×n block, and every tile store writes each
-    // of its elements, so all `total` elements are initialised.
-    unsafe { out.set_len(total) };
-    out
+    // SAFETY: the tiles of a product cover the m×n block, and every tile store writes each of its elements.
+    unsafe { products(p, PARALLEL_MIN_FLOP, product) }
 }
 
 /// `pack_panels` compiled for AVX-512, so its interleaving loops use zmm registers.

@@ -1,8 +1,49 @@
-//! What both packed kernels share: per-thread scratch for packed panels, shared pointers that
-//! threads write disjoint parts of, work items claimed from counters, and the split of the output
-//! into parts.
+//! What both packed kernels share: how the products of a batch are given to threads, per-thread
+//! scratch for packed panels, shared pointers that threads write disjoint parts of, work items
+//! claimed from counters, and the split of the output into parts.
+
+use std::mem::MaybeUninit;
 
 use half::bf16;
+use rayon::prelude::*;
+
+use super::{Operand, Problem};
+
+/// One product of a batch: pair (a, b) of `p` into its m×n output, on `threads` threads.
+pub(super) type Product = fn(&Problem<'_>, Operand, Operand, usize, &mut [MaybeUninit<bf16>]);
+
+/// Every pair's product, one m×n output after another. Many small products (below
+/// `parallel_min_flop` each) run one per thread at a time; larger ones one after another, each
+/// on every thread of rayon's pool (which also sizes `gemm`'s f32 matmul).
+///
+/// # Safety
+///
+/// `product` must write every element of the output it is given.
+pub(super) unsafe fn products(p: &Problem<'_>, parallel_min_flop: usize, product: Product) -> Vec<bf16> {
+    let (m, n, k) = (p.m, p.n, p.k);
+    let total = p.pairs.len() * m * n;
+    if m * n == 0 || k == 0 {
+        return vec![bf16::ZERO; total];
+    }
+    let mut out: Vec<bf16> = Vec::with_capacity(total);
+    let spare = &mut out.spare_capacity_mut()[..total];
+    let small = 2 * m * n * k < parallel_min_flop;
+    if small && p.pairs.len() > 1 {
+        spare
+            .par_chunks_mut(m * n)
+            .zip(p.pairs)
+            .for_each(|(o, &(oa, ob))| product(p, oa, ob, 1, o));
+    } else {
+        let threads = if small { 1 } else { rayon::current_num_threads() };
+        for (o, &(oa, ob)) in spare.chunks_mut(m * n).zip(p.pairs) {
+            product(p, oa, ob, threads, o);
+        }
+    }
+    // SAFETY: the outputs of the pairs cover all `total` elements, and the caller promises that
+    // `product` writes every element of each.
+    unsafe { out.set_len(total) };
+    out
+}
 
 /// Scratch memory for packed panels kept per thread between calls: a fresh multi-megabyte
 /// allocation each call would cost a page fault per 4 KiB, several percent of a 1024³ product.

@@ -27,11 +27,10 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering::*};
 
 use half::bf16;
-use rayon::prelude::*;
 
 mod tiles;
 
-use super::blocking::{OutPtr, Part, Words, claim, scratch, split};
+use super::blocking::{OutPtr, Part, Words, claim, products, scratch, split};
 use super::pack::{Lanes, pack_panels, pack_row_tiles};
 use super::{Operand, Problem};
 use crate::device::cpu::team::Team;
@@ -73,30 +72,8 @@ unsafe fn pack_a(src: &[bf16], lanes: &Lanes, total: usize, rows: Range<usize>, 
 }
 
 pub(super) fn matmul(p: &Problem<'_>) -> Vec<bf16> {
-    let (m, n, k) = (p.m, p.n, p.k);
-    let total = p.pairs.len() * m * n;
-    if m * n == 0 || k == 0 {
-        return vec![bf16::ZERO; total];
-    }
-    let mut out: Vec<bf16> = Vec::with_capacity(total);
-    let spare = &mut out.spare_capacity_mut()[..total];
-    let small = 2 * m * n * k < PARALLEL_MIN_FLOP;
-    if small && p.pairs.len() > 1 {
-        // Many small products: one per thread at a time.
-        spare
-            .par_chunks_mut(m * n)
-            .zip(p.pairs)
-            .for_each(|(o, &(oa, ob))| product(p, oa, ob, 1, o));
-    } else {
-        let threads = if small { 1 } else { rayon::current_num_threads() };
-        for (o, &(oa, ob)) in spare.chunks_mut(m * n).zip(p.pairs) {
-            product(p, oa, ob, threads, o);
-        }
-    }
-    // SAFETY: the blocks of every product cover its m×n output, and every store writes each of
-    // its elements, so all `total` elements are initialised.
-    unsafe { out.set_len(total) };
-    out
+    // SAFETY: the blocks of a product cover the m×n output, and every store writes each of its elements.
+    unsafe { products(p, PARALLEL_MIN_FLOP, product) }
 }
 
 /// The sizes of one product as the tiles see it.
