@@ -49,11 +49,11 @@ pub mod provenance;
 pub mod recorder;
 pub mod roofline;
 pub mod run;
+pub mod section_run;
 pub mod sections;
 mod trainer;
 pub mod watch;
 pub mod what_if;
-mod what_if_files;
 mod what_if_overhead;
 
 pub use recorder::{Recordable, SectionCtx};

@@ -4,84 +4,16 @@
 //! others as they were.
 
 use std::path::Path;
-use std::time::Instant;
 
 use super::provenance;
 use super::watch::{self, Policy};
-use super::{DevicesRow, LECTURE, SECTIONS, SectionCtx, SectionDef};
+use super::{LECTURE, SECTIONS, SectionDef};
 use crate::device::{Device, DeviceChoice};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::host;
-use crate::trace::source::FunctionSource;
-use crate::trace::{self, DeviceInfo, Provenance, RunInfo, SCHEMA_VERSION, SectionRecord, Trace, ValueRecord};
+use crate::trace::{DeviceInfo, Provenance, RunInfo, SCHEMA_VERSION, SectionRecord, Trace};
 
-/// A section that failed, and why. The cause is part of the message, not a `source`: with a
-/// source, `anyhow`'s `{:#}` would print it twice.
-#[derive(Debug, thiserror::Error)]
-#[error("section `{id}` failed: {cause}")]
-pub struct SectionError {
-    pub id: &'static str,
-    pub cause: Box<Error>,
-}
-
-/// Givens a what-if changed: by section id, the given's name and its value in the trace's form.
-pub type Overrides = indexmap::IndexMap<&'static str, indexmap::IndexMap<String, serde_json::Value>>;
-
-/// Runs one section and returns its record, with `run` as its provenance.
-pub fn run_section(def: &SectionDef, choice: &DeviceChoice, run: &RunInfo) -> Result<SectionRecord, SectionError> {
-    run_section_with(def, choice, run, &Overrides::new())
-}
-
-/// `run_section` with the givens `overrides` changed.
-pub fn run_section_with(
-    def: &SectionDef,
-    choice: &DeviceChoice,
-    run: &RunInfo,
-    overrides: &Overrides,
-) -> Result<SectionRecord, SectionError> {
-    let fail = |cause| SectionError {
-        id: def.id,
-        cause: Box::new(cause),
-    };
-    let code = trace::source::function_source(def.source, def.id)
-        .map_err(|e| fail(Error::invalid("section", format!("{}: {e}", def.file))))?;
-    let mut cx = SectionCtx::new(def.id, def.file, choice, run.seed);
-    if let Some(changed) = overrides.get(def.id) {
-        cx.overrides = changed.clone();
-    }
-    let start = Instant::now();
-    (def.run)(&mut cx).map_err(fail)?;
-    let wall_time_s = start.elapsed().as_secs_f64();
-    let (mut values, steps) = cx.into_parts();
-    for value in values.values_mut() {
-        place_by_token(value, &code);
-    }
-    Ok(SectionRecord {
-        id: def.id.to_string(),
-        title: def.title.to_string(),
-        source_file: def.file.to_string(),
-        source_line: code.start_line,
-        source_hash: code.hash(),
-        wall_time_s,
-        run: run.clone(),
-        values,
-        steps,
-        // The watch around the section decides (`watch::run_watched`).
-        disturbed: None,
-        charts: def.charts.iter().map(|c| c.to_string()).collect(),
-        devices: def.devices.iter().map(DevicesRow::to_trace).collect(),
-    })
-}
-
-/// Notes, for the value and each earlier state, the token its line starts with: the book finds
-/// the line again after the code is reformatted (same tokens, other lines).
-fn place_by_token(value: &mut ValueRecord, code: &FunctionSource) {
-    let token = |line: u32| if line == 0 { None } else { code.token_at_line(line) };
-    value.token = token(value.line);
-    for state in &mut value.history {
-        state.token = token(state.line);
-    }
-}
+pub use super::section_run::{Overrides, SectionError, run_section, run_section_with};
 
 pub fn device_info(choice: &DeviceChoice) -> Result<DeviceInfo> {
     Ok(match &choice.device {

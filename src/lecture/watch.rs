@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::SectionDef;
-use super::run::{Overrides, SectionError, run_section_with};
+use super::section_run::{Overrides, SectionError, run_section_with};
 use crate::device::DeviceChoice;
 use crate::device::cpu::measured_peak;
 use crate::error::{Error, Result};

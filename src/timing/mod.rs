@@ -24,11 +24,11 @@ mod turns;
 use serde::Serialize;
 use serde_json::json;
 
+pub use budget::Budget;
 pub use clock::Clock;
 pub use interval::{RatioInterval, geometric_mean};
 pub use turns::{
-    Budget, Contender, Sampled, contender, contender_with_setup, in_turns, in_turns_sampled, time, time_each,
-    time_with_setup,
+    Contender, Sampled, contender, contender_with_setup, in_turns, in_turns_sampled, time, time_each, time_with_setup,
 };
 
 /// Seconds per call: the median and the spread of the timed repetitions.

@@ -1,86 +1,10 @@
 //! Sampling: warm-up, then blocks of timed calls taken in turns (A, B, A, B, …) until every
 //! contender has enough samples and enough time in them.
 
-use std::time::Duration;
-
+use super::budget::Budget;
 use super::{Clock, Timing};
 use crate::device::Device;
 use crate::error::{Error, Result};
-
-/// How long and how often to sample.
-#[derive(Debug, Clone, Copy)]
-pub struct Budget {
-    /// Untimed calls before timing, at least this many…
-    pub warmup: usize,
-    /// …and at least this much time in them.
-    pub warmup_time: Duration,
-    /// Timed calls per contender: at least this many…
-    pub min_samples: usize,
-    /// …and at least this much time in them…
-    pub min_time: Duration,
-    /// …but never more than this many (a bound on memory; the time budget decides first).
-    pub max_samples: usize,
-    /// About how long one block (one contender's turn) lasts.
-    pub block: Duration,
-    /// Idle time after each block. BLAS libraries keep their threads spinning for a while after a
-    /// call (OpenBLAS for up to 2^28 cycles), which would steal the cores from the next
-    /// contender; the pause lets them go to sleep first.
-    pub settle: Duration,
-}
-
-impl Budget {
-    /// The lecture's: 0.3 s of samples per value, after 50 ms of warm-up, in 30 ms blocks. A GPU
-    /// product of a second or more still gets three samples (and a warm-up call): a time budget,
-    /// not a huge count.
-    pub fn lecture() -> Budget {
-        Budget {
-            warmup: 1,
-            warmup_time: Duration::from_millis(50),
-            min_samples: 3,
-            min_time: Duration::from_millis(300),
-            max_samples: 1_000_000,
-            block: Duration::from_millis(30),
-            settle: Duration::ZERO,
-        }
-    }
-
-    /// The benchmarks' default: longer, with a pause after each turn for other libraries' threads.
-    pub fn bench() -> Budget {
-        Budget {
-            warmup: 3,
-            warmup_time: Duration::from_millis(50),
-            min_samples: 15,
-            min_time: Duration::from_millis(1500),
-            max_samples: 5000,
-            block: Duration::from_millis(150),
-            settle: Duration::from_millis(150),
-        }
-    }
-
-    /// Exactly `reps` timed calls after `warmup` untimed ones, one block each.
-    pub fn count(warmup: usize, reps: usize) -> Budget {
-        Budget {
-            warmup,
-            warmup_time: Duration::ZERO,
-            min_samples: reps.max(1),
-            min_time: Duration::ZERO,
-            max_samples: reps.max(1),
-            block: Duration::ZERO,
-            settle: Duration::ZERO,
-        }
-    }
-
-    fn done(&self, samples: &[f64]) -> bool {
-        samples.len() >= self.max_samples
-            || (samples.len() >= self.min_samples && samples.iter().sum::<f64>() >= self.min_time.as_secs_f64())
-    }
-}
-
-impl Default for Budget {
-    fn default() -> Self {
-        Budget::lecture()
-    }
-}
 
 /// Something to time: called with a count, it runs that many timed calls and returns each one's
 /// seconds (a contender in another process times itself).
@@ -227,6 +151,7 @@ pub fn in_turns_sampled<E: From<Error>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn counting(calls: &mut usize, seconds: f64) -> impl FnMut(usize) -> Result<Vec<f64>> + '_ {
         move |n| {

@@ -23,7 +23,9 @@ pub const MAX_SECONDS: f64 = 180.0;
 /// Of the machine's memory, the share a what-if's tensors may take (the rest is the system's).
 pub const MEMORY_SHARE: f64 = 0.8;
 
-pub use super::what_if_files::{
+mod files;
+
+pub use files::{
     MAX_FOLDER_NAME, all, check_inside, folder, folder_name, in_lecture_order, lecture_dir_of, trace_path,
 };
 

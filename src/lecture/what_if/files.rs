@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::givens;
-use super::what_if::{Change, WHAT_IF_DIR, typed};
+use super::{Change, WHAT_IF_DIR, typed};
+use crate::lecture::givens;
 
 /// The longest folder name a what-if gets, in bytes: file systems take 255, and a shorter name
 /// leaves room for the paths inside it.
