@@ -26,13 +26,6 @@ const KNOWN: &[&[&str]] = &[
         "device/cpu/isa",
     ],
     &[
-        "device/cpu/elementwise/dot",
-        "device/cpu/elementwise/dot_bf16",
-        "device/cpu/elementwise/kernels",
-        "device/cpu/elementwise/reduce",
-        "device/cpu/matmul",
-    ],
-    &[
         "checks",
         "claims",
         "code_view",

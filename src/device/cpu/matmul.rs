@@ -15,7 +15,7 @@ use half::f16;
 
 use std::sync::atomic::AtomicUsize;
 
-use super::team::{Team, claim};
+use super::team::{Shared, Team, claim};
 use super::{CpuBuffer, bf16_gemm};
 
 use crate::base::layout::merged_stride;
@@ -118,22 +118,6 @@ const PARALLEL_MIN_MAC: usize = 64 * 64 * 64;
 /// operands again: on a quiet machine one part per thread measured fastest (2 threads: 355 against
 /// 317 GFLOP/s at 512³).
 const PARTS_PER_THREAD: usize = 1;
-
-/// A raw pointer that the team's threads share; each part reads its operands and writes a
-/// disjoint block of the output.
-#[derive(Clone, Copy)]
-pub(super) struct Shared<P>(pub(super) P);
-// SAFETY: see above; `product` and the portable bf16 kernel state which block each part writes.
-unsafe impl<P> Send for Shared<P> {}
-// SAFETY: as `Send`: the parts that share it write disjoint blocks.
-unsafe impl<P> Sync for Shared<P> {}
-
-impl<P: Copy> Shared<P> {
-    /// The pointer (a method, so closures capture the `Sync` wrapper, not the raw field).
-    pub(super) fn get(self) -> P {
-        self.0
-    }
-}
 
 /// dst (m×n, row-major) = lhs · rhs by `gemm`, on the team's threads: the output is cut along its
 /// longer side into parts that the threads claim, each a single-threaded `gemm` call. (`gemm`'s

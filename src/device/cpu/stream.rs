@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
-use super::matmul::Shared;
+use super::team::Shared;
 use super::team::{Team, claim};
 use crate::device::hierarchy::Point;
 use crate::error::{Error, Result};

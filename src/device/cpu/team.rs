@@ -16,6 +16,23 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
+/// A raw pointer that the team's threads share; each part reads its operands and writes a
+/// disjoint block of the output.
+#[derive(Clone, Copy)]
+pub(super) struct Shared<P>(pub(super) P);
+// SAFETY: see above; each user (the f32 `product`, the portable bf16 kernel, the elementwise
+// kernels) states which block each part writes.
+unsafe impl<P> Send for Shared<P> {}
+// SAFETY: as `Send`: the parts that share it write disjoint blocks.
+unsafe impl<P> Sync for Shared<P> {}
+
+impl<P: Copy> Shared<P> {
+    /// The pointer (a method, so closures capture the `Sync` wrapper, not the raw field).
+    pub(super) fn get(self) -> P {
+        self.0
+    }
+}
+
 /// How long a helper keeps polling for the next job before it parks.
 const SPIN: Duration = Duration::from_micros(300);
 

@@ -6,7 +6,7 @@
 //! shows what that does to training). Large tensors are split across threads: the update is
 //! memory bound and one core does not saturate memory bandwidth.
 
-use super::matmul::Shared;
+use super::team::Shared;
 use super::team::{self, Split};
 
 use super::{BufferElement, CpuBuffer};

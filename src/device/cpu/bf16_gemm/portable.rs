@@ -10,7 +10,8 @@ use std::cell::RefCell;
 use half::bf16;
 
 use super::{Operand, Problem};
-use crate::device::cpu::matmul::{Mat, Shared, gemm_once, in_parts, splits_rows};
+use crate::device::cpu::matmul::{Mat, gemm_once, in_parts, splits_rows};
+use crate::device::cpu::team::Shared;
 
 /// Copies rows `rows.0..rows.1` of a strided bf16 matrix with `cols` columns into `out` as a
 /// row-major f32 matrix. Rows stored contiguously (the common case) widen as slices, which the

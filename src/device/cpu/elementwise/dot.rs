@@ -16,7 +16,7 @@ use std::mem::MaybeUninit;
 
 use super::kernels::{CHUNK, Level, PARALLEL_MIN, fill_fresh};
 use super::lane::Lane;
-use super::reduce::{LANES, SUM_BLOCK, add_tail, block_sum_of, fold_halves, per_block_range};
+use super::reduce::{LANES, SUM_BLOCK, block_sum_of, finish_rows, per_block_range};
 use crate::device::cpu::team::Split;
 
 /// `Σ a[i]·b[i]` over one block (`a.len() == b.len() <= SUM_BLOCK`), in the fixed order above.
@@ -66,29 +66,6 @@ fn block_dot4<A: Lane>(rows: [&[A]; 4], x: &[f32]) -> [f32; 4] {
         }
     }
     finish_rows(lanes, rows, x, full)
-}
-
-/// Four rows' lanes over a block's whole runs of 64 (`..full`), completed with the block's short
-/// last run and folded: the short run goes into lanes of its own, added after
-/// (`reduce::add_tail`), since indexed by a loop count it would keep `lanes` in memory for the
-/// whole block.
-#[inline(always)]
-pub(super) fn finish_rows<A: Lane, const R: usize>(
-    mut lanes: [[f32; LANES]; R],
-    rows: [&[A]; R],
-    x: &[f32],
-    full: usize,
-) -> [f32; R] {
-    let mut tails = [[0f32; LANES]; R];
-    for (tail, row) in tails.iter_mut().zip(rows) {
-        for ((l, &a), &b) in tail.iter_mut().zip(&row[full..]).zip(&x[full..]) {
-            *l += a.lane_f32() * b;
-        }
-    }
-    for (lane, tail) in lanes.iter_mut().zip(&tails) {
-        add_tail(lane, tail);
-    }
-    lanes.map(fold_halves)
 }
 
 #[cfg(target_arch = "x86_64")]

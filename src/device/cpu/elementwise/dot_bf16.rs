@@ -19,8 +19,7 @@ use std::arch::x86_64::{
 
 use half::bf16;
 
-use super::dot::finish_rows;
-use super::reduce::LANES;
+use super::reduce::{LANES, finish_rows};
 
 /// `x` as [`block_dot4`] reads it: in each whole run of 64 from the start, the even elements of
 /// its first half, its odd ones, then the same for its second half; a short last run as it is.

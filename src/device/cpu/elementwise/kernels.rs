@@ -11,7 +11,7 @@ use std::mem::MaybeUninit;
 use super::lane::Lane;
 use crate::device::cpu::heap::huge_pages;
 use crate::device::cpu::isa::{self, CpuIsa};
-use crate::device::cpu::matmul::Shared;
+use crate::device::cpu::team::Shared;
 use crate::device::cpu::team::{Split, in_chunks};
 use crate::error::Result;
 

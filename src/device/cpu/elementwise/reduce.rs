@@ -18,7 +18,7 @@ use std::mem::MaybeUninit;
 use super::kernels::{Level, PARALLEL_MIN, fill_fresh};
 use super::lane::{BLOCK, Lane};
 use crate::base::{Element, ReduceOp};
-use crate::device::cpu::matmul::Shared;
+use crate::device::cpu::team::Shared;
 use crate::device::cpu::team::{Split, in_chunks};
 
 /// Elements per block of a sum (a multiple of `BLOCK`, and so of the 8 lanes).
@@ -274,4 +274,27 @@ pub(crate) fn reduce_runs<T: Lane + Element>(op: ReduceOp, level: Level, x: &[T]
             d.write(one(row));
         }
     })
+}
+
+/// The rows' lanes of a block of products (`dot.rs`, `dot_bf16.rs`) over its whole runs of 64 (`..full`), completed with the block's short
+/// last run and folded: the short run goes into lanes of its own, added after
+/// (`reduce::add_tail`), since indexed by a loop count it would keep `lanes` in memory for the
+/// whole block.
+#[inline(always)]
+pub(super) fn finish_rows<A: Lane, const R: usize>(
+    mut lanes: [[f32; LANES]; R],
+    rows: [&[A]; R],
+    x: &[f32],
+    full: usize,
+) -> [f32; R] {
+    let mut tails = [[0f32; LANES]; R];
+    for (tail, row) in tails.iter_mut().zip(rows) {
+        for ((l, &a), &b) in tail.iter_mut().zip(&row[full..]).zip(&x[full..]) {
+            *l += a.lane_f32() * b;
+        }
+    }
+    for (lane, tail) in lanes.iter_mut().zip(&tails) {
+        add_tail(lane, tail);
+    }
+    lanes.map(fold_halves)
 }
