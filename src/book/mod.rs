@@ -99,7 +99,6 @@ mod devices;
 pub mod directive;
 pub mod format;
 pub mod html;
-pub mod includes;
 pub mod inputs;
 pub mod kinds;
 pub mod math;

@@ -38,7 +38,6 @@ const KNOWN: &[&[&str]] = &[
         "unrecorded",
         "what_if",
     ],
-    &["includes", "inputs"],
 ];
 
 /// Every `.rs` file of the crate at `base`, by module path (`a/mod.rs` is `a`).

@@ -4,7 +4,9 @@
 //! `/dev/zero` makes it read until memory runs out. So every entry there must be a folder or a
 //! regular file, and no file may be larger than a book's file can sensibly be. What it reads
 //! beyond them, chapters named outside `src` and files pulled in by `{{#include}}`, is checked by
-//! [`super::includes`].
+//! [`includes`].
+
+pub mod includes;
 
 use std::path::{Path, PathBuf};
 
@@ -60,7 +62,7 @@ pub fn check(book_root: &Path) -> Result<(), BadInput> {
         }
     }
     // What mdbook reads beyond that folder: chapters named outside it, and included files.
-    super::includes::check(&book_root.join(&src), &home)
+    includes::check(&book_root.join(&src), &home)
 }
 
 /// `path`, links followed, lies inside `home` (the book's folder, resolved).

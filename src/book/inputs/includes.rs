@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::LazyLock;
 
-use super::inputs::{BadInput, MAX_BOOK_FILE_BYTES, bad, inside};
+use super::{BadInput, MAX_BOOK_FILE_BYTES, bad, inside};
 use crate::trace::console::shorten;
 use crate::trace::io::read_limited;
 
