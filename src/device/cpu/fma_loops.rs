@@ -113,7 +113,7 @@ impl PeakLoop {
             PeakLoop::Avx512Fma => is_x86_feature_detected!("avx512f"),
             #[cfg(target_arch = "x86_64")]
             PeakLoop::Avx512Bf16 => is_x86_feature_detected!("avx512bf16") && is_x86_feature_detected!("avx512f"),
-            PeakLoop::AmxBf16 => super::bf16_gemm::Bf16Kernel::Amx.is_available(),
+            PeakLoop::AmxBf16 => super::bf16_gemm::units::amx_detected(),
             #[cfg(not(target_arch = "x86_64"))]
             PeakLoop::Avx2Fma | PeakLoop::Avx512Fma | PeakLoop::Avx512Bf16 => false,
         }
@@ -135,7 +135,7 @@ impl PeakLoop {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: AVX512_BF16 and AVX-512F were detected just above.
             PeakLoop::Avx512Bf16 => Some(|n| unsafe { x86::dpbf16_avx512(n) }),
-            PeakLoop::AmxBf16 => Some(|n| super::bf16_gemm::amx_peak_loop(n).unwrap_or(f32::NAN)),
+            PeakLoop::AmxBf16 => Some(|n| super::bf16_gemm::units::amx_peak_loop(n).unwrap_or(f32::NAN)),
             #[cfg(not(target_arch = "x86_64"))]
             PeakLoop::Avx2Fma | PeakLoop::Avx512Fma | PeakLoop::Avx512Bf16 => None,
         }
