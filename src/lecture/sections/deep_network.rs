@@ -7,7 +7,6 @@ use crate::flops::FlopCounter;
 use crate::lecture::givens::given;
 use crate::lecture::what_if::{Cost, Overhead, TRACE_BYTES_PER_NUMBER};
 use crate::lecture::{SectionCtx, check, record};
-use crate::lecture::recorder::MAX_RECORDED_ELEMENTS;
 use crate::nn::{DeepNetwork, Module};
 use crate::tensor::{DType, Tensor};
 
@@ -98,7 +97,7 @@ pub(super) fn cost(get: &dyn Fn(&str) -> f64) -> Cost {
         // Forward (product and ReLU), then backward: two products and a ReLU mask per block.
         flops: (2.0 * d + 1.0) * b * d * layers + (4.0 * d + 1.0) * b * d * layers,
         // The batch and the output, each listed whole up to the limit (a summary past it).
-        trace_bytes: 2.0 * (b * d).min(MAX_RECORDED_ELEMENTS as f64) * TRACE_BYTES_PER_NUMBER,
+        trace_bytes: 2.0 * (b * d).min(crate::lecture::recorder::MAX_RECORDED_ELEMENTS as f64) * TRACE_BYTES_PER_NUMBER,
     }
 }
 
