@@ -391,14 +391,12 @@ fn speedup_chart(speedups: &[Speedup], charted: Option<&Charted>) -> Result<Stri
     let label = "bfloat16's speed over float32 at the lecture's shape, per device.";
     // Wide: names left of the bars. Narrow (a phone's column, `chart::fit`): each name above its bar.
     let draw = |narrow: bool| {
-        let (width, row) = if narrow { (340, 64) } else { (760, 48) };
-        let px = |wide: u32| {
-            if narrow {
-                crate::chart::fit::NARROW_TEXT_PX
-            } else {
-                wide
-            }
+        let (width, row) = if narrow {
+            (crate::chart::fit::NARROW_WIDTH, 64)
+        } else {
+            (760, 48)
         };
+        let px = |wide: u32| crate::chart::fit::text_px(narrow, wide);
         svg(width, 80 + row * n as u32, label, |root, hovers| {
             let mut chart = drawing(
                 ChartBuilder::on(root)

@@ -246,19 +246,14 @@ pub fn grid(
 
 /// Below a summary's grid: that it is one, and its statistics over every element.
 fn statistics_line(stats: &serde_json::Map<String, Value>, short: &dyn Fn(f64) -> String) -> String {
-    let number = |key: &str| stats.get(key).and_then(number_from_json).map_or("–".to_string(), short);
-    let non_finite = match stats.get("non_finite").and_then(Value::as_u64) {
-        Some(n) if n > 0 => format!(", {n} not finite"),
-        _ => String::new(),
-    };
+    let elements = stats
+        .get("elements")
+        .and_then(number_from_json)
+        .map_or("?".into(), short);
     format!(
-        "<span class=\"lecture-tensor-summary\">a summary: {} elements, too many to record each; \
-         min {}, max {}, mean {}, std {}{non_finite}</span>",
-        escape(&number("elements")),
-        escape(&number("min")),
-        escape(&number("max")),
-        escape(&number("mean")),
-        escape(&number("std")),
+        "<span class=\"lecture-tensor-summary\">a summary: {} elements, too many to record each; {}</span>",
+        escape(&elements),
+        escape(&summary::statistics_words(stats, short))
     )
 }
 

@@ -103,6 +103,28 @@ pub fn statistics_of(value: &Value) -> Option<&Map<String, Value>> {
     value.as_object()?.get(KEY)?.as_object()
 }
 
+/// A summary's statistics in words, each number written by `number` ("–" where there is none):
+/// `min 0, max 4999, mean 2500, std 1443`, and how many elements are not finite where any are.
+pub fn statistics_words(stats: &Map<String, Value>, number: &dyn Fn(f64) -> String) -> String {
+    let said = |key: &str| {
+        stats
+            .get(key)
+            .and_then(crate::json::number_from_json)
+            .map_or("–".to_string(), number)
+    };
+    let non_finite = match stats.get("non_finite").and_then(Value::as_u64) {
+        Some(n) if n > 0 => format!(", {n} not finite"),
+        _ => String::new(),
+    };
+    format!(
+        "min {}, max {}, mean {}, std {}{non_finite}",
+        said("min"),
+        said("max"),
+        said("mean"),
+        said("std")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

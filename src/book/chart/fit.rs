@@ -11,6 +11,15 @@ use crate::html::escape;
 /// 0.8·n, so 13 keeps the text above 10 px down to a column of 330.
 pub const NARROW_TEXT_PX: u32 = 13;
 
+/// The width every narrow drawing is made at: a phone's column (350 px at a 390 px window), less
+/// a little.
+pub const NARROW_WIDTH: u32 = 340;
+
+/// The size of a text the wide drawing gives `wide` px, in the drawing `narrow` says.
+pub fn text_px(narrow: bool, wide: u32) -> u32 {
+    if narrow { NARROW_TEXT_PX } else { wide }
+}
+
 /// The sizes one drawing of a line chart takes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Frame {
@@ -53,7 +62,7 @@ impl Frame {
 
     /// A phone's column: drawn at about the size it is shown at.
     pub const NARROW: Frame = Frame {
-        width: 340,
+        width: NARROW_WIDTH,
         height: 280,
         margin: 6,
         margin_right: 18,

@@ -80,7 +80,7 @@ impl RowFit {
 
     /// The size of a text the wide drawing gives `wide` px.
     fn px(&self, wide: u32) -> u32 {
-        if self.narrow { super::fit::NARROW_TEXT_PX } else { wide }
+        super::fit::text_px(self.narrow, wide)
     }
 }
 
@@ -106,7 +106,11 @@ fn rows_chart(
         }
     };
     let one = |fit: RowFit| {
-        let (width, row, names_area) = if fit.narrow { (340, 64, 10) } else { (760, 48, 120) };
+        let (width, row, names_area) = if fit.narrow {
+            (super::fit::NARROW_WIDTH, 64, 10)
+        } else {
+            (760, 48, 120)
+        };
         svg(width, 80 + row * n as u32, label, |root, hovers| {
             let mut chart = drawing(
                 ChartBuilder::on(root)

@@ -146,20 +146,13 @@ fn describe(value: &Value) -> String {
 /// compact JSON with numbers written plainly.
 fn format_other(value: &Value) -> String {
     if let Some(stats) = crate::trace::summary::statistics_of(value) {
-        let number = |key: &str| {
-            stats
-                .get(key)
-                .and_then(number_from_json)
-                .map_or("–".to_string(), |x| auto(x, Unit::None))
-        };
-        return format!(
-            "a tensor of {} elements (min {}, max {}, mean {}, std {})",
-            number("elements"),
-            number("min"),
-            number("max"),
-            number("mean"),
-            number("std")
-        );
+        let number = |x: f64| auto(x, Unit::None);
+        let elements = stats
+            .get("elements")
+            .and_then(number_from_json)
+            .map_or("?".into(), number);
+        let words = crate::trace::summary::statistics_words(stats, &number);
+        return format!("a tensor of {elements} elements ({words})");
     }
     match value {
         Value::String(s) => s.clone(),

@@ -64,14 +64,12 @@ pub fn batch_sequence(data: &ChartData) -> Result<String, Cause> {
     let draw = |narrow: bool| -> Result<String, Cause> {
         // Wide: x left of y, the product arrow across. Narrow (a phone's column, `chart::fit`): x
         // above y, the arrow down, text at the narrow size.
-        let font = |wide: u32| {
-            if narrow {
-                crate::chart::fit::NARROW_TEXT_PX
-            } else {
-                wide
-            }
+        let font = |wide: u32| crate::chart::fit::text_px(narrow, wide);
+        let width: i32 = if narrow {
+            crate::chart::fit::NARROW_WIDTH as i32
+        } else {
+            760
         };
-        let width: i32 = if narrow { 340 } else { 760 };
         let cell = ((300 / l as i32).min(120 / b as i32)).clamp(6, if narrow { 28 } else { 30 });
         let gap = (cell / 6).max(2);
         let grid_w = l as i32 * (cell + gap);

@@ -48,7 +48,11 @@ pub fn cpu_gpu(data: &ChartData) -> Result<String, Cause> {
     // Wide: host left, GPU right, the copies across. Narrow (a phone's column, `chart::fit`):
     // host above, GPU below, the copies down between them, each rate beside its arrow.
     let draw = |narrow: bool| {
-        let (width, height) = if narrow { (340, 390) } else { (720, 230) };
+        let (width, height) = if narrow {
+            (crate::chart::fit::NARROW_WIDTH, 390)
+        } else {
+            (720, 230)
+        };
         let (host_box, gpu_box) = match narrow {
             true => (((10, 30), (330, 150)), ((10, 256), (330, 376))),
             false => (((10, 40), (250, 190)), ((470, 40), (710, 190))),

@@ -121,14 +121,12 @@ pub fn tensor_strides(data: &ChartData) -> Result<String, Cause> {
 fn draw(data: &ChartData, s: &Strides, narrow: bool) -> Result<String, Cause> {
     let (rows, cols) = (s.grid.len(), s.grid[0].len());
     let [r, c] = s.element;
-    let width = if narrow { 340 } else { 760 };
-    let px = |wide: u32| {
-        if narrow {
-            crate::chart::fit::NARROW_TEXT_PX
-        } else {
-            wide
-        }
+    let width = if narrow {
+        crate::chart::fit::NARROW_WIDTH as i32
+    } else {
+        760
     };
+    let px = |wide: u32| crate::chart::fit::text_px(narrow, wide);
     let cell = 36;
     let n = s.storage.len();
     // Room on the left for the row labels ("position", "x index"), which the narrow drawing
