@@ -2,6 +2,7 @@
 //! for contiguous operands (each op's arithmetic is its declaration's `apply_f32`/`apply_i64`),
 //! and matmul through the `gemm` crate.
 
+pub mod aligned;
 pub mod bf16_gemm;
 mod buffer;
 pub(crate) mod elementwise;
@@ -17,6 +18,10 @@ mod team;
 pub mod update;
 
 pub use buffer::{BufferElement, CpuBuffer, check_bytes, check_room};
+
+/// Host buffers start on a cache line, as PyTorch's do (`aligned.rs` says why and how).
+#[global_allocator]
+static ALLOCATOR: aligned::CacheLineAligned = aligned::CacheLineAligned;
 pub use matmul::matmul;
 
 /// The fastest bf16 instruction set our kernels may use on this thread: "amx_bf16" (AMX tiles),

@@ -39,6 +39,16 @@ fn block_dot_avx2<A: Lane, B: Lane>(a: &[A], b: &[B]) -> f32 {
 
 /// [`block_dot`] at `level` (every level gives the same bits: the order is written out).
 fn block_dot_at<A: Lane, B: Lane>(level: Level, a: &[A], b: &[B]) -> f32 {
+    match (level, A::as_f32(a), B::as_f32(b)) {
+        // SAFETY: `Level::current` only returns a level this CPU has.
+        #[cfg(target_arch = "x86_64")]
+        (Level::Avx512, Some(a), Some(b)) => unsafe { super::dot_f32::block_dot([a], b)[0] },
+        _ => block_dot_generic_at(level, a, b),
+    }
+}
+
+/// [`block_dot`] at `level`, compiled for its instruction set from the generic loop.
+fn block_dot_generic_at<A: Lane, B: Lane>(level: Level, a: &[A], b: &[B]) -> f32 {
     match level {
         // SAFETY: `Level::current` only returns a level this CPU has.
         #[cfg(target_arch = "x86_64")]
@@ -89,10 +99,14 @@ pub(super) fn rows_dot4<A: Lane>(level: Level, a: &[A], x: &[f32], interleaved: 
         let end = (start + SUM_BLOCK).min(k);
         let rows: [&[A]; 4] = std::array::from_fn(|r| &a[r * k + start..r * k + end]);
         let bf16_rows = A::as_bf16(a).map(|a| std::array::from_fn(|r| &a[r * k + start..r * k + end]));
-        let blocks = match (level, bf16_rows, interleaved) {
+        let f32_rows = A::as_f32(a).map(|a| std::array::from_fn(|r| &a[r * k + start..r * k + end]));
+        let blocks = match (level, bf16_rows, interleaved, f32_rows) {
             // SAFETY: `interleaved` is only given at `Level::Avx512`, which this CPU has.
             #[cfg(target_arch = "x86_64")]
-            (Level::Avx512, Some(rows), Some(xi)) => unsafe { super::dot_bf16::block_dot(rows, &xi[start..end]) },
+            (Level::Avx512, Some(rows), Some(xi), _) => unsafe { super::dot_bf16::block_dot(rows, &xi[start..end]) },
+            // SAFETY: `Level::current` only returns a level this CPU has.
+            #[cfg(target_arch = "x86_64")]
+            (Level::Avx512, _, _, Some(rows)) => unsafe { super::dot_f32::block_dot(rows, &x[start..end]) },
             // SAFETY: `Level::current` only returns a level this CPU has.
             #[cfg(target_arch = "x86_64")]
             (Level::Avx512, ..) => unsafe { block_dot4_avx512(rows, &x[start..end]) },
@@ -133,10 +147,18 @@ pub(crate) fn matvec<T: Lane>(level: Level, a: &[T], x: &[T], k: usize, round: f
     if m == 1 {
         return vec![round(dot(level, a, x))];
     }
-    // `x` is widened once, not once per row (for f32 a copy of one row's length).
-    let mut wide = vec![0f32; k];
-    T::widen(x, &mut wide);
-    let x = &wide[..];
+    // `x` is widened once, not once per row; f32 is read where it is (a copy cost an allocation
+    // and a pass, a tenth of an 89×89 product).
+    let wide: Vec<f32>;
+    let x = match T::as_f32(x) {
+        Some(x) => x,
+        None => {
+            let mut w = vec![0f32; k];
+            T::widen(x, &mut w);
+            wide = w;
+            &wide[..]
+        }
+    };
     // bf16 rows on AVX-512 take `dot_bf16`'s loop, which reads `x` in its own layout.
     #[cfg(target_arch = "x86_64")]
     let interleaved = (level == Level::Avx512 && T::as_bf16(a).is_some()).then(|| super::dot_bf16::interleave(x));

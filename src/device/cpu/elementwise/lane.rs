@@ -35,6 +35,12 @@ pub(crate) trait Lane: Copy + Send + Sync + 'static {
         None
     }
 
+    /// The slice as f32, where `Self` is f32 (for loops written for f32 alone).
+    #[inline(always)]
+    fn as_f32(_: &[Self]) -> Option<&[f32]> {
+        None
+    }
+
     /// An output slice as bf16, where `Self` is bf16.
     #[inline(always)]
     fn as_bf16_mut(_: &mut [MaybeUninit<Self>]) -> Option<&mut [MaybeUninit<bf16>]> {
@@ -79,6 +85,11 @@ pub(crate) trait Lane: Copy + Send + Sync + 'static {
 }
 
 impl Lane for f32 {
+    #[inline(always)]
+    fn as_f32(s: &[f32]) -> Option<&[f32]> {
+        Some(s)
+    }
+
     #[inline(always)]
     fn widen(src: &[f32], dst: &mut [f32]) {
         dst.copy_from_slice(src);

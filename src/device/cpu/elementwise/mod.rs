@@ -12,6 +12,8 @@
 mod dot;
 #[cfg(target_arch = "x86_64")]
 mod dot_bf16;
+#[cfg(target_arch = "x86_64")]
+mod dot_f32;
 mod kernels;
 mod lane;
 #[cfg(target_arch = "x86_64")]
