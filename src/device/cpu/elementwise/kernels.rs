@@ -81,7 +81,12 @@ fn unary_on<T: Lane, F: Fn(f32) -> f32>(level: Level, f: &F, src: &[T], dst: &mu
     match level {
         // SAFETY: `isa::current` only returns a level this CPU has (`CpuIsa::check`).
         #[cfg(target_arch = "x86_64")]
-        Level::Avx512 => unsafe { unary_avx512(f, src, dst) },
+        Level::Avx512 => match (T::as_bf16(src), T::as_bf16_mut(dst)) {
+            // SAFETY: `narrow_bf16::available` said this CPU has what it needs.
+            (Some(s), Some(d)) if super::narrow_bf16::available() => unsafe { super::narrow_bf16::unary(f, s, d) },
+            // SAFETY: as the arm above.
+            _ => unsafe { unary_avx512(f, src, dst) },
+        },
         // SAFETY: as the arm above.
         #[cfg(target_arch = "x86_64")]
         Level::Avx2 => unsafe { unary_avx2(f, src, dst) },
