@@ -167,14 +167,7 @@ pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf, BookEr
         root: book_root.to_path_buf(),
         msg: e.to_string(),
     };
-    // mdbook reads the chapters whole and unchecked: a pipe or a device there is refused first.
-    inputs::check(book_root).map_err(|e| io_failed(&e))?;
-    let mut book = mdbook_driver::MDBook::load(book_root).map_err(failed)?;
-    if let Some(dir) = &options.out_dir {
-        book.config.build.build_dir = dir.clone();
-    }
-    let out = book.root.join(&book.config.build.build_dir);
-    let out = std::path::absolute(&out).unwrap_or(out);
+    let (mut book, out) = load(book_root, options)?;
     // The swap replaces `target` whole: it is checked before anything is written, and again
     // just before the swap, under the lock (a build takes minutes).
     let (setting, protected) = out_folder_rule(&book, options);
@@ -216,6 +209,24 @@ pub fn build(book_root: &Path, options: &BuildOptions) -> Result<PathBuf, BookEr
 
 /// Where the output folder was named, and the folders it must neither be nor hold (see
 /// [`out_folder`]).
+/// The book's sources, loaded, and the output folder `options` give it (absolute): where a
+/// build and its preflight both start.
+fn load(book_root: &Path, options: &BuildOptions) -> Result<(mdbook_driver::MDBook, PathBuf), BookError> {
+    let failed = |msg: String| BookError::Build {
+        root: book_root.to_path_buf(),
+        msg,
+    };
+    // mdbook reads the chapters whole and unchecked: a pipe or a device there is refused first.
+    inputs::check(book_root).map_err(|e| failed(e.to_string()))?;
+    let mut book = mdbook_driver::MDBook::load(book_root).map_err(|e| failed(format!("{e:#}")))?;
+    if let Some(dir) = &options.out_dir {
+        book.config.build.build_dir = dir.clone();
+    }
+    let out = book.root.join(&book.config.build.build_dir);
+    let out = std::path::absolute(&out).unwrap_or(out);
+    Ok((book, out))
+}
+
 fn out_folder_rule(book: &mdbook_driver::MDBook, options: &BuildOptions) -> (String, Vec<out_folder::Protected>) {
     // Named where the user can change it.
     let setting = if options.out_dir.is_some() {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use mdbook_preprocessor::book::BookItem;
 
 use super::directive::{self, Directive};
-use super::{BookError, BuildOptions, inputs, out_folder, out_folder_rule, swap};
+use super::{BookError, BuildOptions, out_folder, out_folder_rule, swap};
 
 /// What [`check`] found.
 #[derive(Debug)]
@@ -41,13 +41,7 @@ pub fn check(book_root: &Path, options: &BuildOptions) -> Result<Preflight, Book
             }
         )));
     }
-    inputs::check(book_root).map_err(|e| failed(e.to_string()))?;
-    let mut book = mdbook_driver::MDBook::load(book_root).map_err(|e| failed(format!("{e:#}")))?;
-    if let Some(dir) = &options.out_dir {
-        book.config.build.build_dir = dir.clone();
-    }
-    let out = book.root.join(&book.config.build.build_dir);
-    let out = std::path::absolute(&out).unwrap_or(out);
+    let (book, out) = super::load(book_root, options)?;
     let (setting, protected) = out_folder_rule(&book, options);
     let target = out_folder::check(&out, &setting, &protected)?;
     swap::check_writable_beside(&target).map_err(failed)?;
