@@ -173,12 +173,21 @@ pub fn datasheet_for(device_name: &str) -> Option<&'static DatasheetPeak> {
         .find(|p| p.name_contains.iter().all(|part| name.contains(part)))
 }
 
+/// Where a peak comes from; the trace writes it as "datasheet" or "measured".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PeakKind {
+    /// A GPU's figure from its vendor's datasheet (`DATASHEET`).
+    Datasheet,
+    /// Timed on this host (`cpu::measured_peak`).
+    Measured,
+}
+
 /// The peak an MFU is computed against, and where it came from.
 #[derive(Debug, Clone)]
 pub struct Peak {
     pub flop_per_sec: f64,
-    /// "datasheet" or "measured".
-    pub kind: &'static str,
+    pub kind: PeakKind,
     /// One sentence: which datasheet, or how the measurement was made.
     pub how: String,
     /// For a measured peak: the loop that was timed (`cpu::fma_loops::PeakLoop::name`).
@@ -188,10 +197,9 @@ pub struct Peak {
 impl Peak {
     /// A datasheet's figure is given; a measured peak is a clock's.
     pub fn value_kind(&self) -> crate::trace::Kind {
-        if self.kind == "measured" {
-            crate::trace::Kind::Clock
-        } else {
-            crate::trace::Kind::Given
+        match self.kind {
+            PeakKind::Measured => crate::trace::Kind::Clock,
+            PeakKind::Datasheet => crate::trace::Kind::Given,
         }
     }
 
@@ -209,7 +217,7 @@ pub fn peak(device: &crate::device::Device, mode: MathMode) -> std::result::Resu
             let m = crate::device::cpu::measured_peak::measured(mode)?;
             Ok(Peak {
                 flop_per_sec: m.flop_per_sec,
-                kind: "measured",
+                kind: PeakKind::Measured,
                 how: m.method,
                 peak_loop: Some(m.peak_loop.name()),
             })
@@ -225,7 +233,7 @@ pub fn datasheet_peak(device_name: &str, mode: MathMode) -> std::result::Result<
     })?;
     Ok(Peak {
         flop_per_sec: entry.flop_per_sec(mode),
-        kind: "datasheet",
+        kind: PeakKind::Datasheet,
         how: format!("{} dense {} peak, {}", entry.device, mode.name(), entry.source),
         peak_loop: None,
     })
