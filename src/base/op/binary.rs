@@ -150,6 +150,15 @@ macro_rules! define_binary_ops {
                 }
             }
 
+            /// Hands `body` this op's f32 arithmetic as a closure of its own type (see
+            /// `UnaryOp::with_f32`).
+            #[inline]
+            pub fn with_f32<B: BinaryBody>(self, body: B) -> B::Output {
+                match self {
+                    $(BinaryOp::$variant => body.run(move |$fa: f32, $fb: f32| -> f32 { $f32 }),)*
+                }
+            }
+
             /// The arithmetic on integers, exact and wrapping; `None` when the op needs a float
             /// dtype (which does not depend on the elements).
             #[inline]
@@ -193,6 +202,12 @@ macro_rules! define_binary_ops {
 }
 
 binary_op_table!(define_binary_ops);
+
+/// What runs a binary op's f32 arithmetic, given as a closure ([`BinaryOp::with_f32`]).
+pub trait BinaryBody {
+    type Output;
+    fn run<F: Fn(f32, f32) -> f32 + Copy + Send + Sync>(self, f: F) -> Self::Output;
+}
 
 impl BinaryOp {
     /// Whether integer tensors take this op (the result stays integral).

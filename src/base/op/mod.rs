@@ -3,7 +3,8 @@
 //! (absent for ops whose result is not integral), the exact value it approximates, how closely,
 //! and its derivative. Each layer reads the part it runs from that one entry:
 //! - here: the op enums, `ALL` (the list tests iterate), names, kernel names, the arithmetic;
-//! - the CPU backend calls `apply_f32`/`apply_i64`; the CUDA backend launches `<kernel>_<dtype>`
+//! - the CPU backend calls `apply_f32`/`apply_i64`, and its vectorised loops take the f32 body
+//!   as a closure (`with_f32`); the CUDA backend launches `<kernel>_<dtype>`
 //!   (defined by one line in `kernels/elementwise.cu`: `tests/tensor/kernels_compile.rs` compiles every
 //!   kernel a declared op can launch, on a machine without a GPU);
 //! - the tensor layer gets a method per op (`Tensor::sqrt`), so does autograd (`Var::sqrt`), and
@@ -16,9 +17,9 @@ pub(crate) mod binary;
 mod reduce;
 mod unary;
 
-pub use binary::BinaryOp;
+pub use binary::{BinaryBody, BinaryOp};
 pub use reduce::{ReduceOp, ReduceWalk};
-pub use unary::UnaryOp;
+pub use unary::{UnaryBody, UnaryOp};
 pub(crate) use {binary::binary_op_table, unary::unary_op_table};
 
 /// How closely an op's f32 arithmetic follows the exact value it declares.

@@ -251,6 +251,16 @@ macro_rules! define_unary_ops {
                 }
             }
 
+            /// Hands `body` this op's f32 arithmetic as a closure of its own type: a loop over
+            /// many elements is then compiled, and vectorised, once per op, instead of matching
+            /// the op at every element. The CPU backend's loops take their body this way.
+            #[inline]
+            pub fn with_f32<B: UnaryBody>(self, body: B) -> B::Output {
+                match self {
+                    $(UnaryOp::$variant $(($s))? => body.run(move |$fx: f32| -> f32 { $f32 }),)*
+                }
+            }
+
             /// The arithmetic on integers, exact and wrapping; `None` when the op needs a float
             /// dtype (which does not depend on the element).
             #[inline]
@@ -290,6 +300,12 @@ macro_rules! define_unary_ops {
 }
 
 unary_op_table!(define_unary_ops);
+
+/// What runs a unary op's f32 arithmetic, given as a closure ([`UnaryOp::with_f32`]).
+pub trait UnaryBody {
+    type Output;
+    fn run<F: Fn(f32) -> f32 + Copy + Send + Sync>(self, f: F) -> Self::Output;
+}
 
 impl UnaryOp {
     /// Whether integer tensors take this op (the result stays integral).

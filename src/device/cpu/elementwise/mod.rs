@@ -5,8 +5,8 @@
 //! at a time, computed in f32 and rounded back once, so the results are the bits of the scalar
 //! loop (widen, compute, round each element), on every instruction set and thread count.
 //!
-//! The dispatch is generated from the op tables (`unary_op_table!`, `binary_op_table!`): a new
-//! table entry gets its loops with no change here. Strided and broadcast operands take the plain
+//! Each op hands its body to the loops as a closure (`UnaryOp::with_f32`, generated from the op
+//! table with the op itself): a new table entry gets its loops with no change here. Strided and broadcast operands take the plain
 //! loops in `cpu/mod.rs`.
 
 mod dot;
@@ -37,56 +37,33 @@ pub(crate) use lane::Lane;
 use lane::{BLOCK, bf16_to_f32, f32_to_bf16};
 pub(crate) use reduce::reduce_runs;
 
-// The table's `f32:` bodies are written in `base::op`'s scope and expanded here: they may call
-// helpers as `math::…` (the `#[inline(always)]` functions in `base`), which this brings into scope.
-use crate::base::op::{binary_op_table, unary_op_table};
-#[allow(unused_imports)]
-use crate::base::*;
+use crate::base::op::{BinaryBody, UnaryBody};
 use crate::base::{BinaryOp, UnaryOp};
 use crate::device::cpu::team::Split;
 
-/// `unary(op, level, src)`: the op over a contiguous operand, one loop per table entry.
-macro_rules! cpu_unary_dispatch {
-    ($(
-        $(#[$meta:meta])*
-        $variant:ident $(($s:ident))? => $method:ident {
-            name: $name:literal,
-            $(kernel: $kernel:literal,)?
-            f32: |$fx:ident| $f32:expr,
-            $($rest:tt)*
+/// [`unary`], cut for threads as `split` says: one loop per op, compiled with the op's own body.
+fn unary_split<T: Lane>(op: UnaryOp, level: Level, split: Split, src: &[T]) -> Vec<T> {
+    struct Loop<'a, T>(Level, Split, &'a [T]);
+    impl<T: Lane> UnaryBody for Loop<'_, T> {
+        type Output = Vec<T>;
+        fn run<F: Fn(f32) -> f32 + Copy + Send + Sync>(self, f: F) -> Vec<T> {
+            kernels::unary(self.0, self.1, self.2, f)
         }
-    )*) => {
-        /// [`unary`], cut for threads as `split` says.
-        fn unary_split<T: Lane>(op: UnaryOp, level: Level, split: Split, src: &[T]) -> Vec<T> {
-            match op {
-                $(UnaryOp::$variant $(($s))? => kernels::unary(level, split, src, move |$fx: f32| -> f32 { $f32 }),)*
-            }
-        }
-    };
+    }
+    op.with_f32(Loop(level, split, src))
 }
 
-/// `binary(op, level, a, b)`: the op over two contiguous operands, one loop per table entry.
-macro_rules! cpu_binary_dispatch {
-    ($(
-        $(#[$meta:meta])*
-        $variant:ident => $method:ident {
-            name: $name:literal,
-            $(kernel: $kernel:literal,)?
-            f32: |$fa:ident, $fb:ident| $f32:expr,
-            $($rest:tt)*
+/// [`binary`], cut for threads as `split` says: one loop per op, compiled with the op's own body.
+fn binary_split<T: Lane>(op: BinaryOp, level: Level, split: Split, a: &[T], b: &[T]) -> Vec<T> {
+    struct Loop<'a, T>(Level, Split, &'a [T], &'a [T]);
+    impl<T: Lane> BinaryBody for Loop<'_, T> {
+        type Output = Vec<T>;
+        fn run<F: Fn(f32, f32) -> f32 + Copy + Send + Sync>(self, f: F) -> Vec<T> {
+            kernels::binary(self.0, self.1, self.2, self.3, f)
         }
-    )*) => {
-        /// [`binary`], cut for threads as `split` says.
-        fn binary_split<T: Lane>(op: BinaryOp, level: Level, split: Split, a: &[T], b: &[T]) -> Vec<T> {
-            match op {
-                $(BinaryOp::$variant => kernels::binary(level, split, a, b, move |$fa: f32, $fb: f32| -> f32 { $f32 }),)*
-            }
-        }
-    };
+    }
+    op.with_f32(Loop(level, split, a, b))
 }
-
-unary_op_table!(cpu_unary_dispatch);
-binary_op_table!(cpu_binary_dispatch);
 
 /// `op` over a contiguous float operand (`op` as the backend runs it: see
 /// [`UnaryOp::simplified`]).
