@@ -10,7 +10,7 @@
 //! - views (`reshape`, `transpose`, `squeeze`, `unsqueeze`) and casts: the inverse view or cast;
 //! - `mse(pred, target) = mean((pred − target)²)`: `∂pred = 2·(pred − target)/n · g`.
 
-use crate::base::op::{binary_op_table, unary_op_table};
+use crate::base::op::Gradient;
 use crate::base::{BinaryOp, ReduceOp, UnaryOp};
 use crate::error::Result;
 use crate::tensor::{DType, Tensor};
@@ -99,7 +99,7 @@ impl Op {
             Op::MatMul { a, b, a_shape, b_shape } => {
                 matmul_backward(g, a.as_ref(), b.as_ref(), a_shape, b_shape, need(0), need(1))?
             }
-            Op::Unary { op, saved } => vec![Some(unary_derivative(*op, g, saved.as_ref())?)],
+            Op::Unary { op, saved } => vec![Some(op.derivative(g, saved.as_ref())?)],
             Op::Binary {
                 op,
                 a,
@@ -107,7 +107,7 @@ impl Op {
                 a_shape,
                 b_shape,
             } => {
-                let [da, db] = binary_derivatives(*op, g, a.as_ref(), b.as_ref(), [need(0), need(1)])?;
+                let [da, db] = op.derivatives(g, a.as_ref(), b.as_ref(), [need(0), need(1)])?;
                 vec![
                     da.map(|d| d.sum_to_shape(a_shape)).transpose()?,
                     db.map(|d| d.sum_to_shape(b_shape)).transpose()?,
@@ -141,85 +141,42 @@ impl Op {
     }
 }
 
-/// The gradient of a unary op's input, by the derivative declared with the op.
-macro_rules! unary_derivative {
-    ($(
-        $(#[$meta:meta])*
-        $variant:ident $(($s:ident))? => $method:ident {
-            name: $name:literal,
-            $(kernel: $kernel:literal,)?
-            f32: |$fx:ident| $f32:expr,
-            i64: |$ix:ident| $i64:expr,
-            exact: |$ex:ident| $exact:expr,
-            accuracy: $accuracy:ident,
-            grad: |$g:ident $(, $gs:ident)?| $grad:expr $(,)?
-        }
-    )*) => {
-        #[allow(unused_variables)]
-        fn unary_derivative(op: UnaryOp, g: &Tensor, saved_value: Option<&Tensor>) -> Result<Tensor> {
-            match op {
-                $(UnaryOp::$variant $(($s))? => {
-                    let $g = g;
-                    $(let $gs = saved(saved_value)?;)?
-                    $grad
-                })*
-            }
-        }
-    };
+/// The table's derivatives run on tensors (`UnaryOp::derivative`, `BinaryOp::derivatives`).
+impl Gradient for Tensor {
+    fn neg(&self) -> Result<Tensor> {
+        Tensor::neg(self)
+    }
+    fn mul(&self, other: &Tensor) -> Result<Tensor> {
+        Tensor::mul(self, other)
+    }
+    fn div(&self, other: &Tensor) -> Result<Tensor> {
+        Tensor::div(self, other)
+    }
+    fn mul_scalar(&self, s: f64) -> Result<Tensor> {
+        Tensor::mul_scalar(self, s)
+    }
+    fn div_scalar(&self, s: f64) -> Result<Tensor> {
+        Tensor::div_scalar(self, s)
+    }
+    fn square(&self) -> Result<Tensor> {
+        Tensor::square(self)
+    }
+    fn exp(&self) -> Result<Tensor> {
+        Tensor::exp(self)
+    }
+    fn pow_scalar(&self, p: f64) -> Result<Tensor> {
+        Tensor::pow_scalar(self, p)
+    }
+    fn relu_backward(&self, x: &Tensor) -> Result<Tensor> {
+        Tensor::relu_backward(self, x)
+    }
+    fn gelu_backward(&self, x: &Tensor) -> Result<Tensor> {
+        Tensor::gelu_backward(self, x)
+    }
+    fn gelu_tanh_backward(&self, x: &Tensor) -> Result<Tensor> {
+        Tensor::gelu_tanh_backward(self, x)
+    }
 }
-unary_op_table!(unary_derivative);
-
-/// The operand a binary derivative names (`a` or `b`), as saved.
-macro_rules! operand {
-    (a, $a:expr, $b:expr) => {
-        saved($a)?
-    };
-    (b, $a:expr, $b:expr) => {
-        saved($b)?
-    };
-}
-
-/// The gradients of a binary op's operands (before summing back to their shapes), by the
-/// derivatives declared with the op; only those in `need`.
-macro_rules! binary_derivatives {
-    ($(
-        $(#[$meta:meta])*
-        $variant:ident => $method:ident {
-            name: $name:literal,
-            $(kernel: $kernel:literal,)?
-            f32: |$fa:ident, $fb:ident| $f32:expr,
-            i64: |$ia:ident, $ib:ident| $i64:expr,
-            exact: |$ea:ident, $eb:ident| $exact:expr,
-            accuracy: $accuracy:ident,
-            grad_a: |$ga:ident $(, $gas:ident)*| $grad_a:expr,
-            grad_b: |$gb:ident $(, $gbs:ident)*| $grad_b:expr $(,)?
-        }
-    )*) => {
-        fn binary_derivatives(
-            op: BinaryOp,
-            g: &Tensor,
-            a: Option<&Tensor>,
-            b: Option<&Tensor>,
-            need: [bool; 2],
-        ) -> Result<[Option<Tensor>; 2]> {
-            Ok(match op {
-                $(BinaryOp::$variant => [
-                    when(need[0], || {
-                        let $ga = g;
-                        $(let $gas = operand!($gas, a, b);)*
-                        $grad_a
-                    })?,
-                    when(need[1], || {
-                        let $gb = g;
-                        $(let $gbs = operand!($gbs, a, b);)*
-                        $grad_b
-                    })?,
-                ],)*
-            })
-        }
-    };
-}
-binary_op_table!(binary_derivatives);
 
 fn when(need: bool, f: impl FnOnce() -> Result<Tensor>) -> Result<Option<Tensor>> {
     if need { f().map(Some) } else { Ok(None) }

@@ -4,7 +4,7 @@
 //! when a gradient that is wanted reads it). Operands are broadcast to one shape first; autograd
 //! sums each gradient back to its operand's shape.
 
-use super::{Accuracy, GELU_FLOPS_PER_ELEMENT, reads};
+use super::{Accuracy, GELU_FLOPS_PER_ELEMENT, Gradient, operand, reads};
 use crate::base::DType;
 use crate::error::Error;
 use crate::error::Result;
@@ -196,6 +196,38 @@ macro_rules! define_binary_ops {
                         (need[0] && reads!(b: $($gas)*)) || (need[1] && reads!(b: $($gbs)*)),
                     ],)*
                 }
+            }
+
+            /// The gradients of the operands wanted in `need` (before summing back to their
+            /// shapes), given the output's gradient `g` and the operands [`Self::saves`] kept,
+            /// by the derivatives declared with the op.
+            pub fn derivatives<T: Gradient>(
+                self,
+                g: &T,
+                a: Option<&T>,
+                b: Option<&T>,
+                need: [bool; 2],
+            ) -> Result<[Option<T>; 2]> {
+                Ok(match self {
+                    $(BinaryOp::$variant => [
+                        if need[0] {
+                            let $ga = g;
+                            $(let $gas = operand!($gas, a, b);)*
+                            let d: Result<T> = $grad_a;
+                            Some(d?)
+                        } else {
+                            None
+                        },
+                        if need[1] {
+                            let $gb = g;
+                            $(let $gbs = operand!($gbs, a, b);)*
+                            let d: Result<T> = $grad_b;
+                            Some(d?)
+                        } else {
+                            None
+                        },
+                    ],)*
+                })
             }
         }
     };

@@ -8,10 +8,12 @@
 //!   (defined by one line in `kernels/elementwise.cu`: `tests/tensor/kernels_compile.rs` compiles every
 //!   kernel a declared op can launch, on a machine without a GPU);
 //! - the tensor layer gets a method per op (`Tensor::sqrt`), so does autograd (`Var::sqrt`), and
-//!   autograd's backward runs the declared derivative.
+//!   autograd's backward runs the declared derivative (`derivative`, generic over [`Gradient`]).
 //!
 //! FLOPs: an elementwise op counts one per output element (GeLU and its derivative 20, the
 //! lecture's convention: `GELU_FLOPS_PER_ELEMENT`), a reduction one per input element.
+
+use crate::error::Result;
 
 pub(crate) mod binary;
 mod reduce;
@@ -64,6 +66,29 @@ pub fn elementwise_flops(outputs: usize, per_element: u64) -> u64 {
 /// `erf` or `tanh` and the products around it. Every other elementwise op counts 1, ReLU too.
 pub const GELU_FLOPS_PER_ELEMENT: u64 = 20;
 
+/// The tensor operations the table's derivatives (`grad:`, `grad_a:`, `grad_b:`) are written
+/// in. The derivatives are generic over it (`UnaryOp::derivative`, `BinaryOp::derivatives`), so
+/// they are generated with the op from its one table entry; autograd's tensor implements it.
+pub trait Gradient: Clone {
+    fn neg(&self) -> Result<Self>;
+    fn mul(&self, other: &Self) -> Result<Self>;
+    fn div(&self, other: &Self) -> Result<Self>;
+    fn mul_scalar(&self, s: f64) -> Result<Self>;
+    fn div_scalar(&self, s: f64) -> Result<Self>;
+    fn square(&self) -> Result<Self>;
+    fn exp(&self) -> Result<Self>;
+    fn pow_scalar(&self, p: f64) -> Result<Self>;
+    fn relu_backward(&self, x: &Self) -> Result<Self>;
+    fn gelu_backward(&self, x: &Self) -> Result<Self>;
+    fn gelu_tanh_backward(&self, x: &Self) -> Result<Self>;
+}
+
+/// A derivative needed a tensor its op said it saves, and none was given (a bug in autograd, not
+/// in the input).
+pub fn not_saved() -> crate::error::Error {
+    crate::error::Error::invalid("backward", "a tensor the rule needs was not saved (internal error)")
+}
+
 /// What a unary derivative of the form `|g, x|`, `|g, y|` or `|g|` keeps for backward.
 macro_rules! saves {
     () => {
@@ -94,3 +119,14 @@ macro_rules! reads {
     };
 }
 pub(crate) use reads;
+
+/// The operand a binary derivative names (`a` or `b`), as saved.
+macro_rules! operand {
+    (a, $a:expr, $b:expr) => {
+        $a.ok_or_else($crate::base::op::not_saved)?
+    };
+    (b, $a:expr, $b:expr) => {
+        $b.ok_or_else($crate::base::op::not_saved)?
+    };
+}
+pub(crate) use operand;

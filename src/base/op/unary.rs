@@ -14,7 +14,7 @@
 //!
 //! The order of the fields is fixed. A scalar op names its scalar after the variant (`s`, `p`).
 
-use super::{Accuracy, GELU_FLOPS_PER_ELEMENT, Saves, integral, saves};
+use super::{Accuracy, GELU_FLOPS_PER_ELEMENT, Gradient, Saves, integral, saves};
 use crate::base::DType;
 use crate::error::Result;
 
@@ -286,6 +286,18 @@ macro_rules! define_unary_ops {
             pub fn accuracy(self) -> Accuracy {
                 match self {
                     $(UnaryOp::$variant $(($s))? => Accuracy::$accuracy,)*
+                }
+            }
+
+            /// The gradient of the input, given the output's gradient `g` and the tensor
+            /// [`Self::saves`] names (`saved`), by the derivative declared with the op.
+            pub fn derivative<T: Gradient>(self, g: &T, saved: Option<&T>) -> Result<T> {
+                match self {
+                    $(UnaryOp::$variant $(($s))? => {
+                        let $g = g;
+                        $(let $gs = saved.ok_or_else(super::not_saved)?;)?
+                        $grad
+                    })*
                 }
             }
 
