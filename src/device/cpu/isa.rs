@@ -112,7 +112,13 @@ impl CpuIsa {
 
     /// The highest level this CPU can run: what is used when nothing limits it.
     pub fn best_supported() -> CpuIsa {
-        CpuIsa::supported().into_iter().max().unwrap_or(CpuIsa::Portable)
+        // Asked by every op through `current` (the feature checks are cached by std): no
+        // `supported()` list is built for it.
+        CpuIsa::ALL
+            .into_iter()
+            .filter(|i| i.is_supported())
+            .max()
+            .unwrap_or(CpuIsa::Portable)
     }
 
     /// The float32 loop our own code runs at this level: its peak is the level's own.
