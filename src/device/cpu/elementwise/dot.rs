@@ -42,7 +42,7 @@ fn block_dot_at<A: Lane, B: Lane>(level: Level, a: &[A], b: &[B]) -> f32 {
     match (level, A::as_f32(a), B::as_f32(b)) {
         // SAFETY: `Level::current` only returns a level this CPU has.
         #[cfg(target_arch = "x86_64")]
-        (Level::Avx512, Some(a), Some(b)) => unsafe { super::dot_f32::block_dot([a], b)[0] },
+        (Level::Avx512, Some(a), Some(b)) => unsafe { super::dot_f32::block_dot([a], b, false)[0] },
         _ => block_dot_generic_at(level, a, b),
     }
 }
@@ -92,7 +92,14 @@ fn block_dot4_avx2<A: Lane>(rows: [&[A]; 4], x: &[f32]) -> [f32; 4] {
 
 /// Four consecutive rows (`a.len() == 4·x.len()`), block by block in order, as four `row_dot`s.
 /// `interleaved` is `x` laid out for `dot_bf16` where the rows are bf16 and the level AVX-512.
-pub(super) fn rows_dot4<A: Lane>(level: Level, a: &[A], x: &[f32], interleaved: Option<&[f32]>) -> [f32; 4] {
+/// `rows_ahead`: ask for the rows ahead (a matrix past `dot_f32::ROWS_AHEAD_FROM`; AVX-512 only).
+pub(super) fn rows_dot4<A: Lane>(
+    level: Level,
+    a: &[A],
+    x: &[f32],
+    interleaved: Option<&[f32]>,
+    rows_ahead: bool,
+) -> [f32; 4] {
     let k = x.len();
     let mut totals = [0f32; 4];
     for start in (0..k).step_by(SUM_BLOCK) {
@@ -103,10 +110,12 @@ pub(super) fn rows_dot4<A: Lane>(level: Level, a: &[A], x: &[f32], interleaved: 
         let blocks = match (level, bf16_rows, interleaved, f32_rows) {
             // SAFETY: `interleaved` is only given at `Level::Avx512`, which this CPU has.
             #[cfg(target_arch = "x86_64")]
-            (Level::Avx512, Some(rows), Some(xi), _) => unsafe { super::dot_bf16::block_dot(rows, &xi[start..end]) },
+            (Level::Avx512, Some(rows), Some(xi), _) => unsafe {
+                super::dot_bf16::block_dot(rows, &xi[start..end], rows_ahead)
+            },
             // SAFETY: `Level::current` only returns a level this CPU has.
             #[cfg(target_arch = "x86_64")]
-            (Level::Avx512, _, _, Some(rows)) => unsafe { super::dot_f32::block_dot(rows, &x[start..end]) },
+            (Level::Avx512, _, _, Some(rows)) => unsafe { super::dot_f32::block_dot(rows, &x[start..end], rows_ahead) },
             // SAFETY: `Level::current` only returns a level this CPU has.
             #[cfg(target_arch = "x86_64")]
             (Level::Avx512, ..) => unsafe { block_dot4_avx512(rows, &x[start..end]) },
@@ -173,13 +182,17 @@ pub(crate) fn matvec<T: Lane>(level: Level, a: &[T], x: &[T], k: usize, round: f
         parallel_min: PARALLEL_MIN.div_ceil(k),
         chunk: CHUNK.div_ceil(k).max(m.div_ceil(threads)),
     };
+    #[cfg(target_arch = "x86_64")]
+    let rows_ahead = std::mem::size_of_val(a) >= super::dot_f32::ROWS_AHEAD_FROM;
+    #[cfg(not(target_arch = "x86_64"))]
+    let rows_ahead = false;
     fill_fresh(m, split, &|rows, part: &mut [MaybeUninit<T>]| {
         let mut fours = part.chunks_exact_mut(4);
         let mut i = rows.start;
         for d in &mut fours {
             for (d, v) in d
                 .iter_mut()
-                .zip(rows_dot4(level, &a[i * k..(i + 4) * k], x, interleaved))
+                .zip(rows_dot4(level, &a[i * k..(i + 4) * k], x, interleaved, rows_ahead))
             {
                 d.write(round(v));
             }

@@ -19,6 +19,7 @@ use std::arch::x86_64::{
 
 use half::bf16;
 
+use super::dot_f32::{PREFETCH_AHEAD, prefetch};
 use super::reduce::{LANES, finish_rows};
 
 /// `x` as [`block_dot4`] reads it: in each whole run of 64 from the start, the even elements of
@@ -38,16 +39,23 @@ pub(super) fn interleave(x: &[f32]) -> Vec<f32> {
 
 /// Four rows' dot products with `x` over one block (each row as long as `x`, at most a sum block;
 /// the block starts at a multiple of 64 in the row, and `x` is that range of [`interleave`]'s
-/// output): the bits of `dot::block_dot4` on the same rows.
+/// output): the bits of `dot::block_dot4` on the same rows. Rows of a large matrix are asked
+/// for ahead where `rows_ahead` says so (`dot_f32::ROWS_AHEAD_FROM`).
 ///
 /// # Safety
 /// The CPU has AVX-512F (`Level::Avx512`).
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn block_dot<const R: usize>(rows: [&[bf16]; R], x: &[f32]) -> [f32; R] {
+pub(super) unsafe fn block_dot<const R: usize>(rows: [&[bf16]; R], x: &[f32], rows_ahead: bool) -> [f32; R] {
     let full = x.len() / LANES * LANES;
     let odd_mask = _mm512_set1_epi32(0xFFFF_0000_u32 as i32);
     let mut acc = [[_mm512_setzero_ps(); 4]; R];
     for start in (0..full).step_by(LANES) {
+        if rows_ahead {
+            // As far ahead in bytes as f32 rows are asked for; 64 bf16 are two lines.
+            for row in rows {
+                prefetch(row, start + 2 * PREFETCH_AHEAD, 2);
+            }
+        }
         // SAFETY: `start + 64 <= full <= x.len()`, and every row is as long as `x`.
         let xs: [__m512; 4] = std::array::from_fn(|q| unsafe { _mm512_loadu_ps(x.as_ptr().add(start + 16 * q)) });
         for (acc, row) in acc.iter_mut().zip(rows) {
