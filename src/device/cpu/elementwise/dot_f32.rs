@@ -16,7 +16,7 @@ use std::arch::x86_64::{
     _mm512_add_ps, _mm512_loadu_ps, _mm512_maskz_loadu_ps, _mm512_mul_ps, _mm512_setzero_ps, _mm512_storeu_ps,
 };
 
-use super::reduce::LANES;
+use super::reduce::{LANES, fold_sixteen};
 
 /// Lanes of one AVX-512 register of f32.
 const WIDTH: usize = 16;
@@ -105,11 +105,8 @@ pub(super) unsafe fn block_dot<const R: usize>(rows: [&[f32]; R], x: &[f32], row
         let mut l = [0f32; WIDTH];
         // SAFETY: `l` holds 16 f32.
         unsafe { _mm512_storeu_ps(l.as_mut_ptr(), sixteen) };
-        // Then i + 8, i + 4, i + 2, i + 1, as `reduce::fold_halves` does.
-        let l: [f32; 8] = std::array::from_fn(|i| l[i] + l[i + 8]);
-        let l: [f32; 4] = std::array::from_fn(|i| l[i] + l[i + 4]);
-        let l: [f32; 2] = std::array::from_fn(|i| l[i] + l[i + 2]);
-        *o = l[0] + l[1];
+        // Then i + 8, i + 4, i + 2, i + 1, as `reduce::fold_halves` ends.
+        *o = fold_sixteen(l);
     }
     out
 }

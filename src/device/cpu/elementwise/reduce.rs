@@ -39,15 +39,24 @@ const BLOCKS_PER_CLAIM: usize = 4;
 /// the stack and cost as much as reading a short row.
 #[inline(always)]
 pub(crate) fn fold_halves(lanes: [f32; LANES]) -> f32 {
-    fn half<const N: usize, const H: usize>(l: &[f32; N]) -> [f32; H] {
-        std::array::from_fn(|i| l[i] + l[i + H])
-    }
     let l: [f32; 32] = half(&lanes);
-    let l: [f32; 16] = half(&l);
+    fold_sixteen(half(&l))
+}
+
+/// The last steps of [`fold_halves`], from 16 lanes (lane `i` gains lane `i + 8`, …, `i + 1`):
+/// for loops that fold their first two steps in registers (`dot_f32`).
+#[inline(always)]
+pub(crate) fn fold_sixteen(l: [f32; 16]) -> f32 {
     let l: [f32; 8] = half(&l);
     let l: [f32; 4] = half(&l);
     let l: [f32; 2] = half(&l);
     l[0] + l[1]
+}
+
+/// One step of the fold: lane `i` gains lane `i + H`.
+#[inline(always)]
+fn half<const N: usize, const H: usize>(l: &[f32; N]) -> [f32; H] {
+    std::array::from_fn(|i| l[i] + l[i + H])
 }
 
 /// Partial sums of a reduction or a dot product: four AVX-512 registers of f32, four independent
