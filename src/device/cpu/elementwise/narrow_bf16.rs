@@ -17,7 +17,7 @@ use std::mem::MaybeUninit;
 
 use half::bf16;
 
-use super::lane::{BLOCK, bf16_to_f32, f32_to_bf16};
+use super::lane::{BLOCK, Lane, bf16_to_f32, f32_to_bf16};
 
 /// Whether this CPU has `vcvtneps2bf16` (std caches the answer).
 pub(super) fn available() -> bool {
@@ -55,9 +55,7 @@ pub(super) unsafe fn unary<F: Fn(f32) -> f32>(f: &F, src: &[bf16], dst: &mut [Ma
     let mut a = [0f32; BLOCK];
     for (s, d) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
         let a = &mut a[..s.len()];
-        for (w, &x) in a.iter_mut().zip(s) {
-            *w = bf16_to_f32(x);
-        }
+        <bf16 as Lane>::widen(s, a);
         for x in a.iter_mut() {
             *x = f(*x);
         }
