@@ -85,7 +85,7 @@ pub trait Gradient: Clone {
 
 /// A derivative needed a tensor its op said it saves, and none was given (a bug in autograd, not
 /// in the input).
-pub fn not_saved() -> crate::error::Error {
+pub(crate) fn not_saved() -> crate::error::Error {
     crate::error::Error::invalid("backward", "a tensor the rule needs was not saved (internal error)")
 }
 
